@@ -1,0 +1,81 @@
+import { Context, Data, type Effect, type Stream } from "effect"
+import type { ObjectId } from "../core/ids.js"
+
+/** What the origin says about an object. `version` is the normalised ETag (quotes stripped). */
+export interface ObjectStat {
+  readonly size: number
+  readonly version: string
+  readonly lastModified?: Date | undefined
+}
+
+export interface ListedObject {
+  /** Key within the bucket/container (no bucket prefix). */
+  readonly key: string
+  readonly size: number
+  readonly version: string
+}
+
+export interface ListPage {
+  readonly objects: ReadonlyArray<ListedObject>
+  readonly commonPrefixes: ReadonlyArray<string>
+  readonly nextToken?: string | undefined
+}
+
+export interface ListOptions {
+  readonly prefix?: string
+  readonly delimiter?: string
+  readonly token?: string
+  readonly maxKeys?: number
+}
+
+/** The object does not exist at the origin (404). Terminal: never retried. */
+export class BackendNotFound extends Data.TaggedError("BackendNotFound")<{
+  readonly object: string
+}> {
+  override get message() {
+    return `object ${this.object} does not exist at the origin`
+  }
+}
+
+/** The origin refused or failed the request; `retryable` says whether a retry may help. */
+export class BackendRequestError extends Data.TaggedError("BackendRequestError")<{
+  readonly object: string
+  readonly operation: string
+  readonly status?: number | undefined
+  readonly retryable: boolean
+  readonly detail: string
+}> {
+  override get message() {
+    return `${this.operation} ${this.object} failed${this.status === undefined ? "" : ` with HTTP ${this.status}`}: ${this.detail}`
+  }
+}
+
+/** The requested range lies outside the object. Terminal. */
+export class BackendRangeError extends Data.TaggedError("BackendRangeError")<{
+  readonly object: string
+  readonly offset: number
+  readonly length: number
+  readonly size?: number | undefined
+}> {
+  override get message() {
+    return `range ${this.offset}+${this.length} is outside ${this.object}${this.size === undefined ? "" : ` (size ${this.size})`}`
+  }
+}
+
+export type BackendError = BackendNotFound | BackendRequestError | BackendRangeError
+
+/**
+ * The origin as the worker, coordinator and gateway see it. One implementation per
+ * provider (`BackendStore.S3`, `BackendStore.Azure` in ./S3.ts and ./Azure.ts).
+ */
+export interface BackendStoreShape {
+  readonly stat: (object: ObjectId) => Effect.Effect<ObjectStat, BackendError>
+  /** Exactly `length` bytes from `offset` (clamped by the origin at EOF), with backpressure. */
+  readonly getRange: (object: ObjectId, offset: number, length: number) => Stream.Stream<Uint8Array, BackendError>
+  /** One page of a listing within `bucket`. */
+  readonly list: (bucket: string, options?: ListOptions) => Effect.Effect<ListPage, BackendError>
+  readonly put: (object: ObjectId, body: Uint8Array) => Effect.Effect<ObjectStat, BackendError>
+  readonly delete: (object: ObjectId) => Effect.Effect<void, BackendError>
+}
+
+export class BackendStore extends Context.Tag("talon/BackendStore")<BackendStore, BackendStoreShape>() {}

@@ -1,0 +1,32 @@
+import type * as net from "node:net"
+import { Context } from "effect"
+
+/** A byte range of an open file, handed to the kernel (native) or read through a pooled buffer (portable). */
+export interface FileSegment {
+  readonly fd: number
+  readonly offset: number
+  readonly length: number
+}
+
+/**
+ * Every write on one connection goes through its writer, so response bytes can never
+ * interleave (with each other, or with libuv's own write queue on the native plane).
+ * Calls are serialised in call order: a second call starts after the first has fully sent.
+ * A rejection means the connection is unusable and has been destroyed.
+ */
+export interface ConnectionWriter {
+  /** A small frame (header plus short body: Ping reply, error frame). */
+  readonly writeFrame: (frame: Uint8Array) => Promise<void>
+  /** A response header followed by file bytes (one or more segments, e.g. pages). */
+  readonly writeFile: (header: Uint8Array, segments: ReadonlyArray<FileSegment>) => Promise<void>
+}
+
+export interface DataPlaneShape {
+  readonly name: "native" | "portable"
+  /** Why this plane runs (e.g. "native addon loaded" or "native addon failed to load: ..."). */
+  readonly reason: string
+  readonly attach: (socket: net.Socket) => ConnectionWriter
+}
+
+/** How response bytes reach the socket: `Sendfile.Native` or `Sendfile.Portable`. */
+export class DataPlane extends Context.Tag("talon/DataPlane")<DataPlane, DataPlaneShape>() {}
