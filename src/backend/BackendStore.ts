@@ -1,5 +1,5 @@
 import { Context, Data, type Effect, type Stream } from "effect"
-import type { ObjectId } from "../core/ids.js"
+import type { Backend, ObjectId } from "../core/ids.js"
 
 /** What the origin says about an object. `version` is the normalised ETag (quotes stripped). */
 export interface ObjectStat {
@@ -26,6 +26,13 @@ export interface ListOptions {
   readonly delimiter?: string
   readonly token?: string
   readonly maxKeys?: number
+  /** Which provider to list when the store routes several (Router.ts); single-provider stores ignore it. */
+  readonly backend?: Backend
+}
+
+export interface GetRangeOptions {
+  /** Read only this version (sent as If-Match); a changed object fails with status 412. */
+  readonly version?: string | undefined
 }
 
 /** The object does not exist at the origin (404). Terminal: never retried. */
@@ -71,7 +78,12 @@ export type BackendError = BackendNotFound | BackendRequestError | BackendRangeE
 export interface BackendStoreShape {
   readonly stat: (object: ObjectId) => Effect.Effect<ObjectStat, BackendError>
   /** Exactly `length` bytes from `offset` (clamped by the origin at EOF), with backpressure. */
-  readonly getRange: (object: ObjectId, offset: number, length: number) => Stream.Stream<Uint8Array, BackendError>
+  readonly getRange: (
+    object: ObjectId,
+    offset: number,
+    length: number,
+    options?: GetRangeOptions
+  ) => Stream.Stream<Uint8Array, BackendError>
   /** One page of a listing within `bucket`. */
   readonly list: (bucket: string, options?: ListOptions) => Effect.Effect<ListPage, BackendError>
   readonly put: (object: ObjectId, body: Uint8Array) => Effect.Effect<ObjectStat, BackendError>
