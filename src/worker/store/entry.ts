@@ -1,0 +1,79 @@
+/**
+ * In-memory index records. A `Unit` is what the LRU moves and evicts: a whole
+ * block in whole mode, one page in paged mode. Units carry their open fd and a
+ * reference count so eviction never closes or unlinks a file a response is
+ * still being sent from.
+ */
+import * as path from "node:path"
+import { PresentBitmap } from "../../core/bitmap.js"
+import type { BlockMeta } from "./layout.js"
+import { BLOCK_FILE, pageFileName } from "./layout.js"
+
+export class Unit {
+  /** Open read fd, or -1 when closed (after a restart, or closed by the fd cap). */
+  fd = -1
+  /** In-flight responses reading this unit. */
+  refs = 0
+  /** Shared open in progress, so concurrent readers open the file once. */
+  opening: Promise<boolean> | undefined = undefined
+  /** Removed from the index (evicted or found missing): never handed out again. */
+  gone = false
+
+  constructor(
+    readonly entry: Entry,
+    /** Page index (0 in whole mode). */
+    readonly index: number,
+    readonly bytes: number
+  ) {}
+
+  get path(): string {
+    return this.entry.unitPath(this.index)
+  }
+}
+
+export class Entry {
+  readonly units: Array<Unit | undefined>
+  readonly bitmap: PresentBitmap | undefined
+  /** Units currently present. */
+  present = 0
+  /** Commits past the point of no return (file written, rename pending): the directory must survive them. */
+  pendingCommits = 0
+  /** Set once the entry has left the index; its directory is being (or has been) removed. */
+  removed = false
+  /** mkdir + meta write, done once before the first rename into the directory. */
+  ready: Promise<void> | undefined = undefined
+  /** Serialises bitmap writes and the final removal of the directory. */
+  io: Promise<void> = Promise.resolve()
+  bitmapDirty = false
+
+  constructor(
+    readonly key: string,
+    readonly meta: BlockMeta,
+    /** Block directory (absolute). */
+    readonly path: string,
+    /** Index of the cache dir holding the block. */
+    readonly dirIndex: number
+  ) {
+    const n = Entry.unitCount(meta)
+    this.units = new Array<Unit | undefined>(n).fill(undefined)
+    this.bitmap = meta.pageSize > 0 ? new PresentBitmap(n) : undefined
+  }
+
+  static unitCount(meta: BlockMeta): number {
+    return meta.pageSize > 0 ? Math.ceil(meta.length / meta.pageSize) : 1
+  }
+
+  get paged(): boolean {
+    return this.meta.pageSize > 0
+  }
+
+  /** Bytes held by unit `i` (the last page of a block is short). */
+  unitBytes(i: number): number {
+    const ps = this.meta.pageSize
+    return ps > 0 ? Math.min(ps, this.meta.length - i * ps) : this.meta.length
+  }
+
+  unitPath(i: number): string {
+    return path.join(this.path, this.meta.pageSize > 0 ? pageFileName(i) : BLOCK_FILE)
+  }
+}
