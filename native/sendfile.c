@@ -1,0 +1,400 @@
+/*
+ * talon_sendfile: the native data plane's kernel calls.
+ *
+ * Node keeps every TCP socket non-blocking (libuv), so each call here returns at once:
+ * it sends what the socket buffer accepts and reports how far it got. When the buffer
+ * is full the caller arms a writability wait; all waits share ONE epoll instance with
+ * EPOLLOUT|EPOLLONESHOT, and that epoll fd is itself watched by a uv_poll on the
+ * event loop. The loop's own epoll_wait therefore sleeps on every blocked socket at
+ * once: no thread-pool slot is held per socket, the loop is never blocked and nothing
+ * spins. When it fires, the ready fds are copied into a JS-owned Int32Array before the
+ * JS callback runs, so a re-arm made by the callback can never overwrite a wakeup that
+ * has not been handled yet.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <node_api.h>
+#include <uv.h>
+
+typedef struct {
+  uint64_t send_calls;
+  uint64_t sendfile_calls;
+  uint64_t eagain;
+  uint64_t waits;
+  uint64_t wakeups;
+  uint64_t bytes;
+} counters_t;
+
+typedef struct {
+  napi_env env;
+  int epfd;
+  uv_poll_t *poll; /* heap-allocated: freed in its close callback */
+  int polling;
+  napi_ref callback;
+  napi_ref ready_buf;
+  napi_async_context async_ctx;
+  napi_async_cleanup_hook_handle cleanup;
+  counters_t c;
+} state_t;
+
+#define CHECK(call)                                                      \
+  do {                                                                   \
+    if ((call) != napi_ok) {                                             \
+      napi_throw_error(env, NULL, "talon_sendfile: " #call " failed");   \
+      return NULL;                                                       \
+    }                                                                    \
+  } while (0)
+
+static state_t *get_state(napi_env env) {
+  void *data = NULL;
+  if (napi_get_instance_data(env, &data) != napi_ok) return NULL;
+  return (state_t *)data;
+}
+
+static napi_value make_int(napi_env env, int64_t v) {
+  napi_value out;
+  napi_create_int64(env, v, &out);
+  return out;
+}
+
+static int arg_i64(napi_env env, napi_value v, int64_t *out) {
+  return napi_get_value_int64(env, v, out) == napi_ok;
+}
+
+/* Bytes of a Uint8Array (Buffer included), already adjusted for its byteOffset. */
+static int arg_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
+  napi_typedarray_type type;
+  void *ptr = NULL;
+  size_t length = 0;
+  if (napi_get_typedarray_info(env, v, &type, &length, &ptr, NULL, NULL) != napi_ok) return 0;
+  if (type != napi_uint8_array && type != napi_uint8_clamped_array) return 0;
+  *data = (uint8_t *)ptr;
+  *len = length;
+  return 1;
+}
+
+/*
+ * sendHeaderFile(sockFd, header|null, hdrOff, hdrLen, fileFd, fileOff, fileLen) -> number
+ *
+ * Sends header[hdrOff, hdrOff+hdrLen) with MSG_MORE when file bytes follow (so header and
+ * payload leave in the same segments), then sendfile(2)s the file range, looping until done
+ * or the socket buffer is full. Returns the bytes sent (header and file together); a result
+ * short of hdrLen+fileLen means the socket would block (wait for writability, then continue
+ * from there). A negative result is -errno with nothing sent: -EAGAIN, or a real failure
+ * such as -EPIPE / -ECONNRESET.
+ */
+static napi_value SendHeaderFile(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  state_t *st = get_state(env);
+  int64_t sock, hdr_off, hdr_len, file_fd, file_off, file_len;
+  if (argc < 7 || !arg_i64(env, argv[0], &sock) || !arg_i64(env, argv[2], &hdr_off) ||
+      !arg_i64(env, argv[3], &hdr_len) || !arg_i64(env, argv[4], &file_fd) ||
+      !arg_i64(env, argv[5], &file_off) || !arg_i64(env, argv[6], &file_len)) {
+    napi_throw_type_error(env, NULL, "sendHeaderFile(sockFd, header, hdrOff, hdrLen, fileFd, fileOff, fileLen)");
+    return NULL;
+  }
+  uint8_t *hdr = NULL;
+  size_t hdr_cap = 0;
+  if (hdr_len > 0) {
+    if (!arg_bytes(env, argv[1], &hdr, &hdr_cap) || hdr_off < 0 || (uint64_t)(hdr_off + hdr_len) > hdr_cap) {
+      napi_throw_range_error(env, NULL, "sendHeaderFile: header range outside the buffer");
+      return NULL;
+    }
+  }
+  if (file_len < 0 || file_off < 0) {
+    napi_throw_range_error(env, NULL, "sendHeaderFile: negative file range");
+    return NULL;
+  }
+
+  int64_t sent = 0;
+  int err = 0;
+  while (hdr_len > 0) {
+    int flags = MSG_NOSIGNAL | MSG_DONTWAIT | (file_len > 0 ? MSG_MORE : 0);
+    st->c.send_calls++;
+    ssize_t n = send((int)sock, hdr + hdr_off, (size_t)hdr_len, flags);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      break;
+    }
+    sent += n;
+    hdr_off += n;
+    hdr_len -= n;
+    if (hdr_len > 0) { /* short send: buffer full */
+      err = EAGAIN;
+      break;
+    }
+  }
+  if (err == 0) {
+    off_t off = (off_t)file_off;
+    while (file_len > 0) {
+      st->c.sendfile_calls++;
+      ssize_t n = sendfile((int)sock, (int)file_fd, &off, (size_t)file_len);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        err = errno;
+        break;
+      }
+      if (n == 0) { /* file shorter than promised: nothing more will come */
+        err = ENODATA;
+        break;
+      }
+      sent += n;
+      file_len -= n;
+    }
+  }
+  if (err == EAGAIN || err == EWOULDBLOCK) st->c.eagain++;
+  st->c.bytes += (uint64_t)sent;
+  if (sent == 0 && err != 0) return make_int(env, -(int64_t)err);
+  /* progress then a hard error: report the progress; the caller's retry reports the error */
+  return make_int(env, sent);
+}
+
+static void drain_epoll(state_t *st) {
+  napi_env env = st->env;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return;
+  napi_value buf_v, cb_v, global, recv;
+  if (napi_get_reference_value(env, st->ready_buf, &buf_v) != napi_ok ||
+      napi_get_reference_value(env, st->callback, &cb_v) != napi_ok || buf_v == NULL || cb_v == NULL) {
+    napi_close_handle_scope(env, scope);
+    return;
+  }
+  napi_get_global(env, &global);
+  recv = global;
+  napi_typedarray_type type;
+  size_t cap = 0;
+  void *data = NULL;
+  napi_get_typedarray_info(env, buf_v, &type, &cap, &data, NULL, NULL);
+  if (type != napi_int32_array || cap == 0) {
+    napi_close_handle_scope(env, scope);
+    return;
+  }
+  if (cap > 1024) cap = 1024;
+  struct epoll_event events[1024];
+  for (;;) {
+    int n = epoll_wait(st->epfd, events, (int)cap, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    int32_t *out = (int32_t *)data;
+    for (int i = 0; i < n; i++) out[i] = events[i].data.fd;
+    st->c.wakeups += (uint64_t)n;
+    napi_value arg = make_int(env, n), result;
+    napi_status s = napi_make_callback(env, st->async_ctx, recv, cb_v, 1, &arg, &result);
+    if (s == napi_pending_exception) {
+      napi_value exc;
+      napi_get_and_clear_last_exception(env, &exc);
+      napi_fatal_exception(env, exc);
+      break;
+    }
+    if ((size_t)n < cap) break;
+  }
+  napi_close_handle_scope(env, scope);
+}
+
+static void on_epoll_readable(uv_poll_t *handle, int status, int events) {
+  (void)status;
+  (void)events;
+  drain_epoll((state_t *)handle->data);
+}
+
+/* init(readyFds: Int32Array, onReady: (count) => void) -> 0 | -errno. Idempotent per env. */
+static napi_value Init(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  state_t *st = get_state(env);
+  napi_typedarray_type type;
+  size_t len;
+  void *d;
+  napi_valuetype cbt;
+  if (argc < 2 || napi_get_typedarray_info(env, argv[0], &type, &len, &d, NULL, NULL) != napi_ok ||
+      type != napi_int32_array || len == 0 || napi_typeof(env, argv[1], &cbt) != napi_ok || cbt != napi_function) {
+    napi_throw_type_error(env, NULL, "init(readyFds: Int32Array, onReady: (count: number) => void)");
+    return NULL;
+  }
+  if (st->callback) napi_delete_reference(env, st->callback);
+  if (st->ready_buf) napi_delete_reference(env, st->ready_buf);
+  CHECK(napi_create_reference(env, argv[1], 1, &st->callback));
+  CHECK(napi_create_reference(env, argv[0], 1, &st->ready_buf));
+  if (st->epfd < 0) {
+    st->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (st->epfd < 0) return make_int(env, -(int64_t)errno);
+  }
+  if (!st->polling) {
+    uv_loop_t *loop = NULL;
+    CHECK(napi_get_uv_event_loop(env, &loop));
+    st->poll = (uv_poll_t *)calloc(1, sizeof(uv_poll_t));
+    if (st->poll == NULL) return make_int(env, -(int64_t)ENOMEM);
+    int r = uv_poll_init(loop, st->poll, st->epfd);
+    if (r != 0) {
+      free(st->poll);
+      st->poll = NULL;
+      return make_int(env, r);
+    }
+    st->poll->data = st;
+    r = uv_poll_start(st->poll, UV_READABLE, on_epoll_readable);
+    if (r != 0) return make_int(env, r);
+    /* The sockets being waited on keep the process alive; this watcher must not. */
+    uv_unref((uv_handle_t *)st->poll);
+    st->polling = 1;
+  }
+  return make_int(env, 0);
+}
+
+/* waitWritable(fd) -> 0 | -errno: one-shot EPOLLOUT on the shared epoll fd. */
+static napi_value WaitWritable(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  state_t *st = get_state(env);
+  int64_t fd;
+  if (argc < 1 || !arg_i64(env, argv[0], &fd)) {
+    napi_throw_type_error(env, NULL, "waitWritable(fd)");
+    return NULL;
+  }
+  if (st->epfd < 0) return make_int(env, -(int64_t)EBADF);
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = EPOLLOUT | EPOLLONESHOT;
+  ev.data.fd = (int)fd;
+  st->c.waits++;
+  /*
+   * A registration disappears by itself when its socket is closed, and the fd number may be
+   * reused by a later connection: so MOD first (re-arm the common case), ADD when absent.
+   */
+  if (epoll_ctl(st->epfd, EPOLL_CTL_MOD, (int)fd, &ev) == 0) return make_int(env, 0);
+  if (errno != ENOENT) return make_int(env, -(int64_t)errno);
+  if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, (int)fd, &ev) == 0) return make_int(env, 0);
+  return make_int(env, -(int64_t)errno);
+}
+
+static napi_value sockopt_int(napi_env env, napi_callback_info info, int level, int name, int set) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int64_t fd, value = 0;
+  if (argc < 1 || !arg_i64(env, argv[0], &fd) || (set && (argc < 2 || !arg_i64(env, argv[1], &value)))) {
+    napi_throw_type_error(env, NULL, "socket option: (fd[, value])");
+    return NULL;
+  }
+  int v = (int)value;
+  socklen_t l = sizeof v;
+  int r = set ? setsockopt((int)fd, level, name, &v, l) : getsockopt((int)fd, level, name, &v, &l);
+  if (r != 0) return make_int(env, -(int64_t)errno);
+  return make_int(env, set ? 0 : v);
+}
+
+static napi_value SetSendBuffer(napi_env env, napi_callback_info info) {
+  return sockopt_int(env, info, SOL_SOCKET, SO_SNDBUF, 1);
+}
+static napi_value GetSendBuffer(napi_env env, napi_callback_info info) {
+  return sockopt_int(env, info, SOL_SOCKET, SO_SNDBUF, 0);
+}
+static napi_value SetNoDelay(napi_env env, napi_callback_info info) {
+  return sockopt_int(env, info, IPPROTO_TCP, TCP_NODELAY, 1);
+}
+
+static void set_num(napi_env env, napi_value obj, const char *key, uint64_t v) {
+  napi_value n;
+  napi_create_double(env, (double)v, &n);
+  napi_set_named_property(env, obj, key, n);
+}
+
+/* counters() -> { sendCalls, sendfileCalls, eagain, waits, wakeups, bytes } (this thread's env) */
+static napi_value Counters(napi_env env, napi_callback_info info) {
+  (void)info;
+  state_t *st = get_state(env);
+  napi_value obj;
+  CHECK(napi_create_object(env, &obj));
+  set_num(env, obj, "sendCalls", st->c.send_calls);
+  set_num(env, obj, "sendfileCalls", st->c.sendfile_calls);
+  set_num(env, obj, "eagain", st->c.eagain);
+  set_num(env, obj, "waits", st->c.waits);
+  set_num(env, obj, "wakeups", st->c.wakeups);
+  set_num(env, obj, "bytes", st->c.bytes);
+  return obj;
+}
+
+/* errnoName(n) -> "EPIPE" etc., for messages a user can act on. */
+static napi_value ErrnoName(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int64_t e = 0;
+  if (argc < 1 || !arg_i64(env, argv[0], &e)) e = 0;
+  if (e < 0) e = -e;
+  napi_value s;
+  const char *name = uv_err_name(-(int)e);
+  CHECK(napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &s));
+  return s;
+}
+
+static void on_poll_closed(uv_handle_t *h) {
+  state_t *st = (state_t *)h->data;
+  free(h);
+  if (st->epfd >= 0) close(st->epfd);
+  napi_remove_async_cleanup_hook(st->cleanup);
+  free(st);
+}
+
+static void cleanup_hook(napi_async_cleanup_hook_handle handle, void *arg) {
+  state_t *st = (state_t *)arg;
+  (void)handle;
+  if (st->async_ctx) napi_async_destroy(st->env, st->async_ctx);
+  if (st->callback) napi_delete_reference(st->env, st->callback);
+  if (st->ready_buf) napi_delete_reference(st->env, st->ready_buf);
+  st->callback = NULL;
+  st->ready_buf = NULL;
+  if (st->poll != NULL) {
+    uv_poll_stop(st->poll);
+    uv_close((uv_handle_t *)st->poll, on_poll_closed);
+    return;
+  }
+  if (st->epfd >= 0) close(st->epfd);
+  napi_remove_async_cleanup_hook(st->cleanup);
+  free(st);
+}
+
+#define EXPORT(name, fn)                                                  \
+  do {                                                                    \
+    napi_value f;                                                         \
+    CHECK(napi_create_function(env, name, NAPI_AUTO_LENGTH, fn, NULL, &f)); \
+    CHECK(napi_set_named_property(env, exports, name, f));                \
+  } while (0)
+
+NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
+  state_t *st = (state_t *)calloc(1, sizeof(state_t));
+  if (st == NULL) {
+    napi_throw_error(env, NULL, "talon_sendfile: out of memory");
+    return NULL;
+  }
+  st->env = env;
+  st->epfd = -1;
+  napi_value name;
+  CHECK(napi_create_string_utf8(env, "talon_sendfile", NAPI_AUTO_LENGTH, &name));
+  CHECK(napi_async_init(env, NULL, name, &st->async_ctx));
+  CHECK(napi_set_instance_data(env, st, NULL, NULL));
+  CHECK(napi_add_async_cleanup_hook(env, cleanup_hook, st, &st->cleanup));
+  EXPORT("sendHeaderFile", SendHeaderFile);
+  EXPORT("init", Init);
+  EXPORT("waitWritable", WaitWritable);
+  EXPORT("setSendBuffer", SetSendBuffer);
+  EXPORT("getSendBuffer", GetSendBuffer);
+  EXPORT("setNoDelay", SetNoDelay);
+  EXPORT("counters", Counters);
+  EXPORT("errnoName", ErrnoName);
+  return exports;
+}

@@ -1,0 +1,75 @@
+import { createRequire } from "node:module"
+import { fileURLToPath } from "node:url"
+
+/** Counters of the native plane in this process (all connections), for tests and benchmarks. */
+export interface NativeCounters {
+  readonly sendCalls: number
+  readonly sendfileCalls: number
+  /** Times the socket buffer was full (EAGAIN or a short send): each one arms a writability wait. */
+  readonly eagain: number
+  readonly waits: number
+  /** Ready fds delivered by the shared epoll fd. */
+  readonly wakeups: number
+  readonly bytes: number
+}
+
+/** The functions exported by `native/sendfile.c` (build/Release/talon_sendfile.node). */
+export interface NativeAddon {
+  /** Bytes sent (header + file), short of hdrLen+fileLen when the socket would block; or -errno with nothing sent. */
+  readonly sendHeaderFile: (
+    sockFd: number,
+    header: Uint8Array | null,
+    hdrOff: number,
+    hdrLen: number,
+    fileFd: number,
+    fileOff: number,
+    fileLen: number
+  ) => number
+  readonly init: (readyFds: Int32Array, onReady: (count: number) => void) => number
+  readonly waitWritable: (fd: number) => number
+  readonly setSendBuffer: (fd: number, bytes: number) => number
+  readonly getSendBuffer: (fd: number) => number
+  readonly setNoDelay: (fd: number) => number
+  readonly counters: () => NativeCounters
+  readonly errnoName: (negErrno: number) => string
+}
+
+export const defaultAddonPath = fileURLToPath(new URL("../../../build/Release/talon_sendfile.node", import.meta.url))
+
+export type AddonLoad =
+  | { readonly _tag: "Loaded"; readonly addon: NativeAddon; readonly path: string }
+  | { readonly _tag: "Unavailable"; readonly reason: string }
+
+const required = ["sendHeaderFile", "init", "waitWritable", "setSendBuffer", "getSendBuffer", "setNoDelay", "counters", "errnoName"]
+
+const cache = new Map<string, AddonLoad>()
+
+/** Loads the addon once per path; never throws: an unusable addon is a reason, not an exception. */
+export const loadNativeAddon = (path: string = defaultAddonPath): AddonLoad => {
+  const hit = cache.get(path)
+  if (hit !== undefined) return hit
+  const result = attempt(path)
+  cache.set(path, result)
+  return result
+}
+
+const attempt = (path: string): AddonLoad => {
+  if (process.platform !== "linux") {
+    return { _tag: "Unavailable", reason: `the native sendfile hook needs Linux (this is ${process.platform})` }
+  }
+  let addon: NativeAddon
+  try {
+    addon = createRequire(import.meta.url)(path) as NativeAddon
+  } catch (error) {
+    const message = (error as Error).message?.split("\n")[0] ?? String(error)
+    return {
+      _tag: "Unavailable",
+      reason: `native addon failed to load from ${path} (${message}); build it with \`npm rebuild\` or \`npx node-gyp rebuild\``
+    }
+  }
+  const missing = required.filter((name) => typeof (addon as unknown as Record<string, unknown>)[name] !== "function")
+  if (missing.length > 0) {
+    return { _tag: "Unavailable", reason: `native addon at ${path} is stale (missing ${missing.join(", ")}); rebuild it` }
+  }
+  return { _tag: "Loaded", addon, path }
+}

@@ -1,0 +1,151 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { DataPlaneShape } from "../../../src/worker/plane/DataPlane.js"
+import { makeNativePlane, nativeCounters, setSendBuffer } from "../../../src/worker/plane/Native.js"
+import { makePortablePlane } from "../../../src/worker/plane/Portable.js"
+import { ConnectionWriteError } from "../../../src/worker/plane/WriteError.js"
+import {
+  expectedBytes,
+  type Fixture,
+  fileResponse,
+  firstMismatch,
+  frameResponse,
+  makeFixture,
+  readAll,
+  type Response,
+  send,
+  serve
+} from "./harness.js"
+
+const MiB = 1024 * 1024
+let fx: Fixture
+
+beforeAll(() => {
+  // A block-sized file, a page-sized one with an odd tail, and a tiny one.
+  fx = makeFixture([3 * MiB + 17, 700 * 1024 + 13, 5])
+})
+afterAll(() => fx.close())
+
+const planes: ReadonlyArray<[string, () => DataPlaneShape]> = [
+  ["native", () => makeNativePlane()],
+  ["portable", () => makePortablePlane()]
+]
+
+/** A mixed stream: multi-segment responses across files, frames, empty bodies, odd offsets. */
+const mixedStream = (): Array<Response> => {
+  const [a, b, c] = fx.files as [Fixture["files"][0], Fixture["files"][0], Fixture["files"][0]]
+  const out: Array<Response> = []
+  let id = 1
+  for (let round = 0; round < 4; round++) {
+    out.push(fileResponse(id++, [{ file: a, offset: round * 65_536 + round, length: 65_536 }]))
+    out.push(
+      fileResponse(id++, [
+        { file: a, offset: 1 * MiB - 100, length: 300 },
+        { file: b, offset: 0, length: 700 * 1024 + 13 },
+        { file: c, offset: 1, length: 4 },
+        { file: a, offset: 3 * MiB - 1000, length: 1017 }
+      ])
+    )
+    out.push(frameResponse(id++, `error frame ${round}: no such object`))
+    out.push(fileResponse(id++, []))
+    out.push(fileResponse(id++, [{ file: a, offset: 0, length: 0 }, { file: c, offset: 0, length: 5 }]))
+    out.push(fileResponse(id++, [{ file: a, offset: 17, length: 3 * MiB }]))
+  }
+  return out
+}
+
+describe.each(planes)("%s data plane", (name, make) => {
+  it("reports which plane runs", () => {
+    const plane = make()
+    // The native tests below mean nothing on the portable fallback: fail loudly with the reason.
+    expect(plane.name, plane.reason).toBe(name)
+  })
+
+  it("writes pipelined responses (several segments, several files) byte-exactly", async () => {
+    const plane = make()
+    const stream = mixedStream()
+    const expected = expectedBytes(stream)
+    const server = await serve(plane, async (_socket, writer) => {
+      // Fire every response at once: the writer must serialise them in call order.
+      await Promise.all(stream.slice(0, 12).map((r) => send(writer, r)))
+      for (const r of stream.slice(12)) await send(writer, r)
+    })
+    try {
+      const got = await readAll(server.port, expected.length)
+      expect(got.length).toBe(expected.length)
+      expect(firstMismatch(got, expected)).toBe(-1)
+      await expect(server.results[0]).resolves.toBeUndefined()
+    } finally {
+      await server.close()
+    }
+  })
+
+  it("survives a full socket buffer and a slow reader (EAGAIN path) with every byte intact", async () => {
+    const plane = make()
+    const [a, b] = fx.files as [Fixture["files"][0], Fixture["files"][0]]
+    const stream: Array<Response> = []
+    for (let i = 0; i < 48; i++) {
+      stream.push(
+        fileResponse(i, [
+          { file: a, offset: (i * 40_961) % (2 * MiB), length: 96 * 1024 + i },
+          { file: b, offset: i * 1000, length: 32 * 1024 }
+        ])
+      )
+    }
+    const expected = expectedBytes(stream)
+    expect(expected.length).toBeGreaterThan(6 * MiB)
+    const before = nativeCounters()
+    const server = await serve(plane, async (socket, writer) => {
+      setSendBuffer(socket, 16 * 1024)
+      await Promise.all(stream.map((r) => send(writer, r)))
+    })
+    try {
+      const got = await readAll(server.port, expected.length, { initialPauseMs: 100, pauseEachMs: 1 })
+      expect(firstMismatch(got, expected)).toBe(-1)
+      await expect(server.results[0]).resolves.toBeUndefined()
+      if (name === "native") {
+        const after = nativeCounters()!
+        console.log(JSON.stringify({ before, after }))
+        expect(after.eagain - before!.eagain).toBeGreaterThan(0)
+        expect(after.waits - before!.waits).toBeGreaterThan(0)
+        expect(after.wakeups - before!.wakeups).toBeGreaterThan(0)
+      }
+    } finally {
+      await server.close()
+    }
+  })
+
+  it("rejects when the peer resets mid-transfer, and keeps serving other connections", async () => {
+    const plane = make()
+    const [a] = fx.files as [Fixture["files"][0]]
+    const big = fileResponse(1, [
+      { file: a, offset: 0, length: 3 * MiB },
+      { file: a, offset: 0, length: 3 * MiB }
+    ])
+    const small = [fileResponse(2, [{ file: a, offset: 12_345, length: 200_000 }]), frameResponse(3, "bye")]
+    const server = await serve(plane, async (socket, writer, index) => {
+      if (index === 0) {
+        setSendBuffer(socket, 16 * 1024)
+        await send(writer, big)
+        return
+      }
+      for (const r of small) await send(writer, r)
+    })
+    try {
+      const partial = await readAll(server.port, 10 * MiB, { initialPauseMs: 20, resetAfter: 100_000 })
+      expect(partial.length).toBeGreaterThanOrEqual(100_000)
+      const failure = await server.results[0]!.then(
+        () => undefined,
+        (e: unknown) => e
+      )
+      expect(failure).toBeInstanceOf(ConnectionWriteError)
+      expect((failure as ConnectionWriteError).plane).toBe(name)
+      // A second write on the dead connection rejects too, without touching its (closed) fd.
+      const expected = expectedBytes(small)
+      const got = await readAll(server.port, expected.length)
+      expect(firstMismatch(got, expected)).toBe(-1)
+      await expect(server.results[1]).resolves.toBeUndefined()
+    } finally {
+      await server.close()
+    }
+  })
+})
