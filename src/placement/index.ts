@@ -1,0 +1,5 @@
+export * from "./Placement.js"
+export { Maglev } from "./Maglev.js"
+export { Rendezvous, type RendezvousOptions } from "./Rendezvous.js"
+export { BlockHasher, membershipToken, workerPermutation } from "./keys.js"
+export { paddedLength, sha256Into } from "./sha256.js"

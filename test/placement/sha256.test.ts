@@ -1,0 +1,41 @@
+import { describe, expect, it } from "@effect/vitest"
+import { createHash } from "node:crypto"
+import fc from "fast-check"
+import { paddedLength, sha256Into } from "../../src/placement/sha256.js"
+
+const hex = (words: Int32Array): string => Array.from(words, (w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
+
+const ours = (bytes: Uint8Array): string => {
+  // Garbage after the message must not matter: the hash writes its own padding.
+  const scratch = new Uint8Array(paddedLength(bytes.length)).fill(0xa5)
+  scratch.set(bytes)
+  const out = new Int32Array(8)
+  sha256Into(scratch, bytes.length, out)
+  return hex(out)
+}
+
+describe("sha256Into", () => {
+  it("FIPS 180-4 examples", () => {
+    expect(ours(new Uint8Array(0))).toBe("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    expect(ours(Buffer.from("abc"))).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    expect(ours(Buffer.from("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"))).toBe(
+      "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+    )
+  })
+
+  it("agrees with node:crypto on every length across the padding boundaries", () => {
+    for (let len = 0; len <= 200; len++) {
+      const bytes = Uint8Array.from({ length: len }, (_, i) => (i * 131 + len) & 0xff)
+      expect(ours(bytes), `length ${len}`).toBe(createHash("sha256").update(bytes).digest("hex"))
+    }
+  })
+
+  it("agrees with node:crypto on arbitrary bytes", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 1000 }), (bytes) => {
+        expect(ours(bytes)).toBe(createHash("sha256").update(bytes).digest("hex"))
+      }),
+      { numRuns: 300 }
+    )
+  })
+})
