@@ -130,6 +130,12 @@ export class Maglev implements Placement {
     return out
   }
 
+  /** The worker id owning table slot `slot` (for ownership and disruption analysis). */
+  ownerOfSlot(slot: number): string | undefined {
+    const w = this.slots[slot]
+    return w === undefined ? undefined : this.ids[w]
+  }
+
   /** How many table slots each worker owns, indexed like `ids` (balance checks, metrics). */
   slotCounts(): Uint32Array {
     const counts = new Uint32Array(this.ids.length)
