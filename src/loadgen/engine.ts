@@ -1,0 +1,483 @@
+/**
+ * The load generator's hot loop: one thread's share of the connections, each
+ * keeping `depth` GetRange requests in flight (closed loop).
+ *
+ * Deliberately plain TypeScript with callbacks rather than Effect: it runs once
+ * per received chunk at gigabytes per second. What makes it fast enough to
+ * stand next to the C `pound` client:
+ * - one shared read buffer per thread (`onread`), so no Buffer per chunk;
+ *   payload bytes are only counted (or compared with --verify), never copied;
+ * - headers parsed in place when whole, byte-by-byte only across chunk edges;
+ * - request frames pre-encoded once; only request id and offset are patched;
+ * - one clock read per chunk, and one socket write per chunk for all the
+ *   requests that chunk's completions released.
+ * Replies are matched by request id (slot = id & mask) as they arrive, in any
+ * order, so a multiplexed server is measured as faithfully as a pipelined one.
+ */
+import * as net from "node:net"
+import { readFileSync } from "node:fs"
+import { performance } from "node:perf_hooks"
+import hdr from "hdr-histogram-js"
+import { newHistogram } from "./histogram.js"
+
+const HEADER_LEN = 16
+const MAGIC_HI = 0x54
+const MAGIC_LO = 0x4c
+const VERSION = 1
+const TYPE_GET_RANGE = 2
+const FLAG_ERROR = 2
+/** Longest error body accepted; a longer one is a protocol violation. */
+const ERROR_BODY_CAP = 64 * 1024
+
+/** A pre-encoded GetRange frame: request id at byte 8, offset (u64 LE) at `offsetPos`. */
+export interface FrameTemplate {
+  readonly bytes: Uint8Array
+  readonly offsetPos: number
+}
+
+/** What one thread runs; structured-cloneable so it can be `workerData`. */
+export interface ThreadSpec {
+  readonly host: string
+  readonly port: number
+  /** Global indices of this thread's connections (they seed the RNG and split the cold region). */
+  readonly conns: ReadonlyArray<number>
+  readonly totalConns: number
+  readonly depth: number
+  readonly range: number
+  /** Hit traffic: offsets are uniform multiples of `range` in `[0, hotBlocks × range)`. */
+  readonly hot: FrameTemplate
+  readonly hotBlocks: number
+  /** Fraction of requests sent to the cold region (0 = all hits). */
+  readonly missShare: number
+  /** Cold traffic: frame for the miss object (may be the hot object itself). */
+  readonly miss: FrameTemplate | null
+  /** First cold offset; connection c takes `missStart + (c + k × totalConns) × missStride`, k = 0, 1, … */
+  readonly missStart: number
+  readonly missStride: number
+  /** Cold offsets must satisfy `offset + range ≤ missEnd`. */
+  readonly missEnd: number
+  /** True when cold requests name the same object as hot ones (so --verify applies to them too). */
+  readonly missSameObject: boolean
+  readonly seed: number
+  /** Local file holding the hot object's bytes; every payload byte is compared with it. */
+  readonly verify: string | null
+  readonly failFast: boolean
+  readonly readBufferBytes: number
+}
+
+/** Absolute times (ms since the epoch, fractional) shared by all threads. */
+export interface StartSignal {
+  readonly measureFromMs: number
+  readonly measureUntilMs: number
+  readonly drainTimeoutMs: number
+}
+
+export interface ThreadResult {
+  /** Successful replies completed inside the measured window. */
+  readonly samples: number
+  readonly hitSamples: number
+  readonly missSamples: number
+  /** Successful replies completed at any time (warmup and drain included). */
+  readonly replies: number
+  /** Payload bytes of successful replies (any time). */
+  readonly bytes: number
+  /** Payload bytes of successful replies inside the window. */
+  readonly measuredBytes: number
+  readonly errors: number
+  readonly errorFrames: number
+  readonly firstError: string | null
+  /** Compressed HdrHistograms (µs) of hits and misses inside the window. */
+  readonly hitHistogram: string
+  readonly missHistogram: string
+}
+
+/** mulberry32: a tiny, fast 32-bit generator; each connection has its own stream. */
+const nextRandom = (state: Uint32Array, i: number): number => {
+  let t = (state[i] = (state[i]! + 0x6d2b79f5) >>> 0)
+  t = Math.imul(t ^ (t >>> 15), t | 1)
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+}
+
+const KIND_HIT = 0
+const KIND_MISS = 1
+
+interface Conn {
+  readonly index: number
+  readonly local: number
+  socket: net.Socket | null
+  dead: boolean
+  inflight: number
+  nextSeq: number
+  coldNext: number
+  // per slot
+  readonly ids: Uint32Array
+  readonly t0: Float64Array
+  readonly offsets: Float64Array
+  readonly kinds: Uint8Array
+  readonly active: Uint8Array
+  // parse state
+  readonly hdr: Buffer
+  hgot: number
+  inBody: boolean
+  bodyLeft: number
+  bodyLen: number
+  bodySlot: number
+  bodyError: Buffer | null
+  // pending output
+  outLen: number
+}
+
+/**
+ * Connects every connection of the spec, then waits for `start` and runs until
+ * the window ends and all requests have drained (or the drain times out).
+ */
+export const runThread = async (
+  spec: ThreadSpec,
+  connected: () => Promise<StartSignal>,
+  progress: Float64Array | null,
+  progressSlot: number
+): Promise<ThreadResult> => {
+  const { depth, range } = spec
+  const slotBits = Math.max(1, Math.ceil(Math.log2(depth)))
+  const slotMask = (1 << slotBits) - 1
+  const seqLimit = 2 ** (32 - slotBits)
+  const readBuf = Buffer.allocUnsafe(spec.readBufferBytes)
+  const hot = Buffer.from(spec.hot.bytes)
+  const miss = spec.miss ? Buffer.from(spec.miss.bytes) : null
+  const maxReq = Math.max(hot.length, miss ? miss.length : 0)
+  const verify = spec.verify ? readFileSync(spec.verify) : null
+  const hitHist = newHistogram()
+  const missHist = newHistogram()
+  const rng = new Uint32Array(spec.conns.length)
+  spec.conns.forEach((c, i) => {
+    rng[i] = (Math.imul(spec.seed >>> 0, 0x9e3779b1) ^ Math.imul(c + 1, 0x85ebca6b)) >>> 0
+  })
+
+  let sending = false
+  let measureFrom = Infinity
+  let measureUntil = Infinity
+  let samples = 0
+  let hitSamples = 0
+  let missSamples = 0
+  let replies = 0
+  let bytes = 0
+  let measuredBytes = 0
+  let errors = 0
+  let errorFrames = 0
+  let firstError: string | null = null
+  let draining = false
+  let resolveDone: () => void = () => {}
+  const done = new Promise<void>((resolve) => (resolveDone = resolve))
+
+  const fail = (message: string): void => {
+    errors++
+    if (firstError === null) firstError = message
+    if (spec.failFast) sending = false
+  }
+
+  const conns: Array<Conn> = spec.conns.map((index, local) => ({
+    index,
+    local,
+    socket: null,
+    dead: false,
+    inflight: 0,
+    nextSeq: 0,
+    coldNext: index,
+    ids: new Uint32Array(depth),
+    t0: new Float64Array(depth),
+    offsets: new Float64Array(depth),
+    kinds: new Uint8Array(depth),
+    active: new Uint8Array(depth),
+    hdr: Buffer.alloc(HEADER_LEN),
+    hgot: 0,
+    inBody: false,
+    bodyLeft: 0,
+    bodyLen: 0,
+    bodySlot: 0,
+    bodyError: null,
+    outLen: 0
+  }))
+  // One scratch for a connection's pending request frames; copied out once per flush.
+  const out = Buffer.allocUnsafe(depth * maxReq)
+
+  const allIdle = (): boolean => {
+    for (const c of conns) if (!c.dead && c.inflight > 0) return false
+    return true
+  }
+  const allDead = (): boolean => conns.every((c) => c.dead)
+  const checkDrained = (): void => {
+    if ((draining && allIdle()) || allDead()) resolveDone()
+  }
+
+  const kill = (c: Conn): void => {
+    if (c.dead) return
+    c.dead = true
+    c.inflight = 0
+    c.active.fill(0)
+    c.socket?.destroy()
+    checkDrained()
+  }
+
+  /** Fills `slot` with a fresh request and appends its frame to the pending output. */
+  const issue = (c: Conn, slot: number, now: number): void => {
+    let tmpl = hot
+    let offsetPos = spec.hot.offsetPos
+    let kind = KIND_HIT
+    let offset: number
+    if (spec.missShare > 0 && nextRandom(rng, c.local) < spec.missShare) {
+      offset = spec.missStart + c.coldNext * spec.missStride
+      if (offset + range > spec.missEnd) {
+        fail(
+          `cold region exhausted on conn ${c.index}: offset ${offset} + range ${range} passes ${spec.missEnd}; ` +
+            `give a larger miss object, a smaller --miss-stride, or a lower --miss-share/--seconds`
+        )
+        sending = false
+        c.active[slot] = 0
+        c.inflight--
+        return
+      }
+      c.coldNext += spec.totalConns
+      tmpl = miss!
+      offsetPos = spec.miss!.offsetPos
+      kind = KIND_MISS
+    } else {
+      offset = Math.floor(nextRandom(rng, c.local) * spec.hotBlocks) * range
+    }
+    const id = ((c.nextSeq * (slotMask + 1)) | slot) >>> 0
+    c.nextSeq = c.nextSeq + 1 === seqLimit ? 0 : c.nextSeq + 1
+    c.ids[slot] = id
+    c.t0[slot] = now
+    c.offsets[slot] = offset
+    c.kinds[slot] = kind
+    const at = c.outLen
+    tmpl.copy(out, at)
+    out.writeUInt32BE(id, at + 8)
+    out.writeUInt32LE(offset % 4294967296, at + offsetPos)
+    out.writeUInt32LE(Math.floor(offset / 4294967296), at + offsetPos + 4)
+    c.outLen = at + tmpl.length
+  }
+
+  const flush = (c: Conn): void => {
+    if (c.outLen === 0 || c.dead) return
+    // libuv may keep the buffer until the write completes, so the scratch is never handed over.
+    const chunk = Buffer.allocUnsafe(c.outLen)
+    out.copy(chunk, 0, 0, c.outLen)
+    c.outLen = 0
+    c.socket!.write(chunk)
+  }
+
+  const complete = (c: Conn, slot: number, ok: boolean, now: number): void => {
+    if (ok) {
+      replies++
+      bytes += c.bodyLen
+      if (now >= measureFrom && now < measureUntil) {
+        const us = Math.floor((now - c.t0[slot]!) * 1000)
+        samples++
+        measuredBytes += c.bodyLen
+        if (c.kinds[slot] === KIND_HIT) {
+          hitSamples++
+          hitHist.recordValue(us)
+        } else {
+          missSamples++
+          missHist.recordValue(us)
+        }
+      }
+    }
+    if (sending && now < measureUntil) {
+      issue(c, slot, now)
+    } else {
+      c.active[slot] = 0
+      c.inflight--
+    }
+  }
+
+  /** Validates a whole header; returns false when the connection had to be dropped. */
+  const onHeader = (c: Conn, h: Buffer, at: number): boolean => {
+    if (h[at] !== MAGIC_HI || h[at + 1] !== MAGIC_LO || h[at + 2] !== VERSION) {
+      fail(`conn ${c.index}: bad reply header ${h.toString("hex", at, at + 4)} (want magic 544c version 01)`)
+      kill(c)
+      return false
+    }
+    const type = h[at + 3]!
+    const flags = h.readUInt16BE(at + 4)
+    const id = h.readUInt32BE(at + 8)
+    const len = h.readUInt32BE(at + 12)
+    const slot = id & slotMask
+    if (slot >= depth || c.active[slot] === 0 || c.ids[slot] !== id) {
+      fail(`conn ${c.index}: reply id ${id} matches no request in flight`)
+      kill(c)
+      return false
+    }
+    if (type !== TYPE_GET_RANGE) {
+      fail(`conn ${c.index} id ${id}: reply message type ${type} (expected ${TYPE_GET_RANGE} GetRange)`)
+      kill(c)
+      return false
+    }
+    if ((flags & FLAG_ERROR) !== 0) {
+      if (len > ERROR_BODY_CAP) {
+        fail(`conn ${c.index} id ${id}: error frame body of ${len} bytes is over the ${ERROR_BODY_CAP} cap`)
+        kill(c)
+        return false
+      }
+      c.bodyError = Buffer.alloc(len)
+    } else if (len !== range) {
+      fail(`conn ${c.index} id ${id}: reply length ${len} (expected ${range} for offset ${c.offsets[slot]})`)
+      kill(c)
+      return false
+    } else {
+      c.bodyError = null
+    }
+    c.bodySlot = slot
+    c.bodyLen = len
+    c.bodyLeft = len
+    c.inBody = true
+    return true
+  }
+
+  const onBodyDone = (c: Conn, now: number): void => {
+    c.inBody = false
+    const slot = c.bodySlot
+    if (c.bodyError !== null) {
+      errorFrames++
+      fail(
+        `error frame from server (conn ${c.index}, id ${c.ids[slot]}, offset ${c.offsets[slot]}): ${c.bodyError.toString("utf8")}`
+      )
+      c.bodyError = null
+      complete(c, slot, false, now)
+    } else {
+      complete(c, slot, true, now)
+    }
+  }
+
+  const onData = (c: Conn, n: number, buf: Buffer): void => {
+    const now = performance.now()
+    let p = 0
+    while (p < n) {
+      if (!c.inBody) {
+        if (c.hgot === 0 && n - p >= HEADER_LEN) {
+          if (!onHeader(c, buf, p)) return
+          p += HEADER_LEN
+        } else {
+          const take = Math.min(HEADER_LEN - c.hgot, n - p)
+          buf.copy(c.hdr, c.hgot, p, p + take)
+          c.hgot += take
+          p += take
+          if (c.hgot < HEADER_LEN) break
+          c.hgot = 0
+          if (!onHeader(c, c.hdr, 0)) return
+        }
+        if (c.bodyLeft === 0) {
+          onBodyDone(c, now)
+          continue
+        }
+      }
+      const take = c.bodyLeft < n - p ? c.bodyLeft : n - p
+      if (c.bodyError !== null) {
+        buf.copy(c.bodyError, c.bodyLen - c.bodyLeft, p, p + take)
+      } else if (verify !== null && (c.kinds[c.bodySlot] === KIND_HIT || spec.missSameObject)) {
+        const at = c.offsets[c.bodySlot]! + (c.bodyLen - c.bodyLeft)
+        if (verify.compare(buf, p, p + take, at, at + take) !== 0) {
+          let k = 0
+          while (buf[p + k] === verify[at + k]) k++
+          fail(
+            `conn ${c.index} id ${c.ids[c.bodySlot]}: payload mismatch at byte ${c.bodyLen - c.bodyLeft + k} ` +
+              `of range offset ${c.offsets[c.bodySlot]} (file offset ${at + k})`
+          )
+        }
+      }
+      p += take
+      c.bodyLeft -= take
+      if (c.bodyLeft === 0) onBodyDone(c, now)
+    }
+    flush(c)
+    if (progress !== null) progress[progressSlot] = replies
+    if (draining && c.inflight === 0) checkDrained()
+  }
+
+  // Connect everything before the clock starts, as pound does.
+  await Promise.all(
+    conns.map(
+      (c) =>
+        new Promise<void>((resolve, reject) => {
+          const socket = net.connect({
+            host: spec.host,
+            port: spec.port,
+            noDelay: true,
+            onread: { buffer: readBuf, callback: (n: number, buf: Uint8Array) => (onData(c, n, buf as Buffer), true) }
+          })
+          c.socket = socket
+          socket.once("connect", () => {
+            socket.off("error", reject)
+            resolve()
+          })
+          socket.once("error", (e) => reject(new Error(`connect ${spec.host}:${spec.port} (conn ${c.index}): ${e.message}`)))
+        })
+    )
+  ).catch((e: unknown) => {
+    for (const c of conns) c.socket?.destroy()
+    throw e
+  })
+  for (const c of conns) {
+    const socket = c.socket!
+    socket.on("error", (e) => {
+      if (!c.dead) fail(`conn ${c.index}: ${e.message} (${c.inflight} request(s) outstanding)`)
+      kill(c)
+    })
+    socket.on("end", () => {
+      if (!c.dead && c.inflight > 0) fail(`conn ${c.index}: server closed the connection with ${c.inflight} request(s) outstanding`)
+      kill(c)
+    })
+    socket.on("close", () => kill(c))
+  }
+
+  const signal = await connected()
+  const origin = performance.timeOrigin
+  measureFrom = signal.measureFromMs - origin
+  measureUntil = signal.measureUntilMs - origin
+
+  sending = true
+  const now = performance.now()
+  for (const c of conns) {
+    for (let slot = 0; slot < depth && sending; slot++) {
+      c.active[slot] = 1
+      c.inflight++
+      issue(c, slot, now)
+    }
+    flush(c)
+  }
+
+  const stopTimer = setTimeout(() => {
+    sending = false
+    draining = true
+    checkDrained()
+  }, Math.max(0, measureUntil - performance.now()))
+  const drainTimer = setTimeout(() => {
+    let outstanding = 0
+    for (const c of conns) if (!c.dead) outstanding += c.inflight
+    fail(`drain timeout: ${outstanding} request(s) still outstanding ${signal.drainTimeoutMs / 1000} s after the measured window`)
+    resolveDone()
+  }, Math.max(0, measureUntil - performance.now()) + signal.drainTimeoutMs)
+  checkDrained()
+  await done
+  clearTimeout(stopTimer)
+  clearTimeout(drainTimer)
+  for (const c of conns) {
+    c.dead = true
+    c.socket?.destroy()
+  }
+  if (progress !== null) progress[progressSlot] = replies
+  return {
+    samples,
+    hitSamples,
+    missSamples,
+    replies,
+    bytes,
+    measuredBytes,
+    errors,
+    errorFrames,
+    firstError,
+    hitHistogram: hdr.encodeIntoCompressedBase64(hitHist),
+    missHistogram: hdr.encodeIntoCompressedBase64(missHist)
+  }
+}
