@@ -1,0 +1,215 @@
+/**
+ * Turns a range request into file segments of resident blocks, filling what
+ * is missing first. The hit path (version fresh, every page resident, fds
+ * open) is synchronous: Map lookups and pins, no promise, no Effect.
+ *
+ * Range semantics follow Talon's ceiling server: `offset + len` past the
+ * object's end is an error ("range out of bounds: …"), not a short reply; a
+ * zero-length range inside the object is an empty success; a range spanning
+ * several blocks is one reply of exactly `len` bytes.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { ObjectStat } from "../backend/BackendStore.js"
+import { blockLength, pageSpan, planRead, type Segment } from "../core/geometry.js"
+import type { BlockId, ObjectId } from "../core/ids.js"
+import type { FileSegment } from "./plane/DataPlane.js"
+import { WorkerConfig } from "./config.js"
+import { describeUnknown, outOfBounds, ReadFailed, tooLong } from "./errors.js"
+import { WorkerMetrics, type WorkerStats } from "./metrics.js"
+import { MissPath, type MissPathShape } from "./miss/MissPath.js"
+import { objectKey } from "./miss/VersionCache.js"
+import { BlockStore } from "./store/BlockStore.js"
+import type { DiskStore } from "./store/DiskStore.js"
+import type { Unit } from "./store/entry.js"
+import { blockKey } from "./store/layout.js"
+
+/** A successful read: `length` bytes in `segments`, readable until `release`. */
+export interface RangeReply {
+  readonly _tag: "RangeReply"
+  readonly length: number
+  readonly segments: ReadonlyArray<FileSegment>
+  /** Pinned units; hand the reply back to `release` once the bytes are sent (or the send failed). */
+  readonly units: ReadonlyArray<Unit>
+}
+
+export type ReadOutcome = RangeReply | ReadFailed
+
+const EMPTY: RangeReply = { _tag: "RangeReply", length: 0, segments: [], units: [] }
+const MAX_FRAME = 0xffffffff
+/** Fill-then-pin attempts before giving up (only a cache far smaller than the request needs more). */
+const ATTEMPTS = 4
+
+export class ReadPathImpl {
+  readonly #store: DiskStore
+  readonly #miss: MissPathShape
+  readonly #stats: WorkerStats
+  readonly #blockSize: number
+  readonly #pageSize: number
+  readonly #capacity: number
+
+  constructor(store: DiskStore, miss: MissPathShape, stats: WorkerStats, blockSize: number, pageSize: number, capacity: number) {
+    this.#store = store
+    this.#miss = miss
+    this.#stats = stats
+    this.#blockSize = blockSize
+    this.#pageSize = pageSize
+    this.#capacity = capacity
+  }
+
+  /** Reads `[offset, offset+len)` of `object`: synchronously on a hit, else a promise. Never rejects. */
+  read(object: ObjectId, offset: number, len: number): ReadOutcome | Promise<ReadOutcome> {
+    const okey = objectKey(object)
+    const st = this.#miss.versions.fresh(okey)
+    if (st !== undefined) {
+      const fast = this.#tryHit(object, st, offset, len)
+      if (fast !== undefined) return fast
+      return this.#readSlow(object, okey, st, offset, len, true)
+    }
+    return this.#readSlow(object, okey, undefined, offset, len, false)
+  }
+
+  release(reply: RangeReply): void {
+    if (reply.units.length > 0) this.#store.release(reply.units)
+  }
+
+  /** The whole reply when it is a pure hit (or a request error); undefined when anything must be filled or opened. */
+  #tryHit(object: ObjectId, st: ObjectStat, offset: number, len: number): ReadOutcome | undefined {
+    const bad = this.#check(st, offset, len)
+    if (bad !== undefined) return bad
+    if (len === 0) return EMPTY
+    const segs = planRead(offset, len, st.size, this.#blockSize)
+    const units: Array<Unit> = []
+    if (!this.#pinAll(object, st, segs, units) || this.#store.ensureOpen(units) !== undefined) {
+      this.#store.release(units)
+      return undefined
+    }
+    this.#stats.hits++
+    return this.#reply(segs, units, len)
+  }
+
+  async #readSlow(
+    object: ObjectId,
+    okey: string,
+    cached: ObjectStat | undefined,
+    offset: number,
+    len: number,
+    fromCache: boolean
+  ): Promise<ReadOutcome> {
+    let st = cached
+    try {
+      st ??= await this.#miss.stat(object, okey)
+    } catch (e) {
+      return asFailure(e)
+    }
+    const bad = this.#check(st, offset, len)
+    if (bad !== undefined) return bad
+    if (len === 0) return EMPTY
+    const segs = planRead(offset, len, st.size, this.#blockSize)
+    let filled = false
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const units: Array<Unit> = []
+      if (this.#pinAll(object, st, segs, units)) {
+        const opened = this.#store.ensureOpen(units)
+        if (opened === undefined || (await opened)) {
+          if (filled) this.#stats.misses++
+          else this.#stats.hits++
+          return this.#reply(segs, units, len)
+        }
+      }
+      this.#store.release(units)
+      try {
+        filled = true
+        await Promise.all(segs.map((seg) => this.#fillSegment(object, st!, seg)))
+      } catch (e) {
+        const failure = asFailure(e)
+        // A version taken from the cache may be what went stale: ask the origin once more.
+        if (fromCache && failure.staleVersion === true) {
+          this.#miss.versions.invalidate(okey)
+          return this.#readSlow(object, okey, undefined, offset, len, false)
+        }
+        return failure
+      }
+    }
+    return new ReadFailed({
+      reason: `cannot keep ${len} bytes resident at once: the cache capacity (${this.#capacity} bytes per dir) is too small for this request`
+    })
+  }
+
+  #check(st: ObjectStat, offset: number, len: number): ReadFailed | undefined {
+    if (offset > st.size || len > st.size - offset) return outOfBounds(offset, len, st.size)
+    if (len > MAX_FRAME) return tooLong(len)
+    return undefined
+  }
+
+  #blockId(object: ObjectId, st: ObjectStat, seg: Segment): BlockId {
+    return { object, offset: seg.blockOffset, blockSize: this.#blockSize, version: st.version }
+  }
+
+  #span(seg: Segment): readonly [number, number] {
+    return this.#pageSize > 0 ? pageSpan(seg.offsetInBlock, seg.length, this.#pageSize) : [0, 1]
+  }
+
+  /** Pins every unit of every segment, in order; false at the first missing one (pins so far stay in `units`). */
+  #pinAll(object: ObjectId, st: ObjectStat, segs: ReadonlyArray<Segment>, units: Array<Unit>): boolean {
+    for (let i = 0; i < segs.length; i++) {
+      const seg = segs[i]!
+      const entry = this.#store.lookup(blockKey(this.#blockId(object, st, seg)))
+      if (entry === undefined) return false
+      const [p0, p1] = this.#span(seg)
+      if (!this.#store.pin(entry, p0, p1, units)) return false
+    }
+    return true
+  }
+
+  #fillSegment(object: ObjectId, st: ObjectStat, seg: Segment): Promise<void> {
+    const id = this.#blockId(object, st, seg)
+    const [p0, p1] = this.#span(seg)
+    if (this.#store.missingRuns(blockKey(id), p0, p1).length === 0) return Promise.resolve()
+    return this.#miss.fill(id, blockLength(seg.blockOffset, this.#blockSize, st.size), st.size, p0, p1)
+  }
+
+  #reply(segs: ReadonlyArray<Segment>, units: ReadonlyArray<Unit>, len: number): RangeReply {
+    const out: Array<FileSegment> = []
+    const ps = this.#pageSize
+    let k = 0
+    for (let i = 0; i < segs.length; i++) {
+      const seg = segs[i]!
+      if (ps === 0) {
+        out.push({ fd: units[k++]!.fd, offset: seg.offsetInBlock, length: seg.length })
+        continue
+      }
+      const start = seg.offsetInBlock
+      const end = start + seg.length
+      const [p0, p1] = pageSpan(start, seg.length, ps)
+      for (let p = p0; p < p1; p++) {
+        const u = units[k++]!
+        const pageStart = p * ps
+        const from = Math.max(start, pageStart)
+        const to = Math.min(end, pageStart + u.bytes)
+        out.push({ fd: u.fd, offset: from - pageStart, length: to - from })
+      }
+    }
+    this.#stats.bytesServed += len
+    return { _tag: "RangeReply", length: len, segments: out, units }
+  }
+}
+
+const asFailure = (e: unknown): ReadFailed =>
+  e instanceof ReadFailed ? e : new ReadFailed({ reason: `internal error: ${describeUnknown(e)}` })
+
+export class ReadPath extends Context.Tag("talon/worker/ReadPath")<ReadPath, ReadPathImpl>() {
+  static readonly layer = Layer.effect(
+    ReadPath,
+    Effect.gen(function* () {
+      const cfg = yield* WorkerConfig
+      return new ReadPathImpl(
+        yield* BlockStore,
+        yield* MissPath,
+        yield* WorkerMetrics,
+        cfg.blockSize,
+        cfg.pageSize,
+        cfg.capacity
+      )
+    })
+  )
+}

@@ -1,0 +1,40 @@
+/**
+ * Why a request could not be served. The `reason` goes to the client verbatim
+ * in an ERROR frame, so it names the object and the number that was wrong.
+ */
+import { Data } from "effect"
+import type { BackendError } from "../backend/BackendStore.js"
+import type { ObjectId } from "../core/ids.js"
+import { objectIdToUri } from "../core/objectId.js"
+
+export class ReadFailed extends Data.TaggedError("ReadFailed")<{
+  readonly reason: string
+  /** Whether the cached version of the object should be forgotten (it may have changed). */
+  readonly staleVersion?: boolean
+}> {
+  override get message(): string {
+    return this.reason
+  }
+}
+
+/** Same wording as Talon's ceiling server, so clients see one message for one condition. */
+export const outOfBounds = (offset: number, len: number, size: number): ReadFailed =>
+  new ReadFailed({ reason: `range out of bounds: offset ${offset} + len ${len} exceeds object size ${size}` })
+
+export const tooLong = (len: number): ReadFailed =>
+  new ReadFailed({ reason: `range too long: len ${len} does not fit a u32 frame length` })
+
+export const fromBackend = (object: ObjectId, e: BackendError): ReadFailed => {
+  const uri = objectIdToUri(object)
+  switch (e._tag) {
+    case "BackendNotFound":
+      return new ReadFailed({ reason: `object ${uri} does not exist at the origin`, staleVersion: true })
+    case "BackendRangeError":
+      return new ReadFailed({ reason: `origin rejected a range of ${uri}: ${e.message}`, staleVersion: true })
+    case "BackendRequestError":
+      return new ReadFailed({ reason: `origin request for ${uri} failed: ${e.message}` })
+  }
+}
+
+export const describeUnknown = (e: unknown): string =>
+  e instanceof Error ? e.message : typeof e === "string" ? e : JSON.stringify(e)

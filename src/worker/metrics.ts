@@ -1,0 +1,113 @@
+/**
+ * Worker counters. Plain numbers bumped from the serve loop and the miss path
+ * (no Effect Metric on the hot path); the admin endpoint renders them in the
+ * Prometheus text format.
+ */
+import { Context, Layer } from "effect"
+
+/** Origin fetch latency buckets, in seconds. */
+export const ORIGIN_LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const
+
+export class Histogram {
+  readonly counts: Array<number>
+  sum = 0
+  count = 0
+  constructor(readonly bounds: ReadonlyArray<number>) {
+    this.counts = new Array<number>(bounds.length).fill(0)
+  }
+  observe(v: number): void {
+    this.sum += v
+    this.count++
+    const b = this.bounds
+    for (let i = 0; i < b.length; i++) if (v <= b[i]!) this.counts[i]!++
+  }
+}
+
+export class WorkerStats {
+  /** Range requests answered entirely from resident blocks. */
+  hits = 0
+  /** Range requests that needed at least one fill from the origin. */
+  misses = 0
+  /** Requests answered with an ERROR frame. */
+  errors = 0
+  /** Payload bytes of successful replies. */
+  bytesServed = 0
+  pings = 0
+  /** Origin range fetches started (one per run of missing pages or per block). */
+  originFetches = 0
+  originFetchFailures = 0
+  originBytes = 0
+  /** Origin HEADs (version lookups). */
+  originStats = 0
+  readonly originLatency = new Histogram(ORIGIN_LATENCY_BUCKETS)
+  evictions = 0
+  evictedBytes = 0
+  connectionsOpen = 0
+  connectionsTotal = 0
+  /** Connections dropped for a protocol violation (bad magic/version, over-cap, idle partial frame). */
+  connectionsDropped = 0
+}
+
+export class WorkerMetrics extends Context.Tag("talon/worker/WorkerMetrics")<WorkerMetrics, WorkerStats>() {
+  static readonly layer = Layer.sync(WorkerMetrics, () => new WorkerStats())
+}
+
+export interface Gauges {
+  readonly residentBytes: number
+  readonly capacityBytes: number
+  readonly blocks: number
+  readonly openFiles: number
+  readonly dataPlane: string
+  readonly serveMode: string
+  readonly ready: boolean
+  readonly registered: boolean
+}
+
+const line = (out: Array<string>, name: string, type: string, help: string, value: number | string, labels = "") => {
+  out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name}${labels} ${value}`)
+}
+
+const escapeLabel = (v: string): string => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")
+
+export const renderPrometheus = (s: WorkerStats, g: Gauges): string => {
+  const out: Array<string> = []
+  line(out, "talon_worker_hits_total", "counter", "Range requests served entirely from the cache.", s.hits)
+  line(out, "talon_worker_misses_total", "counter", "Range requests that needed an origin fill.", s.misses)
+  line(out, "talon_worker_request_errors_total", "counter", "Requests answered with an ERROR frame.", s.errors)
+  line(out, "talon_worker_bytes_served_total", "counter", "Payload bytes of successful replies.", s.bytesServed)
+  line(out, "talon_worker_pings_total", "counter", "Ping requests answered.", s.pings)
+  line(out, "talon_worker_origin_fetches_total", "counter", "Origin range fetches.", s.originFetches)
+  line(out, "talon_worker_origin_fetch_failures_total", "counter", "Origin range fetches that failed.", s.originFetchFailures)
+  line(out, "talon_worker_origin_bytes_total", "counter", "Bytes fetched from the origin.", s.originBytes)
+  line(out, "talon_worker_origin_stats_total", "counter", "Origin HEAD requests (version lookups).", s.originStats)
+  const h = s.originLatency
+  out.push(
+    "# HELP talon_worker_origin_fetch_seconds Duration of origin range fetches.",
+    "# TYPE talon_worker_origin_fetch_seconds histogram"
+  )
+  for (let i = 0; i < h.bounds.length; i++) out.push(`talon_worker_origin_fetch_seconds_bucket{le="${h.bounds[i]}"} ${h.counts[i]}`)
+  out.push(
+    `talon_worker_origin_fetch_seconds_bucket{le="+Inf"} ${h.count}`,
+    `talon_worker_origin_fetch_seconds_sum ${h.sum}`,
+    `talon_worker_origin_fetch_seconds_count ${h.count}`
+  )
+  line(out, "talon_worker_evictions_total", "counter", "Units (pages or blocks) evicted.", s.evictions)
+  line(out, "talon_worker_evicted_bytes_total", "counter", "Bytes evicted.", s.evictedBytes)
+  line(out, "talon_worker_resident_bytes", "gauge", "Bytes of blocks on disk.", g.residentBytes)
+  line(out, "talon_worker_capacity_bytes", "gauge", "Total cache capacity over all cache dirs.", g.capacityBytes)
+  line(out, "talon_worker_blocks", "gauge", "Blocks with at least one page on disk.", g.blocks)
+  line(out, "talon_worker_open_files", "gauge", "Block files held open for serving.", g.openFiles)
+  line(out, "talon_worker_connections", "gauge", "Open data-plane connections.", s.connectionsOpen)
+  line(out, "talon_worker_connections_total", "counter", "Data-plane connections accepted.", s.connectionsTotal)
+  line(out, "talon_worker_connections_dropped_total", "counter", "Connections dropped for a protocol violation.", s.connectionsDropped)
+  line(out, "talon_worker_ready", "gauge", "1 when the worker is registered (or standalone) and serving.", g.ready ? 1 : 0)
+  line(
+    out,
+    "talon_worker_data_plane_info",
+    "gauge",
+    "The data plane and serve mode in use.",
+    1,
+    `{plane="${escapeLabel(g.dataPlane)}",mode="${escapeLabel(g.serveMode)}"}`
+  )
+  return out.join("\n") + "\n"
+}

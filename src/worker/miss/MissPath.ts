@@ -1,0 +1,235 @@
+/**
+ * The miss path: what the origin says an object's version is (HEAD, cached for
+ * the version TTL) and filling missing pages or blocks from it.
+ *
+ * - Single-flight per page (or whole block): a page being fetched is awaited,
+ *   never fetched twice. A run of adjacent missing pages is one range GET.
+ * - At most `originConcurrency` fetches run at once (an Effect semaphore).
+ * - Bytes stream from the origin into a temp file per page; each page is
+ *   renamed into place (and its waiters released) as soon as it is complete.
+ * - Fills run as fibers of the worker's scope, so shutdown interrupts them;
+ *   the serve loop only awaits the promise, it never blocks other connections.
+ */
+import { Context, Effect, Exit, FiberSet, Layer, Stream } from "effect"
+import { BackendStore, type ObjectStat } from "../../backend/BackendStore.js"
+import type { BlockId, ObjectId } from "../../core/ids.js"
+import { WorkerConfig } from "../config.js"
+import { describeUnknown, fromBackend, ReadFailed } from "../errors.js"
+import { WorkerMetrics } from "../metrics.js"
+import { BlockStore } from "../store/BlockStore.js"
+import type { DiskStore } from "../store/DiskStore.js"
+import { writeAll } from "../store/fsx.js"
+import { blockKey } from "../store/layout.js"
+import { objectKey, VersionCache } from "./VersionCache.js"
+
+export interface MissPathShape {
+  readonly versions: VersionCache
+  /** The object's current stat: the cached one while fresh (synchronously), else a HEAD. Rejects with ReadFailed. */
+  readonly stat: (object: ObjectId, key: string) => ObjectStat | Promise<ObjectStat>
+  /**
+   * Makes units `[first, end)` of block `id` present (pages, or unit 0 of a
+   * whole block). Resolves when every one of them has been committed at least
+   * once (it may since have been evicted under pressure). Rejects with ReadFailed.
+   */
+  readonly fill: (id: BlockId, blockLength: number, objectSize: number, first: number, end: number) => Promise<void>
+}
+
+export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, MissPathShape>() {
+  static readonly layer = Layer.scoped(
+    MissPath,
+    Effect.gen(function* () {
+      const cfg = yield* WorkerConfig
+      const backend = yield* BackendStore
+      const store = yield* BlockStore
+      const stats = yield* WorkerMetrics
+      const semaphore = yield* Effect.makeSemaphore(cfg.originConcurrency)
+      const run = yield* FiberSet.makeRuntimePromise<never>()
+      const versions = new VersionCache(cfg.versionTtlMs)
+      for (const k of store.knownVersions()) versions.seed(objectKey(k.object), { size: k.size, version: k.version })
+
+      const toPromise = <A>(effect: Effect.Effect<A, ReadFailed>): Promise<A> =>
+        run(Effect.exit(effect)).then(
+          (exit) => {
+            if (Exit.isSuccess(exit)) return exit.value
+            const failure = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+            throw failure ?? new ReadFailed({ reason: `internal error: ${String(exit.cause)}` })
+          },
+          (e) => {
+            throw new ReadFailed({ reason: `worker is shutting down (${describeUnknown(e)})` })
+          }
+        )
+
+      const head = (object: ObjectId) => () =>
+        toPromise(
+          Effect.suspend(() => {
+            stats.originStats++
+            return backend.stat(object)
+          }).pipe(Effect.mapError((e) => fromBackend(object, e)))
+        )
+
+      const stat = (object: ObjectId, key: string): ObjectStat | Promise<ObjectStat> =>
+        versions.fresh(key) ?? versions.resolve(key, head(object))
+
+      const fetcher = new Fetcher(store, cfg.pageSize, (object, offset, length, sink) =>
+        toPromise(
+          semaphore.withPermits(1)(
+            Effect.suspend(() => {
+              const started = performance.now()
+              stats.originFetches++
+              return backend.getRange(object, offset, length).pipe(
+                Stream.mapError((e) => fromBackend(object, e)),
+                Stream.runForEach((chunk) =>
+                  Effect.tryPromise({
+                    try: () => {
+                      stats.originBytes += chunk.length
+                      return sink(chunk)
+                    },
+                    catch: (e) => (e instanceof ReadFailed ? e : new ReadFailed({ reason: describeUnknown(e) }))
+                  })
+                ),
+                Effect.tap(() => Effect.sync(() => stats.originLatency.observe((performance.now() - started) / 1000))),
+                Effect.tapError(() => Effect.sync(() => stats.originFetchFailures++))
+              )
+            })
+          )
+        )
+      )
+      const fill = (id: BlockId, blockLength: number, objectSize: number, first: number, end: number) =>
+        fetcher.ensure(id, blockLength, objectSize, first, end).catch((e: unknown) => {
+          const failure = e instanceof ReadFailed ? e : new ReadFailed({ reason: describeUnknown(e) })
+          if (failure.staleVersion === true) versions.invalidate(objectKey(id.object), id.version)
+          throw failure
+        })
+
+      return { versions, stat, fill } satisfies MissPathShape
+    })
+  )
+}
+
+type RangeFetch = (
+  object: ObjectId,
+  offset: number,
+  length: number,
+  sink: (chunk: Uint8Array) => Promise<void>
+) => Promise<void>
+
+interface Deferred {
+  readonly promise: Promise<void>
+  resolve: () => void
+  reject: (e: unknown) => void
+}
+
+const deferred = (): Deferred => {
+  let resolve!: () => void
+  let reject!: (e: unknown) => void
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  // A fill nobody awaits any more must not surface as an unhandled rejection.
+  promise.catch(() => {})
+  return { promise, resolve, reject }
+}
+
+/** Page-granular single-flight fills into the DiskStore. */
+export class Fetcher {
+  readonly #inflight = new Map<string, Deferred>()
+
+  constructor(
+    private readonly store: DiskStore,
+    /** 0 = whole blocks. */
+    private readonly pageSize: number,
+    private readonly fetchRange: RangeFetch
+  ) {}
+
+  /** Fills in progress (pages or whole blocks). */
+  get inflight(): number {
+    return this.#inflight.size
+  }
+
+  async ensure(id: BlockId, blockLength: number, objectSize: number, first: number, end: number): Promise<void> {
+    const key = blockKey(id)
+    const waits: Array<Promise<void>> = []
+    for (const [s, e] of this.store.missingRuns(key, first, end)) {
+      let i = s
+      while (i < e) {
+        const pending = this.#inflight.get(`${key}\0${i}`)
+        if (pending !== undefined) {
+          waits.push(pending.promise)
+          i++
+          continue
+        }
+        let j = i + 1
+        while (j < e && !this.#inflight.has(`${key}\0${j}`)) j++
+        waits.push(this.#fetchRun(id, key, blockLength, objectSize, i, j))
+        i = j
+      }
+    }
+    await Promise.all(waits)
+  }
+
+  /** One origin GET for units `[s, e)`; each unit is committed (and its waiters woken) as soon as it is complete. */
+  #fetchRun(id: BlockId, key: string, blockLength: number, objectSize: number, s: number, e: number): Promise<void> {
+    const ps = this.pageSize
+    const unitStart = (i: number) => (ps > 0 ? i * ps : 0)
+    const unitBytes = (i: number) => (ps > 0 ? Math.min(ps, blockLength - i * ps) : blockLength)
+    const defs: Array<Deferred> = []
+    for (let i = s; i < e; i++) {
+      const d = deferred()
+      defs.push(d)
+      this.#inflight.set(`${key}\0${i}`, d)
+    }
+    const settle = (i: number, error?: unknown) => {
+      const d = defs[i - s]!
+      if (this.#inflight.get(`${key}\0${i}`) === d) this.#inflight.delete(`${key}\0${i}`)
+      if (error === undefined) d.resolve()
+      else d.reject(error)
+    }
+    const runStart = unitStart(s)
+    const runBytes = unitStart(e - 1) + unitBytes(e - 1) - runStart
+    let current = s
+    let written = 0
+    let tmp: { readonly path: string; readonly fd: number } | undefined
+    const sink = async (chunk: Uint8Array): Promise<void> => {
+      let at = 0
+      while (at < chunk.length) {
+        if (current >= e) {
+          throw new ReadFailed({
+            reason: `origin sent more than the ${runBytes} bytes asked for at offset ${id.offset + runStart} of the object; it may have changed`,
+            staleVersion: true
+          })
+        }
+        tmp ??= await this.store.createTemp(key)
+        const want = unitBytes(current) - written
+        const piece = chunk.length - at <= want ? (at === 0 ? chunk : chunk.subarray(at)) : chunk.subarray(at, at + want)
+        await writeAll(tmp.fd, piece, written)
+        written += piece.length
+        at += piece.length
+        if (written === unitBytes(current)) {
+          const done = tmp
+          tmp = undefined
+          written = 0
+          await this.store.commit(id, blockLength, objectSize, { tmpPath: done.path, fd: done.fd, index: current })
+          settle(current)
+          current++
+        }
+      }
+    }
+    const objectOffset = id.offset + runStart
+    return this.fetchRange(id.object, objectOffset, runBytes, sink)
+      .then(() => {
+        if (current < e) {
+          const got = unitStart(current) + written - runStart
+          throw new ReadFailed({
+            reason: `origin returned ${got} of ${runBytes} bytes at offset ${objectOffset}; the object may have changed`,
+            staleVersion: true
+          })
+        }
+      })
+      .catch(async (error: unknown) => {
+        if (tmp !== undefined) await this.store.discardTemp(tmp.path, tmp.fd)
+        for (let i = current; i < e; i++) settle(i, error)
+        throw error
+      })
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * What the worker believes an object's current version is, for at most `ttlMs`.
+ * Within the TTL a read needs no origin round trip; after it the next read
+ * re-asks the origin (a HEAD), and a changed ETag makes every block key new, so
+ * a changed object is served new once the TTL has passed — never stale beyond it.
+ * Concurrent lookups of one object share one HEAD.
+ */
+import type { ObjectStat } from "../../backend/BackendStore.js"
+import type { ObjectId } from "../../core/ids.js"
+
+export const objectKey = (o: ObjectId): string => `${o.backend}\0${o.bucket}\0${o.objectPath}`
+
+interface Cached {
+  readonly stat: ObjectStat
+  readonly expiresAt: number
+}
+
+export class VersionCache {
+  readonly #ttlMs: number
+  readonly #now: () => number
+  readonly #entries = new Map<string, Cached>()
+  readonly #inflight = new Map<string, Promise<ObjectStat>>()
+
+  constructor(ttlMs: number, now: () => number = Date.now) {
+    this.#ttlMs = ttlMs
+    this.#now = now
+  }
+
+  /** The cached stat when still fresh (the hit path: no allocation, no promise). */
+  fresh(key: string): ObjectStat | undefined {
+    const c = this.#entries.get(key)
+    if (c === undefined) return undefined
+    if (c.expiresAt > this.#now()) return c.stat
+    this.#entries.delete(key)
+    return undefined
+  }
+
+  /** Resolves through `head` (single-flight per object) and caches the answer. Failures are not cached. */
+  resolve(key: string, head: () => Promise<ObjectStat>): Promise<ObjectStat> {
+    const pending = this.#inflight.get(key)
+    if (pending !== undefined) return pending
+    const p = head().then(
+      (stat) => {
+        this.#inflight.delete(key)
+        this.#entries.set(key, { stat, expiresAt: this.#now() + this.#ttlMs })
+        return stat
+      },
+      (e) => {
+        this.#inflight.delete(key)
+        throw e
+      }
+    )
+    this.#inflight.set(key, p)
+    return p
+  }
+
+  seed(key: string, stat: ObjectStat): void {
+    this.#entries.set(key, { stat, expiresAt: this.#now() + this.#ttlMs })
+  }
+
+  invalidate(key: string, version?: string): void {
+    const c = this.#entries.get(key)
+    if (c !== undefined && (version === undefined || c.stat.version === version)) this.#entries.delete(key)
+  }
+
+  get size(): number {
+    return this.#entries.size
+  }
+}
