@@ -79,28 +79,72 @@ const emptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 
 export const objectUri = (scheme: string, bucket: string, key: string) => `${scheme}://${bucket}/${key}`
 
+export interface S3RequestParts {
+  readonly method: OriginRequest["method"]
+  readonly bucket: string
+  /** Undefined for bucket-level requests (listing). */
+  readonly key?: string | undefined
+  readonly query: Record<string, string>
+  readonly headers: Record<string, string>
+  readonly body?: Uint8Array | undefined
+}
+
+/**
+ * Builds and SigV4-signs one S3 request (exported so the signature can be checked against
+ * AWS's published examples). The path is encoded once, as S3 expects, and the exact string
+ * signed is the string sent.
+ */
+export const makeS3Signer = (options: S3Options) => {
+  const base = new URL(options.endpoint ?? `https://s3.${options.region}.amazonaws.com`)
+  const protocol = base.protocol === "http:" ? "http:" : "https:"
+  const port = base.port === "" ? (protocol === "https:" ? 443 : 80) : Number(base.port)
+  const basePath = base.pathname.replace(/\/+$/, "")
+  const signer = new SignatureV4({
+    credentials: {
+      accessKeyId: options.accessKeyId,
+      secretAccessKey: Redacted.value(options.secretAccessKey),
+      ...(options.sessionToken === undefined ? {} : { sessionToken: Redacted.value(options.sessionToken) })
+    },
+    region: options.region,
+    service: "s3",
+    sha256: Sha256,
+    // S3 signs the path as sent, not double-encoded.
+    uriEscapePath: false,
+    applyChecksum: true
+  })
+  return async (parts: S3RequestParts, signingDate?: Date): Promise<OriginRequest> => {
+    const { method, bucket, key, query, body } = parts
+    const hostname = options.forcePathStyle ? base.hostname : `${bucket}.${base.hostname}`
+    const hostHeader = base.port === "" ? hostname : `${hostname}:${port}`
+    const objectPart = key === undefined ? "" : `/${escapePath(key, escapeRfc3986)}`
+    const path = options.forcePathStyle
+      ? `${basePath}/${escapeRfc3986(bucket)}${objectPart}`
+      : `${basePath}${objectPart === "" ? "/" : objectPart}`
+    const payloadHash =
+      body === undefined || body.length === 0 ? emptySha256 : createHash("sha256").update(body).digest("hex")
+    const headers: Record<string, string> = { ...parts.headers, host: hostHeader, "x-amz-content-sha256": payloadHash }
+    if (body !== undefined) headers["content-length"] = String(body.length)
+    const signed = await signer.sign(
+      { method, protocol, hostname, port, path, query, headers },
+      signingDate === undefined ? {} : { signingDate }
+    )
+    return {
+      method,
+      protocol,
+      hostname,
+      port,
+      path: path + queryString(query, escapeRfc3986),
+      headers: signed.headers,
+      body
+    }
+  }
+}
+
 export const make = (options: S3Options): Effect.Effect<BackendStoreShape, never, Scope.Scope> =>
   Effect.gen(function* () {
     const policy = options.policy
     const transport = yield* makeTransport(policy)
-    const base = new URL(options.endpoint ?? `https://s3.${options.region}.amazonaws.com`)
-    const protocol = base.protocol === "http:" ? "http:" : "https:"
-    const port = base.port === "" ? (protocol === "https:" ? 443 : 80) : Number(base.port)
-    const basePath = base.pathname.replace(/\/+$/, "")
-    const signer = new SignatureV4({
-      credentials: {
-        accessKeyId: options.accessKeyId,
-        secretAccessKey: Redacted.value(options.secretAccessKey),
-        ...(options.sessionToken === undefined ? {} : { sessionToken: Redacted.value(options.sessionToken) })
-      },
-      region: options.region,
-      service: "s3",
-      sha256: Sha256,
-      // S3 signs the path as sent, not double-encoded.
-      uriEscapePath: false,
-      applyChecksum: true
-    })
-
+    const sign = makeS3Signer(options)
     const request = (
       method: OriginRequest["method"],
       bucket: string,
@@ -109,33 +153,12 @@ export const make = (options: S3Options): Effect.Effect<BackendStoreShape, never
       headers: Record<string, string>,
       label: RequestLabel,
       body?: Uint8Array
-    ): Effect.Effect<OriginRequest, BackendRequestError> => {
-      const hostname = options.forcePathStyle ? base.hostname : `${bucket}.${base.hostname}`
-      const hostHeader = base.port === "" ? hostname : `${hostname}:${port}`
-      const objectPart = key === undefined ? "" : `/${escapePath(key, escapeRfc3986)}`
-      const path = options.forcePathStyle
-        ? `${basePath}/${escapeRfc3986(bucket)}${objectPart}`
-        : `${basePath}${objectPart === "" ? "/" : objectPart}`
-      const payloadHash =
-        body === undefined || body.length === 0 ? emptySha256 : createHash("sha256").update(body).digest("hex")
-      const allHeaders: Record<string, string> = { ...headers, host: hostHeader, "x-amz-content-sha256": payloadHash }
-      if (body !== undefined) allHeaders["content-length"] = String(body.length)
-      return Effect.tryPromise({
-        try: () => signer.sign({ method, protocol, hostname, port, path, query, headers: allHeaders }),
+    ): Effect.Effect<OriginRequest, BackendRequestError> =>
+      Effect.tryPromise({
+        try: () => sign({ method, bucket, key, query, headers, body }),
         catch: (error) =>
           new BackendRequestError({ ...label, retryable: false, detail: `could not sign the request: ${String(error)}` })
-      }).pipe(
-        Effect.map((signed) => ({
-          method,
-          protocol,
-          hostname: base.hostname,
-          port,
-          path: path + queryString(query, escapeRfc3986),
-          headers: signed.headers,
-          body
-        }))
-      )
-    }
+      })
 
     const labelOf = (object: ObjectId, operation: string): RequestLabel => ({
       object: objectUri("s3", object.bucket, object.objectPath),

@@ -1,7 +1,7 @@
 import type { Readable } from "node:stream"
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Effect, Schedule, type Scope, Stream } from "effect"
-import { type BackendError, BackendRequestError } from "./BackendStore.js"
+import { type BackendError, BackendRangeError, BackendRequestError } from "./BackendStore.js"
 import { transportError, type RequestLabel } from "./http.js"
 import { isRetryable, type RequestPolicy, retrySchedule } from "./policy.js"
 
@@ -66,7 +66,13 @@ export const rangedRead = (args: {
 
       const attempt = (): Stream.Stream<Uint8Array, BackendError> =>
         Stream.unwrapScoped(
-          Effect.map(args.open(pos, end - 1, pinned), (range) => {
+          Effect.map(args.open(pos, end - 1, pinned), (range): Stream.Stream<Uint8Array, BackendError> => {
+            // Some origins (Azurite) answer a range starting exactly at EOF with an empty 206.
+            if (range.size !== undefined && pos >= range.size) {
+              return Stream.fail(
+                new BackendRangeError({ object: args.label.object, offset: args.offset, length: args.length, size: range.size })
+              )
+            }
             if (pinned === undefined && range.version !== undefined && range.version !== "") pinned = range.version
             if (range.size !== undefined) end = Math.min(end, range.size)
             const body = NodeStream.fromReadable<BackendError, Uint8Array>(
