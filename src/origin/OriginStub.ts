@@ -1,0 +1,94 @@
+/**
+ * `OriginStub`: a local blob store speaking S3 and Azure Blob REST over a directory,
+ * with injectable faults and request counters. Scoped: the server stops when the
+ * layer's scope closes.
+ */
+import { Config, Context, Data, Effect, Layer } from "effect"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import type { StubState } from "./context.js"
+import { FaultState, noFaults, type Faults, type FaultsPatch } from "./faults.js"
+import { listen } from "./server.js"
+import { StatsCounter, type OriginStats } from "./stats.js"
+
+/** Azurite's well-known development account; the stub accepts any credentials. */
+export const AZURITE_ACCOUNT = "devstoreaccount1"
+export const AZURITE_KEY =
+  "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+export interface OriginStubConfig {
+  readonly root: string
+  /** Default 127.0.0.1. */
+  readonly host?: string
+  /** Default 0 (ephemeral). */
+  readonly port?: number
+  /** Merged over "no faults". */
+  readonly faults?: FaultsPatch
+}
+
+export class OriginStubError extends Data.TaggedError("OriginStubError")<{ readonly message: string }> {}
+
+export interface OriginStubShape {
+  /** `http://host:port`: S3 endpoint (path-style), and the base of admin routes `/_talon/*`. */
+  readonly url: string
+  /** `http://host:port/devstoreaccount1`: what a `BlobServiceClient` takes. */
+  readonly azureUrl: string
+  readonly host: string
+  readonly port: number
+  readonly root: string
+  readonly stats: () => Effect.Effect<OriginStats>
+  readonly resetStats: () => Effect.Effect<void>
+  readonly faults: () => Effect.Effect<Faults>
+  /** Merges `patch` over the current faults; returns the result. Takes effect on the next request. */
+  readonly setFaults: (patch: FaultsPatch) => Effect.Effect<Faults>
+}
+
+const make = (config: OriginStubConfig): Effect.Effect<OriginStubShape, OriginStubError, import("effect").Scope.Scope> =>
+  Effect.gen(function* () {
+    const root = path.resolve(config.root)
+    const host = config.host ?? "127.0.0.1"
+    yield* Effect.tryPromise({
+      try: () => fs.mkdir(root, { recursive: true }),
+      catch: (e) => new OriginStubError({ message: `cannot create origin root ${root}: ${(e as Error).message}` })
+    })
+    const state: StubState = {
+      root,
+      stats: new StatsCounter(),
+      faults: new FaultState({ ...noFaults, ...config.faults }),
+      url: ""
+    }
+    const server = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => listen(state, host, config.port ?? 0),
+        catch: (e) =>
+          new OriginStubError({
+            message: `origin stub cannot listen on ${host}:${config.port ?? 0}: ${(e as Error).message} (pick another --port or stop the process using it)`
+          })
+      }),
+      (s) => Effect.promise(() => s.close())
+    )
+    return {
+      url: server.url,
+      azureUrl: `${server.url}/${AZURITE_ACCOUNT}`,
+      host,
+      port: server.port,
+      root,
+      stats: () => Effect.sync(() => state.stats.snapshot()),
+      resetStats: () => Effect.sync(() => state.stats.clear()),
+      faults: () => Effect.sync(() => state.faults.faults),
+      setFaults: (patch) => Effect.sync(() => state.faults.update(patch))
+    }
+  })
+
+export class OriginStub extends Context.Tag("talon/OriginStub")<OriginStub, OriginStubShape>() {
+  static readonly make = make
+  static readonly layer = (config: OriginStubConfig): Layer.Layer<OriginStub, OriginStubError> =>
+    Layer.scoped(OriginStub, make(config))
+}
+
+/** `TALON_ORIGIN_ROOT`, `_HOST`, `_PORT` (defaults `./.talon/origin`, 127.0.0.1, 9100). */
+export const OriginStubConfigFromEnv: Config.Config<OriginStubConfig> = Config.all({
+  root: Config.string("ROOT").pipe(Config.withDefault(".talon/origin")),
+  host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
+  port: Config.port("PORT").pipe(Config.withDefault(9100))
+}).pipe(Config.nested("TALON_ORIGIN"))

@@ -1,0 +1,347 @@
+/**
+ * The Azure Blob REST front end of the origin stub, Azurite-style path addressing:
+ * `/<account>/<container>/<blob>`. Any account name is accepted and all accounts share
+ * one namespace with S3 (container = bucket); `devstoreaccount1` is the conventional one.
+ *
+ * The stub does NOT verify Shared Key or SAS signatures: any credentials (or none) are
+ * accepted. It is a local test origin, never an access-control boundary.
+ */
+import { createHash, randomBytes } from "node:crypto"
+import { createWriteStream } from "node:fs"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import { Readable } from "node:stream"
+import { pipeline } from "node:stream/promises"
+import { decodePath, discardBody, header, sendEmpty, sendXml, type Ctx } from "./context.js"
+import { isValidBucket, keyProblem, TMP_DIR } from "./layout.js"
+import { serveObject, type ReadDialect } from "./objectRead.js"
+import {
+  bucketExists,
+  createBucket,
+  deleteBucket,
+  deleteObject,
+  listBuckets,
+  listObjects,
+  openObject,
+  putObject,
+  PutConflict,
+  PutPreconditionFailed,
+  type ObjectInfo
+} from "./store.js"
+import { algorithmsFor, Digester, DigestMismatch, verifyDigests } from "./upload.js"
+import { el, escapeXml, XML_DECL_AZURE } from "./xml.js"
+
+export const AZURE_API_VERSION = "2025-05-05"
+
+export const azureError = (ctx: Ctx, status: number, code: string, message: string, headers: Record<string, string | number> = {}) => {
+  discardBody(ctx)
+  const body = `${XML_DECL_AZURE}<Error><Code>${code}</Code><Message>${escapeXml(
+    `${message}\nRequestId:${ctx.requestId}\nTime:${new Date().toISOString()}`
+  )}</Message></Error>`
+  sendXml(ctx, status, body, { ...headers, "x-ms-error-code": code })
+}
+
+const blobNotFound = (ctx: Ctx) => azureError(ctx, 404, "BlobNotFound", "The specified blob does not exist.")
+const containerNotFound = (ctx: Ctx) => azureError(ctx, 404, "ContainerNotFound", "The specified container does not exist.")
+const conditionNotMet = (ctx: Ctx) =>
+  azureError(ctx, 412, "ConditionNotMet", "The condition specified using HTTP conditional header(s) is not met.")
+const notImplemented = (ctx: Ctx) =>
+  azureError(ctx, 501, "NotImplemented", "The requested operation is not implemented by the Talon origin stub.")
+
+const blobHeaders = (obj: ObjectInfo): Record<string, string> => ({
+  "x-ms-blob-type": "BlockBlob",
+  "x-ms-creation-time": obj.created.toUTCString(),
+  "x-ms-lease-status": "unlocked",
+  "x-ms-lease-state": "available",
+  "x-ms-server-encrypted": "true",
+  "x-ms-access-tier": "Hot",
+  "x-ms-access-tier-inferred": "true"
+})
+
+const dialect: ReadDialect = {
+  objectHeaders: blobHeaders,
+  fail: (ctx, failure, obj) => {
+    if (failure === "precondition-failed") return conditionNotMet(ctx)
+    const message =
+      failure === "unsatisfiable"
+        ? "The range specified is invalid for the current size of the resource."
+        : "Multiple ranges in one request are not supported; request one range per Get Blob."
+    azureError(ctx, 416, "InvalidRange", message, { "Content-Range": `bytes */${obj.size}` })
+  }
+}
+
+const unquote = (etag: string) => etag.replace(/^"|"$/g, "")
+const toMarker = (s: string) => Buffer.from(s, "utf8").toString("base64url")
+const fromMarker = (m: string): string | undefined => (/^[A-Za-z0-9_-]+$/.test(m) ? Buffer.from(m, "base64url").toString("utf8") : undefined)
+
+const parseMaxResults = (ctx: Ctx): number | undefined => {
+  const raw = ctx.query.get("maxresults")
+  if (raw === null) return 5000
+  if (!/^\d+$/.test(raw) || Number(raw) === 0) return undefined
+  return Math.min(Number(raw), 5000)
+}
+
+const invalidQuery = (ctx: Ctx, name: string) =>
+  azureError(ctx, 400, "InvalidQueryParameterValue", `Value for one of the query parameters specified in the request URI is invalid (${name}).`)
+
+const serviceEndpoint = (ctx: Ctx, account: string) => `${ctx.state.url}/${account}/`
+
+const listBlobs = async (ctx: Ctx, account: string, container: string) => {
+  const maxResults = parseMaxResults(ctx)
+  if (maxResults === undefined) return invalidQuery(ctx, "maxresults")
+  const marker = ctx.query.get("marker")
+  const after = marker === null || marker === "" ? "" : fromMarker(marker)
+  if (after === undefined) return invalidQuery(ctx, "marker")
+  const prefix = ctx.query.get("prefix") ?? ""
+  const delimiter = ctx.query.get("delimiter") ?? ""
+  const page = await listObjects(ctx.state.root, container, { prefix, delimiter, after, maxKeys: maxResults })
+  // Azure interleaves blobs and prefixes in name order; both are sorted already.
+  const items = [
+    ...page.objects.map((o) => ({ name: o.key, xml: blobXml(o) })),
+    ...page.prefixes.map((p) => ({ name: p, xml: `<BlobPrefix>${el("Name", p)}</BlobPrefix>` }))
+  ].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  const body =
+    `${XML_DECL_AZURE}<EnumerationResults ServiceEndpoint="${escapeXml(serviceEndpoint(ctx, account))}" ContainerName="${escapeXml(container)}">` +
+    (prefix === "" ? "" : el("Prefix", prefix)) +
+    (marker === null ? "" : el("Marker", marker)) +
+    (ctx.query.has("maxresults") ? el("MaxResults", maxResults) : "") +
+    (delimiter === "" ? "" : el("Delimiter", delimiter)) +
+    `<Blobs>${items.map((i) => i.xml).join("")}</Blobs>` +
+    (page.nextMarker === undefined ? "<NextMarker />" : el("NextMarker", toMarker(page.nextMarker))) +
+    `</EnumerationResults>`
+  sendXml(ctx, 200, body)
+}
+
+const blobXml = (o: ObjectInfo) =>
+  `<Blob>${el("Name", o.key)}<Properties>` +
+  el("Creation-Time", o.created.toUTCString()) +
+  el("Last-Modified", o.lastModified.toUTCString()) +
+  el("Etag", unquote(o.etag)) +
+  el("Content-Length", o.size) +
+  el("Content-Type", "application/octet-stream") +
+  `<BlobType>BlockBlob</BlobType><AccessTier>Hot</AccessTier><AccessTierInferred>true</AccessTierInferred>` +
+  `<LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState><ServerEncrypted>true</ServerEncrypted>` +
+  `</Properties></Blob>`
+
+const containerEtag = (created: Date) => `"0x${created.getTime().toString(16).toUpperCase()}"`
+
+const listContainers = async (ctx: Ctx, account: string) => {
+  const prefix = ctx.query.get("prefix") ?? ""
+  const buckets = (await listBuckets(ctx.state.root)).filter((b) => b.name.startsWith(prefix))
+  const body =
+    `${XML_DECL_AZURE}<EnumerationResults ServiceEndpoint="${escapeXml(serviceEndpoint(ctx, account))}">` +
+    (prefix === "" ? "" : el("Prefix", prefix)) +
+    `<Containers>${buckets
+      .map(
+        (b) =>
+          `<Container>${el("Name", b.name)}<Properties>${el("Last-Modified", b.created.toUTCString())}${el("Etag", containerEtag(b.created))}` +
+          `<LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState><HasImmutabilityPolicy>false</HasImmutabilityPolicy><HasLegalHold>false</HasLegalHold></Properties></Container>`
+      )
+      .join("")}</Containers><NextMarker />` +
+    `</EnumerationResults>`
+  sendXml(ctx, 200, body)
+}
+
+const containerOp = async (ctx: Ctx, account: string, container: string) => {
+  const root = ctx.state.root
+  if (ctx.query.get("restype") !== "container") {
+    return azureError(ctx, 400, "InvalidQueryParameterValue", "Container operations need restype=container.")
+  }
+  const comp = ctx.query.get("comp")
+  switch (ctx.method) {
+    case "PUT": {
+      discardBody(ctx)
+      if (comp !== null) return notImplemented(ctx)
+      const r = await createBucket(root, container)
+      if (r === "exists") return azureError(ctx, 409, "ContainerAlreadyExists", "The specified container already exists.")
+      const now = new Date()
+      return sendEmpty(ctx, 201, { ETag: containerEtag(now), "Last-Modified": now.toUTCString() })
+    }
+    case "DELETE": {
+      const r = await deleteBucket(root, container, true)
+      if (r === "missing") return containerNotFound(ctx)
+      return sendEmpty(ctx, 202)
+    }
+    case "GET":
+    case "HEAD": {
+      if (!(await bucketExists(root, container))) {
+        return ctx.method === "HEAD" ? sendEmpty(ctx, 404, { "x-ms-error-code": "ContainerNotFound" }) : containerNotFound(ctx)
+      }
+      if (comp === "list") return listBlobs(ctx, account, container)
+      if (comp !== null) return notImplemented(ctx)
+      const created = (await listBuckets(root)).find((b) => b.name === container)?.created ?? new Date(0)
+      return sendEmpty(ctx, 200, {
+        ETag: containerEtag(created),
+        "Last-Modified": created.toUTCString(),
+        "x-ms-lease-status": "unlocked",
+        "x-ms-lease-state": "available",
+        "x-ms-has-immutability-policy": "false",
+        "x-ms-has-legal-hold": "false"
+      })
+    }
+    default:
+      return azureError(ctx, 405, "UnsupportedHttpVerb", "The resource doesn't support the specified HTTP verb.")
+  }
+}
+
+const stagingDir = (ctx: Ctx, container: string, blob: string) =>
+  path.join(ctx.state.root, TMP_DIR, "blocks", createHash("sha256").update(`${container}/${blob}`).digest("hex"))
+const blockFile = (dir: string, blockId: string) => path.join(dir, createHash("sha256").update(blockId).digest("hex"))
+
+const putOptions = (ctx: Ctx, digester: Digester) => ({
+  transforms: [digester],
+  verify: () => verifyDigests(digester, ctx.req.headers, new Map()),
+  conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") }
+})
+
+const writeFailed = (ctx: Ctx, e: unknown): void => {
+  if (e instanceof DigestMismatch) {
+    return azureError(ctx, 400, "Md5Mismatch", "The MD5 value specified in the request did not match with the MD5 value calculated by the server.")
+  }
+  if (e instanceof PutPreconditionFailed) return conditionNotMet(ctx)
+  if (e instanceof PutConflict) return azureError(ctx, 409, "BlobConflict", e.message)
+  if (ctx.req.destroyed || ctx.req.readableAborted) return
+  throw e
+}
+
+const putBlob = async (ctx: Ctx, container: string, blob: string) => {
+  const type = header(ctx, "x-ms-blob-type")
+  if (type !== "BlockBlob") {
+    return azureError(ctx, 400, "InvalidHeaderValue", `Only x-ms-blob-type: BlockBlob is supported (got ${type ?? "none"}).`)
+  }
+  const digester = new Digester(algorithmsFor(ctx.req.headers))
+  try {
+    const info = await putObject(ctx.state.root, container, blob, ctx.req, putOptions(ctx, digester))
+    ctx.state.stats.bytesReceived += digester.length
+    sendEmpty(ctx, 201, {
+      ETag: info.etag,
+      "Last-Modified": info.lastModified.toUTCString(),
+      "Content-MD5": digester.digest("md5") ?? "",
+      "x-ms-request-server-encrypted": "true"
+    })
+  } catch (e) {
+    writeFailed(ctx, e)
+  }
+}
+
+/** Put Block: stages one block of a future blob (used by the SDK's uploadStream/uploadFile). */
+const putBlock = async (ctx: Ctx, container: string, blob: string) => {
+  const blockId = ctx.query.get("blockid")
+  if (blockId === null || blockId === "") return invalidQuery(ctx, "blockid")
+  const dir = stagingDir(ctx, container, blob)
+  await fs.mkdir(dir, { recursive: true })
+  const tmp = `${blockFile(dir, blockId)}.${randomBytes(6).toString("hex")}.tmp`
+  const digester = new Digester(algorithmsFor(ctx.req.headers))
+  try {
+    await pipeline(ctx.req, digester, createWriteStream(tmp, { flags: "wx" }))
+    verifyDigests(digester, ctx.req.headers, new Map())
+    await fs.rename(tmp, blockFile(dir, blockId))
+    ctx.state.stats.bytesReceived += digester.length
+    sendEmpty(ctx, 201, { "Content-MD5": digester.digest("md5") ?? "", "x-ms-request-server-encrypted": "true" })
+  } catch (e) {
+    await fs.rm(tmp, { force: true })
+    writeFailed(ctx, e)
+  }
+}
+
+/** Put Block List: concatenates staged blocks, in the listed order, into the blob atomically. */
+const putBlockList = async (ctx: Ctx, container: string, blob: string) => {
+  const chunks: Buffer[] = []
+  for await (const c of ctx.req) chunks.push(c as Buffer)
+  const raw = Buffer.concat(chunks).toString("utf8")
+  if (!/<BlockList\s*>/.test(raw)) return azureError(ctx, 400, "InvalidXmlDocument", "XML specified is not syntactically valid.")
+  // Block ids are base64, so a regex over the document keeps their order without an XML parser.
+  const ids = [...raw.matchAll(/<(Latest|Uncommitted|Committed)>([^<]*)<\/\1>/g)].map((m) => m[2]!.trim())
+  const dir = stagingDir(ctx, container, blob)
+  const files = ids.map((id) => blockFile(dir, id))
+  for (const f of files) {
+    if (!(await fs.stat(f).then(() => true, () => false))) {
+      return azureError(ctx, 400, "InvalidBlockList", "The specified block list is invalid.")
+    }
+  }
+  async function* concat() {
+    for (const f of files) {
+      const h = await fs.open(f, "r")
+      try {
+        for await (const c of h.createReadStream({ autoClose: false })) yield c as Buffer
+      } finally {
+        await h.close()
+      }
+    }
+  }
+  const digester = new Digester(new Set(["md5"]))
+  try {
+    const info = await putObject(ctx.state.root, container, blob, Readable.from(concat()), {
+      transforms: [digester],
+      conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") }
+    })
+    await fs.rm(dir, { recursive: true, force: true })
+    sendEmpty(ctx, 201, { ETag: info.etag, "Last-Modified": info.lastModified.toUTCString(), "x-ms-request-server-encrypted": "true" })
+  } catch (e) {
+    writeFailed(ctx, e)
+  }
+}
+
+const blobOp = async (ctx: Ctx, container: string, blob: string) => {
+  const root = ctx.state.root
+  const problem = keyProblem(blob)
+  if (problem !== undefined) {
+    return problem === "too-long" || problem === "segment-too-long"
+      ? azureError(ctx, 400, "OutOfRangeInput", "The specified blob name is too long.")
+      : azureError(ctx, 400, "InvalidUri", "The requested URI does not represent any resource on the server: '.' and '..' segments are rejected.")
+  }
+  if (!(await bucketExists(root, container))) {
+    return ctx.method === "HEAD" ? sendEmpty(ctx, 404, { "x-ms-error-code": "ContainerNotFound" }) : containerNotFound(ctx)
+  }
+  const comp = ctx.query.get("comp")
+  switch (ctx.method) {
+    case "GET":
+    case "HEAD": {
+      if (comp !== null) return notImplemented(ctx)
+      const obj = await openObject(root, container, blob)
+      if (!obj) return ctx.method === "HEAD" ? sendEmpty(ctx, 404, { "x-ms-error-code": "BlobNotFound" }) : blobNotFound(ctx)
+      // x-ms-range wins over Range when both are present (Azure's rule).
+      return serveObject(ctx, obj, header(ctx, "x-ms-range") ?? header(ctx, "range"), dialect)
+    }
+    case "PUT":
+      if (comp === null) return putBlob(ctx, container, blob)
+      if (comp === "block") return putBlock(ctx, container, blob)
+      if (comp === "blocklist") return putBlockList(ctx, container, blob)
+      discardBody(ctx)
+      return notImplemented(ctx)
+    case "DELETE": {
+      discardBody(ctx)
+      const ifMatch = header(ctx, "if-match")
+      if (ifMatch !== undefined) {
+        const obj = await openObject(root, container, blob)
+        await obj?.handle.close()
+        if (!obj) return blobNotFound(ctx)
+        if (ifMatch.trim() !== "*" && unquote(ifMatch.trim()) !== unquote(obj.etag)) return conditionNotMet(ctx)
+      }
+      if (!(await deleteObject(root, container, blob))) return blobNotFound(ctx)
+      return sendEmpty(ctx, 202, { "x-ms-delete-type-permanent": "true" })
+    }
+    default:
+      return azureError(ctx, 405, "UnsupportedHttpVerb", "The resource doesn't support the specified HTTP verb.")
+  }
+}
+
+/** Entry point: path segments after the host, still URL-encoded. */
+export const handleAzure = async (ctx: Ctx, segments: ReadonlyArray<string>): Promise<void> => {
+  const [account = "", rawContainer, ...rest] = segments
+  if (!/^[a-z0-9]{3,24}$/.test(account)) {
+    return azureError(ctx, 400, "InvalidUri", "The requested URI does not represent any resource on the server (expected /<account>/<container>/<blob>).")
+  }
+  if (rawContainer === undefined || rawContainer === "") {
+    if (ctx.method === "GET" && ctx.query.get("comp") === "list") return listContainers(ctx, account)
+    return notImplemented(ctx)
+  }
+  const container = decodePath(rawContainer)
+  if (container === undefined || !isValidBucket(container)) {
+    return azureError(ctx, 400, "InvalidResourceName", "The specified resource name contains invalid characters.")
+  }
+  if (rest.length === 0 || (rest.length === 1 && rest[0] === "")) return containerOp(ctx, account, container)
+  const blob = decodePath(rest.join("/"))
+  if (blob === undefined) return azureError(ctx, 400, "InvalidUri", "The requested URI does not represent any resource on the server.")
+  return blobOp(ctx, container, blob)
+}

@@ -1,0 +1,6 @@
+export { AZURITE_ACCOUNT, AZURITE_KEY, OriginStub, OriginStubConfigFromEnv, OriginStubError } from "./OriginStub.js"
+export type { OriginStubConfig, OriginStubShape } from "./OriginStub.js"
+export { Faults, FaultsPatch, LatencyModel, noFaults, type RequestKind } from "./faults.js"
+export type { OriginStats } from "./stats.js"
+export { sampleBytes, seed, SEED_BUCKET, SEED_OBJECTS, SAMPLE_KEY, SAMPLE_SIZE, type SeedResult } from "./seed.js"
+export { origin } from "./cli.js"
