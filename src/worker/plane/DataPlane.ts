@@ -19,6 +19,12 @@ export interface ConnectionWriter {
   readonly writeFrame: (frame: Uint8Array) => Promise<void>
   /** A response header followed by file bytes (one or more segments, e.g. pages). */
   readonly writeFile: (header: Uint8Array, segments: ReadonlyArray<FileSegment>) => Promise<void>
+  /**
+   * Half-closes the connection (FIN) once every write queued before it has been sent; rejects
+   * like the write that failed. Use it instead of `socket.end()`, which would shut the socket
+   * down under a native write still in progress. (Optional member, added by the plane owner.)
+   */
+  readonly end?: () => Promise<void>
 }
 
 export interface DataPlaneShape {

@@ -62,6 +62,8 @@ class NativeWriter implements ConnectionWriter {
   private parked = false
   private failed: ConnectionWriteError | undefined
   private scratch: Job = newJob()
+  /** The promise of the newest queued job (what `end` waits for). */
+  private last: Promise<void> = RESOLVED
 
   constructor(
     private readonly rt: NativeRuntime,
@@ -82,6 +84,15 @@ class NativeWriter implements ConnectionWriter {
 
   writeFile(header: Uint8Array, segments: ReadonlyArray<FileSegment>): Promise<void> {
     return this.submit(header, segments)
+  }
+
+  end(): Promise<void> {
+    if (this.failed !== undefined) return Promise.reject(this.failed)
+    const after = this.head === this.queue.length ? RESOLVED : this.last
+    return after.then(() => {
+      // libuv's write queue is empty (nothing ever goes through it), so its shutdown is immediate.
+      if (!this.socket.destroyed) this.socket.end()
+    })
   }
 
   private submit(header: Uint8Array, segments: ReadonlyArray<FileSegment> | null): Promise<void> {
@@ -109,6 +120,7 @@ class NativeWriter implements ConnectionWriter {
       job.reject = reject
     })
     this.queue.push(job)
+    this.last = promise
     if (!this.parked) this.park()
     return promise
   }

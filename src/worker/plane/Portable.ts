@@ -51,6 +51,12 @@ class PortableWriter implements ConnectionWriter {
     return this.serialise(() => this.sendFile(header, segments))
   }
 
+  end(): Promise<void> {
+    return this.serialise(async () => {
+      this.socket.end()
+    })
+  }
+
   private serialise(op: () => Promise<void>): Promise<void> {
     const run = this.tail.then(() => {
       if (this.failed !== undefined) throw this.failed

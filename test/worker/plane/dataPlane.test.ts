@@ -65,12 +65,16 @@ describe.each(planes)("%s data plane", (name, make) => {
     const stream = mixedStream()
     const expected = expectedBytes(stream)
     const server = await serve(plane, async (_socket, writer) => {
-      // Fire every response at once: the writer must serialise them in call order.
+      // Fire a batch at once: the writer must serialise them in call order.
       await Promise.all(stream.slice(0, 12).map((r) => send(writer, r)))
-      for (const r of stream.slice(12)) await send(writer, r)
+      for (const r of stream.slice(12, 18)) await send(writer, r)
+      // And the rest un-awaited, then end(): the FIN must wait for all of them.
+      for (const r of stream.slice(18)) void send(writer, r)
+      await writer.end!()
     })
     try {
-      const got = await readAll(server.port, expected.length)
+      // Read until the server's FIN, so a premature or missing end() shows as a length mismatch.
+      const got = await readAll(server.port, Number.POSITIVE_INFINITY)
       expect(got.length).toBe(expected.length)
       expect(firstMismatch(got, expected)).toBe(-1)
       await expect(server.results[0]).resolves.toBeUndefined()
@@ -95,16 +99,15 @@ describe.each(planes)("%s data plane", (name, make) => {
     expect(expected.length).toBeGreaterThan(6 * MiB)
     const before = nativeCounters()
     const server = await serve(plane, async (socket, writer) => {
-      setSendBuffer(socket, 16 * 1024)
+      setSendBuffer(socket, 64 * 1024)
       await Promise.all(stream.map((r) => send(writer, r)))
     })
     try {
-      const got = await readAll(server.port, expected.length, { initialPauseMs: 100, pauseEachMs: 1 })
+      const got = await readAll(server.port, expected.length, { initialPauseMs: 100, pauseEachMs: 0 })
       expect(firstMismatch(got, expected)).toBe(-1)
       await expect(server.results[0]).resolves.toBeUndefined()
       if (name === "native") {
         const after = nativeCounters()!
-        console.log(JSON.stringify({ before, after }))
         expect(after.eagain - before!.eagain).toBeGreaterThan(0)
         expect(after.waits - before!.waits).toBeGreaterThan(0)
         expect(after.wakeups - before!.wakeups).toBeGreaterThan(0)

@@ -131,7 +131,7 @@ export const serve = (
 export interface ReadOptions {
   /** Wait this long before reading anything (lets the server's socket buffer fill). */
   readonly initialPauseMs?: number
-  /** After each chunk, pause the socket for this long (a slow reader). */
+  /** After each chunk, pause the socket for this long (a slow reader; 0 = one loop turn). */
   readonly pauseEachMs?: number
   /** Stop (and reset the connection) after this many bytes. */
   readonly resetAfter?: number
@@ -166,7 +166,8 @@ export const readAll = (port: number, expectedLength: number, options: ReadOptio
       }
       if (options.pauseEachMs !== undefined) {
         socket.pause()
-        setTimeout(() => socket.resume(), options.pauseEachMs)
+        if (options.pauseEachMs === 0) setImmediate(() => socket.resume())
+        else setTimeout(() => socket.resume(), options.pauseEachMs)
       }
     })
   })

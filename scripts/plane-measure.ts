@@ -1,0 +1,219 @@
+/**
+ * Per-call cost of the native data plane's kernel calls, and CPU per 64 KiB response end to end.
+ *
+ *   npx tsx scripts/plane-measure.ts            # the N-API addon (build/Release/talon_sendfile.node)
+ *   KOFFI_PATH=/some/dir/node_modules/koffi npx tsx scripts/plane-measure.ts
+ *                                               # also the same libc calls through koffi (FFI), for comparison
+ *
+ * Microbenchmarks (ns per call, median of rounds):
+ *   send-eagain   send(16 B) on a socket whose buffer is full: the JS->C crossing + a syscall
+ *                 that does almost no work (every call returns EAGAIN)
+ *   sendfile-null sendfile(64 KiB) from a page-cached file to /dev/null: crossing + sendfile setup
+ * End to end: header + 64 KiB ranges to a draining reader process over loopback through the
+ * real NativeWriter; CPU (user+sys) of this process per response.
+ */
+import { spawn } from "node:child_process"
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { makeNativePlane } from "../src/worker/plane/Native.js"
+import { loadNativeAddon } from "../src/worker/plane/NativeAddon.js"
+
+const ROUNDS = 7
+const CALLS = 200_000
+
+const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+/**
+ * CPU time per call, split into user (JS, the crossing into C, argument conversion) and system
+ * (the syscall). CPU time rather than wall time: the machine is shared, and a wall clock would
+ * count other processes' time slices.
+ */
+const time = (calls: number, body: (i: number) => void): { userNs: number; sysNs: number } => {
+  const user: Array<number> = []
+  const sys: Array<number> = []
+  for (let r = 0; r < ROUNDS; r++) {
+    const c0 = process.cpuUsage()
+    for (let i = 0; i < calls; i++) body(i)
+    const c = process.cpuUsage(c0)
+    user.push((c.user * 1000) / calls)
+    sys.push((c.system * 1000) / calls)
+  }
+  return { userNs: +median(user).toFixed(1), sysNs: +median(sys).toFixed(1) }
+}
+
+interface Calls {
+  readonly name: string
+  /** send 16 bytes (MSG_DONTWAIT|MSG_NOSIGNAL); returns bytes or -errno */
+  readonly send: (fd: number, buf: Uint8Array, len: number) => number
+  /** sendfile(out, in, off, len); returns bytes or -errno */
+  readonly sendfile: (out: number, inFd: number, off: number, len: number) => number
+}
+
+const addonCalls = (): Calls => {
+  const load = loadNativeAddon()
+  if (load._tag !== "Loaded") throw new Error(load.reason)
+  const a = load.addon
+  return {
+    name: "n-api addon",
+    send: (fd, buf, len) => a.sendHeaderFile(fd, buf, 0, len, -1, 0, 0),
+    // hdrLen 0: the addon goes straight to sendfile(2)
+    sendfile: (out, inFd, off, len) => a.sendHeaderFile(out, null, 0, 0, inFd, off, len)
+  }
+}
+
+const koffiCalls = (koffiPath: string): Calls => {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const koffi = createRequire(import.meta.url)(koffiPath) as any
+  const libc = koffi.load("libc.so.6")
+  const send = libc.func("long send(int, void *, size_t, int)")
+  const sendfile = libc.func("long sendfile(int, int, void *, size_t)")
+  const MSG_DONTWAIT = 0x40
+  const MSG_NOSIGNAL = 0x4000
+  const offset = new BigInt64Array(1)
+  return {
+    name: "koffi ffi",
+    send: (fd, buf, len) => {
+      const n = send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL) as number
+      return n < 0 ? -koffi.errno() : n // errno read at once, before any other call
+    },
+    sendfile: (out, inFd, off, len) => {
+      offset[0] = BigInt(off)
+      const n = sendfile(out, inFd, offset, len) as number
+      return n < 0 ? -koffi.errno() : n
+    }
+  }
+}
+
+/** A connected loopback socket pair whose client never reads; the server side's buffer is filled. */
+const fullSocket = async (): Promise<{ fd: number; close: () => void }> => {
+  const server = net.createServer()
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+  const port = (server.address() as net.AddressInfo).port
+  const accepted = new Promise<net.Socket>((r) => server.once("connection", r))
+  const client = net.connect(port, "127.0.0.1")
+  client.pause()
+  const socket = await accepted
+  const fd = (socket as unknown as { _handle: { fd: number } })._handle.fd
+  const load = loadNativeAddon()
+  if (load._tag !== "Loaded") throw new Error(load.reason)
+  load.addon.setSendBuffer(fd, 4096)
+  const fill = Buffer.alloc(65536)
+  // The receiver's window opens in steps: fill until a whole pass after a pause sends nothing.
+  for (let sent = 1; sent > 0; ) {
+    sent = 0
+    for (let n; (n = load.addon.sendHeaderFile(fd, fill, 0, 1, -1, 0, 0)) > 0; ) sent += n
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return {
+    fd,
+    close: () => {
+      client.destroy()
+      socket.destroy()
+      server.close()
+    }
+  }
+}
+
+const micro = async (calls: Calls, file: { fd: number; size: number }) => {
+  const full = await fullSocket()
+  const hdr = new Uint8Array(16)
+  let accepted = 0
+  const sendNs = time(CALLS, () => {
+    const r = calls.send(full.fd, hdr, 16)
+    if (r > 0) accepted++ // the peer's window opened a little: a rare real send
+    else if (r !== -11) throw new Error(`expected -EAGAIN, got ${r}`)
+  })
+  if (accepted > CALLS / 100) throw new Error(`${accepted} sends were accepted: the socket was not full`)
+  full.close()
+  const devnull = fs.openSync("/dev/null", "w")
+  const slots = file.size / 65536
+  const sendfileNs = time(CALLS / 4, (i) => {
+    const r = calls.sendfile(devnull, file.fd, (i % slots) * 65536, 65536)
+    if (r !== 65536) throw new Error(`sendfile to /dev/null returned ${r}`)
+  })
+  fs.closeSync(devnull)
+  return { sendNs, sendfileNs }
+}
+
+/** Header + 64 KiB responses through the real native writer to a draining child process. */
+const endToEnd = async (file: { fd: number; size: number }, responses: number) => {
+  const plane = makeNativePlane()
+  if (plane.name !== "native") throw new Error(plane.reason)
+  const server = net.createServer()
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+  const port = (server.address() as net.AddressInfo).port
+  const accepted = new Promise<net.Socket>((r) => server.once("connection", r))
+  const total = responses * (16 + 65536)
+  const reader = spawn(
+    process.execPath,
+    ["-e", `let n=0;const s=require("net").connect(${port},"127.0.0.1");s.on("data",b=>{n+=b.length;if(n>=${total})s.destroy()})`],
+    { stdio: "inherit" }
+  )
+  const socket = await accepted
+  const writer = plane.attach(socket)
+  const header = new Uint8Array(16)
+  const slots = file.size / 65536
+  const depth = 16
+  const load = loadNativeAddon()
+  if (load._tag !== "Loaded") throw new Error(load.reason)
+  const k0 = load.addon.counters()
+  const cpu0 = process.cpuUsage()
+  const t0 = process.hrtime.bigint()
+  let next = 0
+  const lane = async () => {
+    while (next < responses) {
+      const i = next++
+      await writer.writeFile(header, [{ fd: file.fd, offset: (i % slots) * 65536, length: 65536 }])
+    }
+  }
+  await Promise.all(Array.from({ length: depth }, lane))
+  const cpu = process.cpuUsage(cpu0)
+  const wall = Number(process.hrtime.bigint() - t0) / 1e9
+  const k1 = load.addon.counters()
+  await new Promise((r) => reader.once("exit", r))
+  socket.destroy()
+  server.close()
+  return {
+    responses,
+    rps: Math.round(responses / wall),
+    cpuUsPerResponse: +((cpu.user + cpu.system) / responses).toFixed(2),
+    kernelShare: +(cpu.system / (cpu.user + cpu.system)).toFixed(3),
+    syscallsPerResponse: +((k1.sendCalls + k1.sendfileCalls - k0.sendCalls - k0.sendfileCalls) / responses).toFixed(2),
+    eagainPerResponse: +((k1.eagain - k0.eagain) / responses).toFixed(3)
+  }
+}
+
+const main = async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "talon-plane-measure-"))
+  const p = path.join(dir, "data")
+  const size = 64 * 65536
+  fs.writeFileSync(p, crypto.randomBytes(size))
+  const file = { fd: fs.openSync(p, "r"), size }
+  try {
+    const mechanisms = [addonCalls()]
+    if (process.env.KOFFI_PATH) mechanisms.push(koffiCalls(process.env.KOFFI_PATH))
+    const results: Record<string, unknown> = {}
+    // Interleave (A B B A) so drift lands on both.
+    const order = mechanisms.length === 2 ? [0, 1, 1, 0] : [0]
+    const seen: Record<string, Array<Awaited<ReturnType<typeof micro>>>> = {}
+    for (const i of order) {
+      const m = mechanisms[i]!
+      ;(seen[m.name] ??= []).push(await micro(m, file))
+    }
+    for (const [name, runs] of Object.entries(seen)) results[name] = runs
+    results["end-to-end (n-api addon, depth 16)"] = await endToEnd(file, 100_000)
+    console.log(JSON.stringify(results, null, 2))
+  } finally {
+    fs.closeSync(file.fd)
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+main().catch((e) => {
+  console.error(e)
+  process.exit(1)
+})
