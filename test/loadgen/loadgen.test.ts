@@ -1,0 +1,190 @@
+import { spawn } from "node:child_process"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { Backend } from "../../src/core/ids.js"
+import { failureOf, type LoadSpec, runLoad } from "../../src/loadgen/run.js"
+import { makeScratch, repoRoot, type Running, type Scratch, startCeiling, startFake } from "./servers.js"
+
+const RANGE = 64 * 1024
+const BLOB = 8 * 1024 * 1024
+const ERROR_MESSAGE = "worker is not ready: cache dir /x is read-only"
+
+let scratch: Scratch
+let ceiling: Running
+let failing: Running
+
+beforeAll(async () => {
+  scratch = makeScratch(BLOB)
+  ceiling = await startCeiling(scratch.ceiling, scratch.blob)
+  failing = await startCeiling(scratch.ceiling, scratch.blob, ["--error", ERROR_MESSAGE])
+})
+
+afterAll(async () => {
+  await ceiling?.stop()
+  await failing?.stop()
+  scratch?.cleanup()
+})
+
+const spec = (port: number, over: Partial<LoadSpec> = {}): LoadSpec => ({
+  host: "127.0.0.1",
+  port,
+  conns: 3,
+  depth: 4,
+  range: RANGE,
+  seconds: 1,
+  warmup: 0.2,
+  threads: 2,
+  object: { backend: Backend.Azure, bucket: "container", objectPath: "path/to/blob" },
+  size: BLOB,
+  missShare: 0,
+  missStride: 1024 * 1024,
+  seed: 1,
+  serverPids: [],
+  drainTimeout: 2,
+  failFast: false,
+  ...over
+})
+
+/** Runs `talon loadgen` as a process (the standalone entry) and collects its output. */
+const cli = (args: ReadonlyArray<string>) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/loadgen/main.ts", ...args], { cwd: repoRoot })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
+    child.on("exit", (code) => resolve({ code, stdout, stderr }))
+  })
+
+describe("loadgen against ceiling", () => {
+  it.live("measures a clean run over two threads with every byte verified and the server sampled", () =>
+    Effect.gen(function* () {
+      const r = yield* runLoad(spec(ceiling.port, { verify: scratch.blob, serverPids: [ceiling.pid] }))
+      expect(failureOf(r)).toBeUndefined()
+      expect(r.errors).toBe(0)
+      expect(r.samples).toBeGreaterThan(0)
+      expect(r.threads).toBe(2)
+      expect(r.bytes).toBe(r.samples * RANGE)
+      expect(r.rps).toBe(r.samples / r.seconds)
+      expect(r.p50_us).not.toBeNull()
+      expect(r.p50_us!).toBeLessThanOrEqual(r.p99_us!)
+      expect(r.p99_us!).toBeLessThanOrEqual(r.max_us!)
+      expect(r.rss_kb).toBeGreaterThan(0)
+      expect(r.cpu_percent).not.toBeNull()
+      expect(r.cpu_us_per_req).not.toBeNull()
+      expect(r.hit_samples).toBe(r.samples)
+    }))
+
+  it("prints JSON lines for a conns sweep and exits 0", async () => {
+    const { code, stdout, stderr } = await cli([
+      "--addr", `127.0.0.1:${ceiling.port}`, "--conns", "1,4", "--depth", "2", "--seconds", "0.5", "--warmup", "0.1",
+      "--object", "az://container/blob", "--size", "8M", "--range", "64K", "--server-pid", String(ceiling.pid), "--json"
+    ])
+    expect(stderr).toBe("")
+    expect(code).toBe(0)
+    const lines = stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(lines.map((l) => l["conns"])).toEqual([1, 4])
+    for (const l of lines) {
+      for (const k of ["conns", "depth", "rps", "mib_s", "p50_us", "p90_us", "p99_us", "p999_us", "max_us", "samples", "errors", "cpu_percent", "kernel_share", "rss_kb"]) {
+        expect(l).toHaveProperty(k)
+      }
+      expect(l["errors"]).toBe(0)
+      expect(l["samples"] as number).toBeGreaterThan(0)
+    }
+  })
+
+  it("fails on an error frame and prints the server's message verbatim", async () => {
+    const { code, stdout, stderr } = await cli([
+      "--addr", `127.0.0.1:${failing.port}`, "--conns", "2", "--depth", "2", "--seconds", "0.5", "--warmup", "0",
+      "--object", "s3://bucket/key", "--size", "8M"
+    ])
+    expect(code).toBe(1)
+    expect(stderr).toContain(ERROR_MESSAGE)
+    expect(stderr.split("\n")[0]).toMatch(/^loadgen: error frame from server \(conn \d+, id \d+, offset \d+\): worker is not ready: cache dir \/x is read-only$/)
+    expect(stdout).toContain("| conns |") // the table is still printed
+  })
+
+  it.live("fails a run that asks past the end of the object (byte counts are the server's, not assumed)", () =>
+    Effect.gen(function* () {
+      const r = yield* runLoad(spec(ceiling.port, { size: BLOB + RANGE, conns: 1, threads: 1, seconds: 0.5, warmup: 0 }))
+      expect(failureOf(r)).toMatch(/^error frame from server \(conn 0, id \d+, offset \d+\): range out of bounds/)
+      expect(r.error_frames).toBeGreaterThan(0)
+    }))
+
+  it.live("fails with a usable message when nothing listens", () =>
+    Effect.gen(function* () {
+      const e = yield* Effect.flip(runLoad(spec(1, { conns: 1, threads: 1 })))
+      expect(e.message).toMatch(/^connect 127\.0\.0\.1:1 \(conn 0\): .*ECONNREFUSED/)
+    }))
+})
+
+describe("loadgen against scripted servers", () => {
+  it.live("matches out-of-order replies by request id", () =>
+    Effect.gen(function* () {
+      const fake = yield* Effect.promise(() =>
+        startFake({ reverse: true, answer: (o, l) => scratch.bytes.subarray(o, o + l) })
+      )
+      const r = yield* runLoad(spec(fake.port, { depth: 8, conns: 2, verify: scratch.blob })).pipe(
+        Effect.ensuring(Effect.promise(() => fake.stop()))
+      )
+      expect(fake.stats.outOfOrder).toBeGreaterThan(0)
+      expect(r.errors).toBe(0)
+      expect(r.samples).toBeGreaterThan(0)
+    }))
+
+  it.live("counts zero samples from a silent server as a failed run", () =>
+    Effect.gen(function* () {
+      const fake = yield* Effect.promise(() => startFake({}))
+      const r = yield* runLoad(spec(fake.port, { seconds: 0.3, warmup: 0, drainTimeout: 0.2 })).pipe(
+        Effect.ensuring(Effect.promise(() => fake.stop()))
+      )
+      expect(r.samples).toBe(0)
+      expect(failureOf(r)).toContain("drain timeout")
+      expect(r.errors).toBeGreaterThanOrEqual(2) // drain timeout + no samples
+    }))
+
+  it.live("rejects a reply whose length differs from the range asked", () =>
+    Effect.gen(function* () {
+      const fake = yield* Effect.promise(() =>
+        startFake({ lengthDelta: -1, answer: (o, l) => scratch.bytes.subarray(o, o + l) })
+      )
+      const r = yield* runLoad(spec(fake.port, { conns: 1, threads: 1, seconds: 0.3, warmup: 0 })).pipe(
+        Effect.ensuring(Effect.promise(() => fake.stop()))
+      )
+      expect(failureOf(r)).toMatch(/reply length 65535 \(expected 65536 for offset \d+\)/)
+    }))
+
+  it.live("sends the miss share to distinct never-read offsets past the hot region", () =>
+    Effect.gen(function* () {
+      // A virtual 1 GiB object (the blob repeated) leaves room for ~16k distinct cold offsets.
+      const fake = yield* Effect.promise(() =>
+        startFake({ answer: (o, l) => scratch.bytes.subarray(o % BLOB, (o % BLOB) + l) })
+      )
+      const stride = 64 * 1024
+      const hotBytes = 1024 * 1024
+      const r = yield* runLoad(
+        spec(fake.port, { missShare: 0.3, size: 1024 ** 3, hotBytes, missStride: stride, seconds: 0.3, warmup: 0, depth: 1, conns: 2 })
+      ).pipe(Effect.ensuring(Effect.promise(() => fake.stop())))
+      expect(r.first_error).toBeNull()
+      expect(r.hit_samples).toBeGreaterThan(0)
+      expect(r.miss_samples).toBeGreaterThan(0)
+      expect(r.miss_p50_us).not.toBeNull()
+      const cold = fake.offsets.filter((o) => o >= hotBytes)
+      const hot = fake.offsets.filter((o) => o < hotBytes)
+      expect(hot.length).toBeGreaterThan(0)
+      expect(cold.length).toBeGreaterThan(0)
+      expect(new Set(cold).size).toBe(cold.length)
+      expect(cold.every((o) => o % stride === 0)).toBe(true)
+      expect(cold.length / fake.offsets.length).toBeGreaterThan(0.1)
+      expect(cold.length / fake.offsets.length).toBeLessThan(0.5)
+    }))
+
+  it.live("fails loudly when the cold region runs out", () =>
+    Effect.gen(function* () {
+      const fake = yield* Effect.promise(() => startFake({ answer: (o, l) => scratch.bytes.subarray(o, o + l) }))
+      const r = yield* runLoad(
+        spec(fake.port, { missShare: 0.5, size: 2 * 1024 * 1024, missStride: 1024 * 1024, seconds: 0.3, warmup: 0 })
+      ).pipe(Effect.ensuring(Effect.promise(() => fake.stop())))
+      expect(failureOf(r)).toContain("cold region exhausted")
+    }))
+})

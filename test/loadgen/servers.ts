@@ -1,0 +1,138 @@
+/** Servers the loadgen tests drive: the C `ceiling` (built from ../shared) and a scriptable JS one. */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import * as net from "node:net"
+import { tmpdir } from "node:os"
+import { dirname, join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
+export const ceilingSource = resolve(repoRoot, "../shared/tools/ceiling")
+
+export interface Scratch {
+  readonly dir: string
+  readonly blob: string
+  readonly bytes: Buffer
+  readonly ceiling: string
+  readonly pound: string
+  readonly cleanup: () => void
+}
+
+/** A temp dir with a random blob and freshly built `ceiling` and `pound` binaries. */
+export const makeScratch = (blobBytes: number): Scratch => {
+  const dir = mkdtempSync(join(tmpdir(), "loadgen-test-"))
+  execFileSync("make", ["-s", "-C", ceilingSource, `OUT=${join(dir, "bin")}`], { stdio: "pipe" })
+  const bytes = randomBytes(blobBytes)
+  const blob = join(dir, "blob")
+  writeFileSync(blob, bytes)
+  return {
+    dir,
+    blob,
+    bytes,
+    ceiling: join(dir, "bin", "ceiling"),
+    pound: join(dir, "bin", "pound"),
+    cleanup: () => rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+export interface Running {
+  readonly port: number
+  readonly pid: number
+  readonly stop: () => Promise<void>
+}
+
+/** Starts `ceiling` on an ephemeral port and reads the port from its banner line. */
+export const startCeiling = (bin: string, file: string, extra: ReadonlyArray<string> = []): Promise<Running> =>
+  new Promise((resolvePort, reject) => {
+    const child: ChildProcess = spawn(bin, ["--listen", "127.0.0.1:0", "--file", file, ...extra], {
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let out = ""
+    const stop = () =>
+      new Promise<void>((done) => {
+        if (child.exitCode !== null || child.signalCode !== null) return done()
+        child.once("exit", () => done())
+        child.kill("SIGTERM")
+      })
+    child.once("error", reject)
+    child.once("exit", (code) => reject(new Error(`ceiling exited (${code}) before listening: ${out}`)))
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString()
+      const m = /listening on 127\.0\.0\.1:(\d+) pid (\d+)/.exec(out)
+      if (m) resolvePort({ port: Number(m[1]), pid: Number(m[2]), stop })
+    })
+  })
+
+export interface FakeOptions {
+  /** Bytes served for a range, or undefined to answer nothing (a silent server). */
+  readonly answer?: (offset: number, len: number) => Buffer | undefined
+  /** Answer each received batch of requests in reverse order (replies out of order). */
+  readonly reverse?: boolean
+  /** Lie about the length: header promises `len + lengthDelta` bytes and sends that many. */
+  readonly lengthDelta?: number
+}
+
+export interface FakeServer extends Running {
+  readonly offsets: Array<number>
+  readonly stats: { outOfOrder: number; requests: number }
+}
+
+/** A Talon GetRange server in plain JS, for behaviour ceiling does not have (reordering, lies, silence). */
+export const startFake = (opts: FakeOptions): Promise<FakeServer> =>
+  new Promise((resolveServer) => {
+    const offsets: Array<number> = []
+    const stats = { outOfOrder: 0, requests: 0 }
+    const sockets = new Set<net.Socket>()
+    const server = net.createServer((socket) => {
+      sockets.add(socket)
+      socket.on("close", () => sockets.delete(socket))
+      socket.on("error", () => {})
+      let pending = Buffer.alloc(0)
+      socket.on("data", (chunk: Buffer) => {
+        pending = Buffer.concat([pending, chunk])
+        const batch: Array<{ id: number; offset: number; len: number }> = []
+        while (pending.length >= 16) {
+          const bodyLen = pending.readUInt32BE(12)
+          if (pending.length < 16 + bodyLen) break
+          const body = pending.subarray(16, 16 + bodyLen)
+          const id = pending.readUInt32BE(8)
+          const offset = Number(body.readBigUInt64LE(bodyLen - 16))
+          const len = Number(body.readBigUInt64LE(bodyLen - 8))
+          batch.push({ id, offset, len })
+          offsets.push(offset)
+          stats.requests++
+          pending = pending.subarray(16 + bodyLen)
+        }
+        if (opts.reverse && batch.length > 1) {
+          batch.reverse()
+          stats.outOfOrder += batch.length - 1
+        }
+        for (const r of batch) {
+          const payload = opts.answer?.(r.offset, r.len + (opts.lengthDelta ?? 0))
+          if (payload === undefined) continue
+          const h = Buffer.alloc(16)
+          h.writeUInt16BE(0x544c, 0)
+          h[2] = 1
+          h[3] = 2
+          h.writeUInt32BE(r.id, 8)
+          h.writeUInt32BE(payload.length, 12)
+          socket.write(Buffer.concat([h, payload]))
+        }
+      })
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as net.AddressInfo).port
+      resolveServer({
+        port,
+        pid: process.pid,
+        offsets,
+        stats,
+        stop: () =>
+          new Promise<void>((done) => {
+            for (const s of sockets) s.destroy()
+            server.close(() => done())
+          })
+      })
+    })
+  })
