@@ -135,7 +135,7 @@ describe("ReadPath (paged blocks)", () => {
     await putObject(originRoot, "big", data)
     const w = await start(originRoot, await tempDir("talon-cache-"), { blockSize: 512 * KiB, pageSize: 16 * KiB })
     // Inside one page.
-    expect(await w.read("big", 40 * KiB, 100), data.subarray(40 * KiB, 40 * KiB + 100))
+    expectBytes(await w.read("big", 40 * KiB, 100), data.subarray(40 * KiB, 40 * KiB + 100))
     expect(w.origin.bytes).toBe(16 * KiB)
     expect(w.origin.ranges).toEqual([[32 * KiB, 16 * KiB]])
     // Across a page boundary: two more pages in one GET, the first page is not fetched again.
@@ -236,6 +236,6 @@ describe("ReadPath (restart and versions)", () => {
     expect(await w.read("shrink", 64 * KiB, 36 * KiB)).toBe(
       `range out of bounds: offset ${64 * KiB} + len ${36 * KiB} exceeds object size ${70 * KiB}`
     )
-    expect(await w.read("shrink", 64 * KiB, 6 * KiB), v2.subarray(64 * KiB))
+    expectBytes(await w.read("shrink", 64 * KiB, 6 * KiB), v2.subarray(64 * KiB))
   })
 })
