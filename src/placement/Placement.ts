@@ -26,7 +26,29 @@ export interface PlacementOptions {
   readonly epoch?: number
 }
 
-const utf8 = (s: string): Buffer => Buffer.from(s, "utf8")
+/**
+ * Orders strings by code point, which is the order of their UTF-8 bytes. Plain `<` compares
+ * UTF-16 units and puts a surrogate pair (U+10000 and up) before U+E000–U+FFFF.
+ */
+export const compareUtf8 = (a: string, b: string): number => {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i)
+    let y = b.charCodeAt(i)
+    if (x === y) continue
+    if (x >= 0xd800 && y >= 0xd800) {
+      // Surrogates (0xD800–0xDFFF) rank above 0xE000–0xFFFF in code point order.
+      x = x >= 0xe000 ? x - 0x800 : x + 0x2000
+      y = y >= 0xe000 ? y - 0x800 : y + 0x2000
+    }
+    return x - y
+  }
+  return a.length - b.length
+}
+
+/** A lone surrogate has no UTF-8 form; Buffer encodes it as U+FFFD, and so do we. */
+const LONE_SURROGATE = /\p{Cs}/u
+const wireForm = (s: string): string => (LONE_SURROGATE.test(s) ? Buffer.from(s, "utf8").toString("utf8") : s)
 
 /**
  * DESIGN.md step 1: keep workers only, sort by id, drop duplicate ids. Ids sort by their
@@ -35,14 +57,15 @@ const utf8 = (s: string): Buffer => Buffer.from(s, "utf8")
  * Among duplicate ids the lowest address wins, so the result never depends on input order.
  */
 export const normalizeWorkers = (nodes: ReadonlyArray<NodeInfo>): ReadonlyArray<NodeInfo> => {
-  const keyed = nodes
-    .filter((n) => n.role === NodeRole.Worker)
-    .map((node) => ({ node, id: utf8(node.id), address: utf8(node.address) }))
-  keyed.sort((x, y) => Buffer.compare(x.id, y.id) || Buffer.compare(x.address, y.address))
+  const keyed: Array<{ node: NodeInfo; id: string; address: string }> = []
+  for (const node of nodes) {
+    if (node.role === NodeRole.Worker) keyed.push({ node, id: wireForm(node.id), address: wireForm(node.address) })
+  }
+  keyed.sort((x, y) => compareUtf8(x.id, y.id) || compareUtf8(x.address, y.address))
   const out: Array<NodeInfo> = []
-  let last: Buffer | undefined
+  let last: string | undefined
   for (const k of keyed) {
-    if (last !== undefined && last.equals(k.id)) continue
+    if (k.id === last) continue
     out.push(k.node)
     last = k.id
   }

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import fc from "fast-check"
 import { Backend, NodeRole, type BlockId } from "../../src/core/ids.js"
-import { BlockHasher, Maglev, membershipEpoch, membershipToken, normalizeWorkers, PlacementTable, Rendezvous } from "../../src/placement/index.js"
+import { BlockHasher, compareUtf8, Maglev, membershipEpoch, membershipToken, normalizeWorkers, PlacementTable, Rendezvous } from "../../src/placement/index.js"
 
 /** DESIGN.md step 5 spelled out with Buffer.concat and node:crypto: the oracle for BlockHasher. */
 const field = (s: string): Buffer => {
@@ -67,6 +67,24 @@ describe("BlockHasher", () => {
     const b: BlockId = { object: { backend: Backend.S3, bucket: "b\ud800", objectPath: "x\udfffy" }, offset: 1, blockSize: 2, version: "é" }
     h.hash(b)
     expect(h.lo).toBe(referenceDigest(b).readUInt32LE(0))
+  })
+})
+
+describe("compareUtf8", () => {
+  it("orders like the UTF-8 bytes (Buffer.compare), unlike UTF-16 `<`", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 6 }), fc.string({ unit: "binary", maxLength: 6 }), (a, b) => {
+        expect(Math.sign(compareUtf8(a, b))).toBe(Math.sign(Buffer.compare(Buffer.from(a), Buffer.from(b))))
+      }),
+      { numRuns: 2000 }
+    )
+    expect(compareUtf8("\uffff", "😀")).toBeLessThan(0)
+    expect("\uffff" < "😀").toBe(false)
+  })
+
+  it("ids that differ only in lone surrogates are one worker (both are U+FFFD on the wire)", () => {
+    const nodes = ["a\ud800", "a\udfff", "a\ufffd"].map((id) => ({ id, address: "x", role: NodeRole.Worker }))
+    expect(normalizeWorkers(nodes)).toHaveLength(1)
   })
 })
 
