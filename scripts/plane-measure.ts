@@ -1,11 +1,19 @@
 /**
  * Per-call cost of the native data plane's kernel calls, and CPU per 64 KiB response end to end.
  *
- *   npx tsx scripts/plane-measure.ts            # the N-API addon (build/Release/talon_sendfile.node)
- *   KOFFI_PATH=/some/dir/node_modules/koffi npx tsx scripts/plane-measure.ts
- *                                               # also the same libc calls through koffi (FFI), for comparison
+ *   npx tsx scripts/plane-measure.ts     (pin it for steadier numbers: taskset -c 0 npx tsx ...)
  *
- * Microbenchmarks (ns per call, median of rounds):
+ * Why an N-API addon and not an FFI: this script once also drove the same libc calls through
+ * koffi 3.3.4 (prebuilt FFI), rounds paired A B B A on this 2-core machine under load. CPU per
+ * call on the JS side (user time; the syscall's system time was the same for both):
+ *   send → EAGAIN:           addon 269–405 ns   koffi 470–528 ns
+ *   sendfile 64 KiB → null:  addon 161–440 ns   koffi 387–560 ns
+ * and a response costs the addon ONE crossing (send MSG_MORE + sendfile in C) against two
+ * crossings plus two errno reads through the FFI. The FFI also cannot put the writability wait
+ * on the event loop (the addon watches its epoll fd with a uv_poll); it would need a thread-pool
+ * call per wait. So the addon stayed and koffi was removed.
+ *
+ * Microbenchmarks (CPU ns per call, split user/system, median of rounds):
  *   send-eagain   send(16 B) on a socket whose buffer is full: the JS->C crossing + a syscall
  *                 that does almost no work (every call returns EAGAIN)
  *   sendfile-null sendfile(64 KiB) from a page-cached file to /dev/null: crossing + sendfile setup
@@ -15,7 +23,6 @@
 import { spawn } from "node:child_process"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
-import { createRequire } from "node:module"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -62,29 +69,6 @@ const addonCalls = (): Calls => {
     send: (fd, buf, len) => a.sendHeaderFile(fd, buf, 0, len, -1, 0, 0),
     // hdrLen 0: the addon goes straight to sendfile(2)
     sendfile: (out, inFd, off, len) => a.sendHeaderFile(out, null, 0, 0, inFd, off, len)
-  }
-}
-
-const koffiCalls = (koffiPath: string): Calls => {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const koffi = createRequire(import.meta.url)(koffiPath) as any
-  const libc = koffi.load("libc.so.6")
-  const send = libc.func("long send(int, void *, size_t, int)")
-  const sendfile = libc.func("long sendfile(int, int, void *, size_t)")
-  const MSG_DONTWAIT = 0x40
-  const MSG_NOSIGNAL = 0x4000
-  const offset = new BigInt64Array(1)
-  return {
-    name: "koffi ffi",
-    send: (fd, buf, len) => {
-      const n = send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL) as number
-      return n < 0 ? -koffi.errno() : n // errno read at once, before any other call
-    },
-    sendfile: (out, inFd, off, len) => {
-      offset[0] = BigInt(off)
-      const n = sendfile(out, inFd, offset, len) as number
-      return n < 0 ? -koffi.errno() : n
-    }
   }
 }
 
@@ -194,17 +178,8 @@ const main = async () => {
   fs.writeFileSync(p, crypto.randomBytes(size))
   const file = { fd: fs.openSync(p, "r"), size }
   try {
-    const mechanisms = [addonCalls()]
-    if (process.env.KOFFI_PATH) mechanisms.push(koffiCalls(process.env.KOFFI_PATH))
     const results: Record<string, unknown> = {}
-    // Interleave (A B B A) so drift lands on both.
-    const order = mechanisms.length === 2 ? [0, 1, 1, 0] : [0]
-    const seen: Record<string, Array<Awaited<ReturnType<typeof micro>>>> = {}
-    for (const i of order) {
-      const m = mechanisms[i]!
-      ;(seen[m.name] ??= []).push(await micro(m, file))
-    }
-    for (const [name, runs] of Object.entries(seen)) results[name] = runs
+    results["n-api addon"] = await micro(addonCalls(), file)
     results["end-to-end (n-api addon, depth 16)"] = await endToEnd(file, 100_000)
     console.log(JSON.stringify(results, null, 2))
   } finally {

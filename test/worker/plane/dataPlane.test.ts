@@ -128,21 +128,23 @@ describe.each(planes)("%s data plane", (name, make) => {
     const server = await serve(plane, async (socket, writer, index) => {
       if (index === 0) {
         setSendBuffer(socket, 16 * 1024)
-        await send(writer, big)
-        return
+        const first = await send(writer, big).then(() => undefined, (e: unknown) => e)
+        // A later write on the dead connection rejects too, without touching its (closed) fd.
+        const calls = nativeCounters()!
+        const second = await writer.writeFrame(new Uint8Array(16)).then(() => undefined, (e: unknown) => e)
+        const after = nativeCounters()!
+        return { first, second, syscalls: after.sendCalls + after.sendfileCalls - calls.sendCalls - calls.sendfileCalls }
       }
       for (const r of small) await send(writer, r)
     })
     try {
       const partial = await readAll(server.port, 10 * MiB, { initialPauseMs: 20, resetAfter: 100_000 })
       expect(partial.length).toBeGreaterThanOrEqual(100_000)
-      const failure = await server.results[0]!.then(
-        () => undefined,
-        (e: unknown) => e
-      )
-      expect(failure).toBeInstanceOf(ConnectionWriteError)
-      expect((failure as ConnectionWriteError).plane).toBe(name)
-      // A second write on the dead connection rejects too, without touching its (closed) fd.
+      const outcome = (await server.results[0]) as { first: unknown; second: unknown; syscalls: number }
+      expect(outcome.first).toBeInstanceOf(ConnectionWriteError)
+      expect((outcome.first as ConnectionWriteError).plane).toBe(name)
+      expect(outcome.second).toBe(outcome.first)
+      expect(outcome.syscalls).toBe(0)
       const expected = expectedBytes(small)
       const got = await readAll(server.port, expected.length)
       expect(firstMismatch(got, expected)).toBe(-1)
