@@ -123,18 +123,19 @@ export const makeS3Signer = (options: S3Options) => {
     const payloadHash =
       body === undefined || body.length === 0 ? emptySha256 : createHash("sha256").update(body).digest("hex")
     const headers: Record<string, string> = { ...parts.headers, host: hostHeader, "x-amz-content-sha256": payloadHash }
-    if (body !== undefined) headers["content-length"] = String(body.length)
     const signed = await signer.sign(
       { method, protocol, hostname, port, path, query, headers },
       signingDate === undefined ? {} : { signingDate }
     )
+    // Content-Length is left unsigned, as AWS's own examples do; the payload hash covers the body.
+    const sent = body === undefined ? signed.headers : { ...signed.headers, "content-length": String(body.length) }
     return {
       method,
       protocol,
       hostname,
       port,
       path: path + queryString(query, escapeRfc3986),
-      headers: signed.headers,
+      headers: sent,
       body
     }
   }
