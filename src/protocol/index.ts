@@ -1,0 +1,7 @@
+export * from "./errors.js"
+export * from "./frame.js"
+export * from "./bincode.js"
+export * from "./codecs.js"
+export * from "./control.js"
+export * from "./range.js"
+export * from "./decoder.js"
