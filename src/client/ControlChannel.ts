@@ -137,7 +137,7 @@ export class ControlChannel {
   ping(options: RequestOptions = {}): Effect.Effect<void, ControlError> {
     return this.retrying(
       this.exchange("Ping", options, (id) => encodeFrame(MsgType.Ping, id, new Uint8Array(0))).pipe(
-        Effect.flatMap((reply) =>
+        Effect.flatMap((reply): Effect.Effect<void, ControlError> =>
           (reply.header.flags & Flags.Error) !== 0
             ? Effect.fail(new ControlRemoteError({ address: this.address, detail: reply.payload.toString("utf8") }))
             : reply.header.type === MsgType.Ping

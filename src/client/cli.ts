@@ -1,0 +1,154 @@
+/**
+ * `talon read` and `talon cluster`. Every flag is optional and falls back to
+ * `TALON_CLIENT_*` and then the defaults (see ./config.ts).
+ */
+import * as fs from "node:fs"
+import { Args, Command, Options } from "@effect/cli"
+import { Config, Console, Effect, Option, Stream } from "effect"
+import { NodeRole } from "../core/ids.js"
+import type { ClusterStatus } from "../coordinator/AdminHttp.js"
+import type { TalonClientOptions } from "./config.js"
+import { CoordinatorUnavailable } from "./errors.js"
+import { makeTalonClient } from "./TalonClient.js"
+
+const coordinatorOption = Options.text("coordinator").pipe(
+  Options.withDescription("Coordinator control address host:port (env TALON_CLIENT_COORDINATOR, default 127.0.0.1:7000)."),
+  Options.optional
+)
+
+const blockSizeOption = Options.integer("block-size").pipe(
+  Options.withDescription(
+    "Block size in bytes; must equal the workers' (env TALON_CLIENT_BLOCK_SIZE, default 268435456 = 256 MiB)."
+  ),
+  Options.optional
+)
+
+const clientOptions = (coordinator: Option.Option<string>, blockSize: Option.Option<number>) => {
+  const out: { -readonly [K in keyof TalonClientOptions]?: TalonClientOptions[K] } = {}
+  if (Option.isSome(coordinator)) out.coordinator = coordinator.value
+  if (Option.isSome(blockSize)) out.blockSize = blockSize.value
+  return out
+}
+
+/** Writes a chunk and waits for the sink to drain when it asks us to (backpressure). */
+const writeChunk = (sink: NodeJS.WritableStream, chunk: Uint8Array) =>
+  Effect.async<void, Error>((resume) => {
+    const ok = sink.write(chunk, (err) => {
+      if (err) resume(Effect.fail(err))
+      else if (ok) resume(Effect.void)
+    })
+    if (!ok) sink.once("drain", () => resume(Effect.void))
+  })
+
+export const read = Command.make(
+  "read",
+  {
+    uri: Args.text({ name: "uri" }).pipe(
+      Args.withDescription("Object to read: s3://bucket/key, az://container/key, or a path /s3/bucket/key.")
+    ),
+    offset: Options.integer("offset").pipe(
+      Options.withDescription("First byte to read (default 0)."),
+      Options.withDefault(0)
+    ),
+    length: Options.integer("length").pipe(
+      Options.withDescription("Bytes to read; clamped at the object's end (default: to the end of the object)."),
+      Options.optional
+    ),
+    out: Options.file("out").pipe(
+      Options.withDescription("Write the bytes to this file instead of stdout."),
+      Options.optional
+    ),
+    coordinator: coordinatorOption,
+    blockSize: blockSizeOption
+  },
+  ({ uri, offset, length, out, coordinator, blockSize }) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const client = yield* makeTalonClient(clientOptions(coordinator, blockSize))
+        const info = yield* client.stat(uri)
+        const len = Option.getOrElse(length, () => Math.max(0, info.size - offset))
+        const sink: NodeJS.WritableStream = Option.isSome(out)
+          ? yield* Effect.acquireRelease(
+              Effect.sync(() => fs.createWriteStream(out.value)),
+              (s) =>
+                Effect.async<void>((resume) => {
+                  s.end(() => resume(Effect.void))
+                })
+            )
+          : process.stdout
+        let written = 0
+        yield* client.readStream(uri, offset, len).pipe(
+          Stream.runForEach((chunk) => {
+            written += chunk.length
+            return writeChunk(sink, chunk)
+          })
+        )
+        if (Option.isSome(out)) {
+          yield* Console.error(`wrote ${written} bytes of ${uri} [${offset}, ${offset + written}) to ${out.value}`)
+        }
+      })
+    )
+).pipe(
+  Command.withDescription(
+    "Read a byte range of an object through the cache cluster and print it to stdout (or write it with --out)."
+  )
+)
+
+const pad = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
+  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n")
+}
+
+/** Renders the cluster view as a table (exported for tests). */
+export const renderClusterTable = (status: ClusterStatus): string => {
+  const header = ["ID", "ADDRESS", "ROLE", "LAST HEARTBEAT", "BLOCKS"]
+  const rows = status.members.map((m) => [
+    m.id,
+    m.address,
+    m.role,
+    `${(m.lastHeartbeatAgeMs / 1000).toFixed(1)}s ago`,
+    String(m.blockCount)
+  ])
+  const summary = `epoch ${status.epoch} · ${status.members.length} member(s) · liveness window ${status.livenessWindowMs} ms · control ${status.controlAddress}`
+  return status.members.length === 0 ? `${summary}\n(no healthy members)` : `${summary}\n${pad([header, ...rows])}`
+}
+
+export const cluster = Command.make(
+  "cluster",
+  {
+    admin: Options.text("admin").pipe(
+      Options.withDescription(
+        "Coordinator admin HTTP host:port; the table then includes heartbeat ages and block counts (env TALON_CLUSTER_ADMIN)."
+      ),
+      Options.optional
+    ),
+    coordinator: coordinatorOption
+  },
+  ({ admin: adminFlag, coordinator }) =>
+    Effect.gen(function* () {
+      const admin = Option.isSome(adminFlag) ? adminFlag : yield* Config.option(Config.string("TALON_CLUSTER_ADMIN"))
+      if (Option.isSome(admin)) {
+        const url = `http://${admin.value}/api/v1/cluster`
+        const status = yield* Effect.tryPromise({
+          try: async () => {
+            const res = await fetch(url)
+            if (!res.ok) throw new Error(`HTTP ${res.status}`)
+            return (await res.json()) as ClusterStatus
+          },
+          catch: (e) =>
+            new CoordinatorUnavailable({ coordinator: admin.value, detail: `GET ${url} failed: ${String(e)}` })
+        })
+        yield* Console.log(renderClusterTable(status))
+        return
+      }
+      const members = yield* Effect.scoped(
+        Effect.flatMap(makeTalonClient(clientOptions(coordinator, Option.none())), (c) => c.members(true))
+      )
+      const rows = members.map((n) => [n.id, n.address, n.role === NodeRole.Worker ? "worker" : "coordinator"])
+      yield* Console.log(
+        members.length === 0
+          ? "(no healthy members)"
+          : `${members.length} member(s) (use --admin for heartbeat ages and block counts)\n${pad([["ID", "ADDRESS", "ROLE"], ...rows])}`
+      )
+    })
+).pipe(Command.withDescription("Show the cluster's healthy members as a table."))

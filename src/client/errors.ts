@@ -1,0 +1,65 @@
+import { Data } from "effect"
+import type { ControlError } from "./ControlChannel.js"
+
+/** The origin has no such object (the coordinator's StatObject said so). */
+export class ObjectNotFound extends Data.TaggedError("ObjectNotFound")<{
+  readonly object: string
+  readonly detail: string
+}> {
+  override get message() {
+    return `${this.object} not found: ${this.detail}`
+  }
+}
+
+/** The coordinator lists no healthy worker, so nothing can serve a read. */
+export class NoWorkers extends Data.TaggedError("NoWorkers")<{
+  readonly coordinator: string
+}> {
+  override get message() {
+    return `no healthy workers registered with the coordinator at ${this.coordinator}; start a worker (talon worker --coordinator ${this.coordinator})`
+  }
+}
+
+/** The coordinator could not be reached or refused a request. */
+export class CoordinatorUnavailable extends Data.TaggedError("CoordinatorUnavailable")<{
+  readonly coordinator: string
+  readonly detail: string
+  readonly cause?: ControlError | undefined
+}> {
+  override get message() {
+    return `coordinator ${this.coordinator}: ${this.detail}`
+  }
+}
+
+export interface FailedAttempt {
+  readonly address: string
+  readonly detail: string
+}
+
+/**
+ * Every replica failed for a block, twice (before and after refreshing the
+ * membership). `detail` is the last worker's message verbatim.
+ */
+export class ReadFailed extends Data.TaggedError("ReadFailed")<{
+  readonly object: string
+  readonly offset: number
+  readonly length: number
+  readonly detail: string
+  readonly attempts: ReadonlyArray<FailedAttempt>
+}> {
+  override get message() {
+    const tried = this.attempts.map((a) => `${a.address}: ${a.detail}`).join("; ")
+    return `reading ${this.object} [${this.offset}, ${this.offset + this.length}) failed: ${this.detail}${tried.length > 0 ? ` (tried ${tried})` : ""}`
+  }
+}
+
+/** A malformed URI / path or range given by the caller. */
+export class InvalidRequest extends Data.TaggedError("InvalidRequest")<{
+  readonly detail: string
+}> {
+  override get message() {
+    return this.detail
+  }
+}
+
+export type TalonClientError = ObjectNotFound | NoWorkers | CoordinatorUnavailable | ReadFailed | InvalidRequest

@@ -1,0 +1,77 @@
+/**
+ * The coordinator's admin HTTP surface: liveness, readiness, the cluster view
+ * and Prometheus metrics. Read-only; it never mutates membership.
+ */
+import * as http from "node:http"
+import { HttpRouter, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, type Scope } from "effect"
+import type { ServeError } from "@effect/platform/HttpServerError"
+
+export interface ClusterMember {
+  readonly id: string
+  readonly address: string
+  readonly role: "worker" | "coordinator"
+  readonly registeredAt: string
+  readonly lastHeartbeatAt: string
+  /** How long ago the last heartbeat (or registration) arrived, in ms. */
+  readonly lastHeartbeatAgeMs: number
+  readonly blockCount: number
+}
+
+export interface ClusterStatus {
+  readonly epoch: number
+  readonly controlAddress: string
+  readonly heartbeatIntervalMs: number
+  readonly livenessWindowMs: number
+  readonly members: ReadonlyArray<ClusterMember>
+}
+
+export interface AdminSource {
+  readonly cluster: Effect.Effect<ClusterStatus>
+  readonly metrics: Effect.Effect<string>
+  readonly ready: Effect.Effect<boolean>
+}
+
+export const adminRouter = (source: AdminSource) =>
+  HttpRouter.empty.pipe(
+    HttpRouter.get("/healthz", Effect.succeed(HttpServerResponse.text("ok\n"))),
+    HttpRouter.get(
+      "/readyz",
+      Effect.map(source.ready, (ready) =>
+        HttpServerResponse.text(ready ? "ready\n" : "not ready\n", { status: ready ? 200 : 503 })
+      )
+    ),
+    HttpRouter.get(
+      "/api/v1/cluster",
+      Effect.map(source.cluster, (status) => HttpServerResponse.unsafeJson(status))
+    ),
+    HttpRouter.get(
+      "/metrics",
+      Effect.map(source.metrics, (body) =>
+        HttpServerResponse.text(body, { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+      )
+    )
+  )
+
+/** Binds the admin server; returns the `host:port` it listens on (port 0 resolved). */
+export const serveAdmin = (
+  host: string,
+  port: number,
+  source: AdminSource
+): Effect.Effect<string, ServeError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const server = yield* NodeHttpServer.make(() => http.createServer(), { host, port })
+    yield* server.serve(
+      adminRouter(source).pipe(
+        Effect.catchTag("RouteNotFound", () =>
+          Effect.succeed(
+            HttpServerResponse.text("not found; try /healthz, /readyz, /api/v1/cluster, /metrics\n", { status: 404 })
+          )
+        )
+      )
+    )
+    const address = server.address
+    const boundPort = address._tag === "TcpAddress" ? address.port : port
+    return `${host.includes(":") ? `[${host}]` : host}:${boundPort}`
+  })

@@ -1,0 +1,76 @@
+/**
+ * Prometheus text exposition (format 0.0.4) for the coordinator. Hand-rendered:
+ * a handful of gauges and counters does not justify a metrics library.
+ */
+import type { ControlServerStats } from "./ControlServer.js"
+import type { MemberState, MembershipCounters } from "./Membership.js"
+
+export interface MetricsInput {
+  readonly members: ReadonlyArray<MemberState>
+  readonly epoch: number
+  readonly counters: MembershipCounters
+  readonly control: ControlServerStats
+  readonly uptimeSeconds: number
+  readonly now: number
+}
+
+const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')
+
+export const renderMetrics = (m: MetricsInput): string => {
+  const lines: Array<string> = []
+  const metric = (name: string, type: "gauge" | "counter", help: string, samples: Array<[string, number]>) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
+    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`)
+  }
+  metric("talon_coordinator_members", "gauge", "Healthy registered nodes.", [["", m.members.length]])
+  metric("talon_coordinator_epoch", "gauge", "Placement epoch (advances when healthy membership changes).", [
+    ["", m.epoch]
+  ])
+  metric("talon_coordinator_registrations_total", "counter", "Register messages accepted.", [
+    ["", m.counters.registrations]
+  ])
+  metric("talon_coordinator_heartbeats_total", "counter", "Heartbeats accepted from registered nodes.", [
+    ["", m.counters.heartbeats]
+  ])
+  metric("talon_coordinator_heartbeats_rejected_total", "counter", "Heartbeats from unknown nodes (told to register).", [
+    ["", m.counters.rejectedHeartbeats]
+  ])
+  metric("talon_coordinator_expirations_total", "counter", "Nodes dropped for missing heartbeats.", [
+    ["", m.counters.expirations]
+  ])
+  metric(
+    "talon_coordinator_worker_last_heartbeat_age_seconds",
+    "gauge",
+    "Seconds since each healthy node's last heartbeat.",
+    m.members.map((s) => [`{node="${escapeLabel(s.info.id)}"}`, (m.now - s.lastHeartbeat) / 1000])
+  )
+  metric(
+    "talon_coordinator_worker_blocks",
+    "gauge",
+    "Blocks each node reported in its last heartbeat.",
+    m.members.map((s) => [`{node="${escapeLabel(s.info.id)}"}`, s.blockCount])
+  )
+  metric("talon_coordinator_control_connections", "gauge", "Open control connections.", [["", m.control.connections]])
+  metric("talon_coordinator_control_connections_total", "counter", "Control connections accepted.", [
+    ["", m.control.connectionsTotal]
+  ])
+  metric(
+    "talon_coordinator_control_requests_total",
+    "counter",
+    "Control-listener frames received, by message.",
+    Object.entries(m.control.requests)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([type, n]) => [`{message="${escapeLabel(type)}"}`, n])
+  )
+  metric("talon_coordinator_control_error_frames_total", "counter", "Error frames sent.", [["", m.control.errorFrames]])
+  metric(
+    "talon_coordinator_control_dropped_connections_total",
+    "counter",
+    "Connections closed for a framing error or an idle partial frame.",
+    [["", m.control.droppedConnections]]
+  )
+  metric("talon_coordinator_uptime_seconds", "gauge", "Seconds since the coordinator started.", [
+    ["", m.uptimeSeconds]
+  ])
+  return lines.join("\n") + "\n"
+}
