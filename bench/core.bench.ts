@@ -1,0 +1,49 @@
+import { afterAll } from "vitest"
+import { PresentBitmap } from "../src/core/bitmap.js"
+import { pageCount } from "../src/core/geometry.js"
+import { Backend, type BlockId } from "../src/core/ids.js"
+import { objectIdFromPath, objectIdToPath } from "../src/core/objectId.js"
+import { benchBatched, consume, sink } from "./batch.js"
+
+/*
+ * Inputs are Talon's core_benches.rs sample: s3://my-bucket/data/checkpoint-000042.bin,
+ * block 7 of 256 MiB, version "etag-abc123".
+ */
+const MiB = 1024 * 1024
+const sample: BlockId = {
+  object: { backend: Backend.S3, bucket: "my-bucket", objectPath: "data/checkpoint-000042.bin" },
+  offset: 7 * 256 * MiB,
+  blockSize: 256 * MiB,
+  version: "etag-abc123"
+}
+const path = objectIdToPath(sample.object)
+
+// ObjectId → "/s3/my-bucket/data/checkpoint-000042.bin" (one string build).
+benchBatched("object_id_to_path", 1000, () => consume(objectIdToPath(sample.object)))
+
+// "/s3/…" → ObjectId: split, backend lookup, component validation, Either wrapping.
+benchBatched("object_id_from_path", 1000, () => consume(objectIdFromPath(path)._tag))
+
+// ceil(256 MiB / 256 KiB) as Talon's BlockId::page_count(256 KiB). The page size is read from
+// an array so the call cannot be constant-folded (divan::black_box in Talon).
+const pageSizes = [256 * 1024, 256 * 1024]
+let turn = 0
+benchBatched("block_page_count", 1000, () => consume(pageCount(sample.blockSize, pageSizes[turn++ & 1]!)))
+
+for (const pages of [64, 1024]) {
+  // As Talon measures it: allocate a bitmap, set every page one by one, popcount.
+  benchBatched(`bitmap_set_all/${pages}`, pages >= 1024 ? 16 : 256, () => {
+    const bm = new PresentBitmap(pages)
+    for (let p = 0; p < pages; p++) bm.set(p)
+    consume(bm.count())
+  })
+
+  // A full bitmap asked whether [0, pages) is present: the hit-path check, word by word.
+  const full = new PresentBitmap(pages)
+  for (let p = 0; p < pages; p++) full.set(p)
+  benchBatched(`bitmap_range_present/${pages}`, 1000, () => consume(full.rangePresent(0, pages)))
+}
+
+afterAll(() => {
+  if (sink.value === 0x7fffffff) console.log("unreachable", sink.value)
+})
