@@ -11,6 +11,8 @@ export interface NativeCounters {
   /** Ready fds delivered by the shared epoll fd. */
   readonly wakeups: number
   readonly bytes: number
+  /** Headers pushed by hand: sent under MSG_MORE, then the file found the buffer full. */
+  readonly pushes: number
 }
 
 /** The functions exported by `native/sendfile.c` (build/Release/talon_sendfile.node). */
