@@ -1,0 +1,110 @@
+import { Config, type ConfigError, Effect, Layer, Option, type Scope, Stream } from "effect"
+import { Backend, type ObjectId } from "../core/ids.js"
+import * as Azure from "./Azure.js"
+import { BackendRequestError, BackendStore, type BackendStoreShape } from "./BackendStore.js"
+import * as S3 from "./S3.js"
+
+/** The provider stores a router dispatches to; a missing one fails requests for its objects. */
+export interface RoutedStores {
+  readonly s3?: BackendStoreShape | undefined
+  readonly azure?: BackendStoreShape | undefined
+}
+
+const schemeOf = (backend: Backend) => (backend === Backend.S3 ? "s3" : backend === Backend.Azure ? "az" : "gcs")
+
+const unconfigured = (backend: Backend, object: string, operation: string) =>
+  new BackendRequestError({
+    object,
+    operation,
+    retryable: false,
+    detail:
+      backend === Backend.Gcs
+        ? "GCS objects are not supported by this build"
+        : `no ${schemeOf(backend)} backend is configured (set ${backend === Backend.S3 ? "TALON_S3_*" : "TALON_AZURE_*"})`
+  })
+
+const uri = (object: ObjectId) => `${schemeOf(object.backend)}://${object.bucket}/${object.objectPath}`
+
+/**
+ * One BackendStore over several providers, dispatching on `ObjectId.backend`, so one worker
+ * serves `s3://` and `az://` objects alike. `list` takes the provider from
+ * `options.backend`, or the only configured one.
+ */
+export const route = (stores: RoutedStores): BackendStoreShape => {
+  const pick = (backend: Backend): BackendStoreShape | undefined =>
+    backend === Backend.S3 ? stores.s3 : backend === Backend.Azure ? stores.azure : undefined
+  const configured: Array<Backend> = []
+  if (stores.s3) configured.push(Backend.S3)
+  if (stores.azure) configured.push(Backend.Azure)
+  return {
+    stat: (object) => {
+      const store = pick(object.backend)
+      return store ? store.stat(object) : Effect.fail(unconfigured(object.backend, uri(object), "stat"))
+    },
+    getRange: (object, offset, length, options) => {
+      const store = pick(object.backend)
+      return store
+        ? store.getRange(object, offset, length, options)
+        : Stream.fail(unconfigured(object.backend, uri(object), "getRange"))
+    },
+    list: (bucket, options) => {
+      const backend = options?.backend ?? (configured.length === 1 ? configured[0] : undefined)
+      if (backend === undefined) {
+        return Effect.fail(
+          new BackendRequestError({
+            object: bucket,
+            operation: "list",
+            retryable: false,
+            detail: configured.length === 0 ? "no backend is configured" : "several backends are configured: say which with options.backend"
+          })
+        )
+      }
+      const store = pick(backend)
+      return store ? store.list(bucket, options) : Effect.fail(unconfigured(backend, `${schemeOf(backend)}://${bucket}/`, "list"))
+    },
+    put: (object, body) => {
+      const store = pick(object.backend)
+      return store ? store.put(object, body) : Effect.fail(unconfigured(object.backend, uri(object), "put"))
+    },
+    delete: (object) => {
+      const store = pick(object.backend)
+      return store ? store.delete(object) : Effect.fail(unconfigured(object.backend, uri(object), "delete"))
+    }
+  }
+}
+
+export interface RouterOptions {
+  readonly s3?: S3.S3Options | undefined
+  readonly azure?: Azure.AzureOptions | undefined
+}
+
+export const make = (options: RouterOptions): Effect.Effect<BackendStoreShape, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const s3 = options.s3 === undefined ? undefined : yield* S3.make(options.s3)
+    const azure = options.azure === undefined ? undefined : yield* Azure.make(options.azure)
+    return route({ s3, azure })
+  })
+
+export const layer = (options: RouterOptions): Layer.Layer<BackendStore> => Layer.scoped(BackendStore, make(options))
+
+/**
+ * Each provider whose settings are present (`TALON_S3_*` with credentials, `TALON_AZURE_ACCOUNT`);
+ * a provider with no settings is simply absent, a provider with invalid settings is an error.
+ */
+export const RouterConfig: Config.Config<RouterOptions> = Config.all({
+  s3: Config.option(S3.S3Config),
+  azure: Config.option(Azure.AzureConfig)
+}).pipe(Config.map((c) => ({ s3: Option.getOrUndefined(c.s3), azure: Option.getOrUndefined(c.azure) })))
+
+export const layerConfig: Layer.Layer<BackendStore, ConfigError.ConfigError> = Layer.scoped(
+  BackendStore,
+  Effect.flatMap(RouterConfig, make)
+)
+
+/** Both providers against one local origin (the stub serves S3 at `url` and Azure at `url/devstoreaccount1`). */
+export const localOptions = (url: string): RouterOptions => ({
+  s3: S3.localOptions(url),
+  azure: Azure.localOptions(url)
+})
+
+export const layerLocal = (url: string): Layer.Layer<BackendStore> => layer(localOptions(url))
