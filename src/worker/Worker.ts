@@ -1,0 +1,109 @@
+/**
+ * A whole worker as one layer:
+ *
+ *   Worker = DataServer ← ServeMode (Pipelined | Multiplexed) ← DataPlane (Sendfile.*)
+ *                       ← ReadPath ← MissPath ← BackendStore
+ *                                  ← BlockStore
+ *          + Membership (Register/Heartbeat through the ControlChannel)
+ *          + AdminHttp  (/healthz, /readyz, /metrics)
+ *
+ * `Worker.layer` takes the data plane and serve mode from WorkerConfig;
+ * `Worker.layerWith` leaves them (and the backend) to the caller, which is
+ * how tests and benches pick a plane or mode explicitly.
+ * Each build is fresh: two workers in one program (e.g. `talon up`) never
+ * share a store, listener or counters.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { BackendStore } from "../backend/BackendStore.js"
+import type { NodeInfo } from "../core/ids.js"
+import { DataPlane } from "./plane/DataPlane.js"
+import { Sendfile } from "./plane/Sendfile.js"
+import { AdminHttp } from "./admin/AdminHttp.js"
+import { WorkerConfig, type WorkerSettings } from "./config.js"
+import { WorkerMetrics, type WorkerStats } from "./metrics.js"
+import { Membership } from "./membership/Membership.js"
+import { type ReadyState, WorkerReadiness } from "./membership/Readiness.js"
+import { MissPath } from "./miss/MissPath.js"
+import { ReadPath } from "./ReadPath.js"
+import { DataServer } from "./server/DataServer.js"
+import { ServeMode } from "./server/ServeMode.js"
+import { BlockStore } from "./store/BlockStore.js"
+import type { DiskStore } from "./store/DiskStore.js"
+
+export interface WorkerShape {
+  readonly node: NodeInfo
+  /** Bound data address `host:port`. */
+  readonly dataAddress: string
+  readonly dataPort: number
+  /** Bound admin HTTP address `host:port`. */
+  readonly adminAddress: string
+  readonly adminPort: number
+  readonly coordinator: string | undefined
+  readonly dataPlane: string
+  readonly serveMode: string
+  readonly settings: WorkerSettings
+  readonly store: DiskStore
+  readonly stats: WorkerStats
+  readonly readiness: ReadyState
+}
+
+/** Block store, miss path and read path (no sockets): what the serve loop reads through. */
+const ReadLayers = ReadPath.layer.pipe(
+  Layer.provideMerge(MissPath.layer),
+  Layer.provideMerge(BlockStore.layer),
+  Layer.provideMerge(Layer.mergeAll(WorkerMetrics.layer, WorkerReadiness.layer))
+)
+
+const ServingLayers = Layer.mergeAll(Membership.layer, AdminHttp.layer).pipe(
+  Layer.provideMerge(DataServer.layer),
+  Layer.provideMerge(ReadLayers)
+)
+
+const make = Effect.gen(function* () {
+  const settings = yield* WorkerConfig
+  const server = yield* DataServer
+  const admin = yield* AdminHttp
+  const membership = yield* Membership
+  const plane = yield* DataPlane
+  const mode = yield* ServeMode
+  return {
+    node: membership.node,
+    dataAddress: server.address,
+    dataPort: server.port,
+    adminAddress: admin.address,
+    adminPort: admin.port,
+    coordinator: membership.coordinator,
+    dataPlane: plane.name,
+    serveMode: mode.name,
+    settings,
+    store: yield* BlockStore,
+    stats: yield* WorkerMetrics,
+    readiness: yield* WorkerReadiness
+  } satisfies WorkerShape
+})
+
+/** DataPlane and ServeMode chosen by `dataPlane` / `serveMode` in WorkerConfig. */
+const PlaneAndModeFromConfig = Layer.unwrapEffect(
+  Effect.map(WorkerConfig, (cfg) =>
+    Layer.merge(Sendfile.fromChoice(cfg.dataPlane), ServeMode.fromName(cfg.serveMode))
+  )
+)
+
+export class Worker extends Context.Tag("talon/Worker")<Worker, WorkerShape>() {
+  /** Needs WorkerConfig, BackendStore, DataPlane and ServeMode. */
+  static readonly layerWith: Layer.Layer<Worker, unknown, WorkerConfig | BackendStore | DataPlane | ServeMode> =
+    Layer.fresh(Layer.effect(Worker, make).pipe(Layer.provide(ServingLayers)))
+
+  /** Needs WorkerConfig and BackendStore; plane and mode come from the config. */
+  static readonly layer: Layer.Layer<Worker, unknown, WorkerConfig | BackendStore> = Layer.fresh(
+    Worker.layerWith.pipe(Layer.provide(PlaneAndModeFromConfig))
+  )
+
+  /** Needs BackendStore: settings are `explicit` > `TALON_WORKER_*` > defaults. */
+  static readonly layerFrom = (explicit: Partial<WorkerSettings> = {}): Layer.Layer<Worker, unknown, BackendStore> =>
+    Worker.layer.pipe(Layer.provide(WorkerConfig.layer(explicit)))
+
+  /** Needs BackendStore: exactly these settings over the defaults (the environment is ignored). */
+  static readonly layerOf = (settings: Partial<WorkerSettings>): Layer.Layer<Worker, unknown, BackendStore> =>
+    Worker.layer.pipe(Layer.provide(WorkerConfig.layerOf(settings)))
+}

@@ -1,0 +1,87 @@
+/**
+ * The worker's admin HTTP surface: `/healthz` (the process serves HTTP),
+ * `/readyz` (503 until registered with the coordinator, or standalone), and
+ * `/metrics` in the Prometheus text format. Read-only.
+ */
+import * as http from "node:http"
+import { HttpRouter, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Data, Effect, Layer } from "effect"
+import { DataPlane } from "../plane/DataPlane.js"
+import { parseHostPort, WorkerConfig } from "../config.js"
+import { renderPrometheus, WorkerMetrics } from "../metrics.js"
+import { WorkerReadiness } from "../membership/Readiness.js"
+import { ServeMode } from "../server/ServeMode.js"
+import { BlockStore } from "../store/BlockStore.js"
+
+export class AdminListenError extends Data.TaggedError("AdminListenError")<{
+  readonly address: string
+  readonly detail: string
+}> {
+  override get message() {
+    return `cannot serve the worker admin API on ${this.address}: ${this.detail}`
+  }
+}
+
+export interface AdminHttpShape {
+  /** Bound `host:port`. */
+  readonly address: string
+  readonly port: number
+}
+
+export class AdminHttp extends Context.Tag("talon/worker/AdminHttp")<AdminHttp, AdminHttpShape>() {
+  static readonly layer = Layer.scoped(
+    AdminHttp,
+    Effect.gen(function* () {
+      const cfg = yield* WorkerConfig
+      const stats = yield* WorkerMetrics
+      const store = yield* BlockStore
+      const state = yield* WorkerReadiness
+      const plane = yield* DataPlane
+      const mode = yield* ServeMode
+      const hp = parseHostPort(cfg.adminAddress)
+      if (hp === undefined) {
+        return yield* Effect.fail(new AdminListenError({ address: cfg.adminAddress, detail: "expected host:port" }))
+      }
+      const metrics = Effect.sync(() => {
+        const s = store.stats()
+        return renderPrometheus(stats, {
+          residentBytes: s.residentBytes,
+          capacityBytes: s.perDir.reduce((n, d) => n + d.capacity, 0),
+          blocks: s.blocks,
+          openFiles: s.openFiles,
+          dataPlane: plane.name,
+          serveMode: mode.name,
+          ready: state.ready,
+          registered: state.registered
+        })
+      })
+      const router = HttpRouter.empty.pipe(
+        HttpRouter.get("/healthz", Effect.succeed(HttpServerResponse.text("ok\n"))),
+        HttpRouter.get(
+          "/readyz",
+          Effect.sync(() =>
+            HttpServerResponse.text(`${state.ready ? "ready" : "not ready"}: ${state.detail}\n`, {
+              status: state.ready ? 200 : 503
+            })
+          )
+        ),
+        HttpRouter.get(
+          "/metrics",
+          Effect.map(metrics, (body) => HttpServerResponse.text(body, { contentType: "text/plain; version=0.0.4; charset=utf-8" }))
+        ),
+        Effect.catchTag("RouteNotFound", () =>
+          Effect.succeed(HttpServerResponse.text("not found; try /healthz, /readyz, /metrics\n", { status: 404 }))
+        )
+      )
+      const server = yield* NodeHttpServer.make(() => http.createServer(), { host: hp.host, port: hp.port }).pipe(
+        Effect.mapError((e) => new AdminListenError({ address: cfg.adminAddress, detail: String(e.cause ?? e) }))
+      )
+      yield* server.serve(router)
+      const port = server.address._tag === "TcpAddress" ? server.address.port : hp.port
+      const address = `${hp.host.includes(":") ? `[${hp.host}]` : hp.host}:${port}`
+      yield* Effect.logInfo(`worker admin HTTP on http://${address} (/healthz, /readyz, /metrics)`)
+      return { address, port }
+    })
+  )
+}

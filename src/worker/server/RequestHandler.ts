@@ -1,0 +1,168 @@
+/**
+ * One decoded request frame → one reply. Message semantics (documented for clients):
+ *
+ * - `GetRange` (body: bincode RangeRequest): a success reply of type GetRange
+ *   with exactly `len` raw bytes, even when the range spans several blocks.
+ *   `offset + len` past the object's end → ERROR "range out of bounds: offset O
+ *   + len L exceeds object size S" (as Talon's ceiling server); a zero-length
+ *   range inside the object → empty success.
+ * - `Get` (body: bincode ObjectId, the first field of a RangeRequest): the
+ *   whole object, as a reply of type Get. Talon's worker does not serve Get;
+ *   this is a convenience for small objects (ERROR when the object does not fit
+ *   a u32 frame).
+ * - `Ping`: an empty Ping reply with the same request id.
+ * - `Control`: `StatObject` is answered with `ObjectStat` (as Talon's worker
+ *   does on the data plane); anything else gets `Ack{ok:false, detail}`.
+ * - `Put`: ERROR "worker is read-only", then the connection is closed, because
+ *   a Put's raw body follows the frame and would otherwise be read as frames.
+ * - `Delete`: ERROR "worker is read-only"; the connection stays open.
+ * - Any request before the worker is ready (registered): ERROR "worker is not ready".
+ * Errors are UTF-8 messages in a frame of the request's type with the ERROR flag.
+ */
+import type { FileSegment } from "../plane/DataPlane.js"
+import {
+  decodeControl,
+  decodeWith,
+  decodeRangeRequest,
+  encodeControlFrame,
+  encodeErrorFrame,
+  encodeFrame,
+  encodeHeader,
+  MsgType,
+  readObjectId,
+  type ControlMessage,
+  type Frame
+} from "../../protocol/index.js"
+import type { ObjectId } from "../../core/ids.js"
+import { validateObjectId } from "../../core/objectId.js"
+import { Either } from "effect"
+import { describeUnknown, ReadFailed } from "../errors.js"
+import type { WorkerStats } from "../metrics.js"
+import type { MissPathShape } from "../miss/MissPath.js"
+import { objectKey } from "../miss/VersionCache.js"
+import type { ReadyState } from "../membership/Readiness.js"
+import type { RangeReply, ReadOutcome, ReadPathImpl } from "../ReadPath.js"
+
+export type Reply =
+  | { readonly _tag: "Frame"; readonly bytes: Uint8Array; readonly closeAfter: boolean }
+  | { readonly _tag: "File"; readonly header: Uint8Array; readonly segments: ReadonlyArray<FileSegment>; readonly range: RangeReply }
+
+const EMPTY = new Uint8Array(0)
+
+export class RequestHandler {
+  constructor(
+    private readonly reader: ReadPathImpl,
+    private readonly miss: MissPathShape,
+    private readonly ready: ReadyState,
+    private readonly stats: WorkerStats
+  ) {}
+
+  handle(frame: Frame): Reply | Promise<Reply> {
+    const { type, requestId } = frame.header
+    switch (type) {
+      case MsgType.Ping:
+        this.stats.pings++
+        return this.frame(encodeFrame(MsgType.Ping, requestId, EMPTY))
+      case MsgType.GetRange: {
+        if (!this.ready.ready) return this.error(type, requestId, "worker is not ready")
+        const req = decodeRangeRequest(frame.payload)
+        if (Either.isLeft(req)) return this.error(type, requestId, `malformed GetRange body: ${req.left.message}`)
+        const { object, offset, len } = req.right
+        const bad = invalidObject(object)
+        if (bad !== undefined) return this.error(type, requestId, bad)
+        return this.range(type, requestId, this.reader.read(object, offset, len))
+      }
+      case MsgType.Get: {
+        if (!this.ready.ready) return this.error(type, requestId, "worker is not ready")
+        const decoded = decodeWith(frame.payload, "Get body (ObjectId)", readObjectId)
+        if (Either.isLeft(decoded)) return this.error(type, requestId, `malformed Get body: ${decoded.left.message}`)
+        const object = decoded.right
+        const bad = invalidObject(object)
+        if (bad !== undefined) return this.error(type, requestId, bad)
+        return this.whole(type, requestId, object)
+      }
+      case MsgType.Control:
+        return this.control(requestId, frame.payload)
+      case MsgType.Put:
+        this.stats.errors++
+        return {
+          _tag: "Frame",
+          bytes: encodeErrorFrame(type, requestId, "worker is read-only: Put is not supported on the data plane"),
+          closeAfter: true
+        }
+      case MsgType.Delete:
+        return this.error(type, requestId, "worker is read-only: Delete is not supported on the data plane")
+      default:
+        return this.error(type, requestId, `message type ${type} is not served by a worker`)
+    }
+  }
+
+  /** Returns what a reply holds (pinned blocks); call once the reply is sent, failed or dropped. */
+  done(reply: Reply): void {
+    if (reply._tag === "File") this.reader.release(reply.range)
+  }
+
+  private frame(bytes: Uint8Array): Reply {
+    return { _tag: "Frame", bytes, closeAfter: false }
+  }
+
+  private error(type: MsgType, requestId: number, message: string): Reply {
+    this.stats.errors++
+    return { _tag: "Frame", bytes: encodeErrorFrame(type, requestId, message), closeAfter: false }
+  }
+
+  private range(type: MsgType, requestId: number, outcome: ReadOutcome | Promise<ReadOutcome>): Reply | Promise<Reply> {
+    if (outcome instanceof Promise) return outcome.then((o) => this.fromOutcome(type, requestId, o))
+    return this.fromOutcome(type, requestId, outcome)
+  }
+
+  private fromOutcome(type: MsgType, requestId: number, o: ReadOutcome): Reply {
+    if (o._tag === "ReadFailed") return this.error(type, requestId, o.reason)
+    return {
+      _tag: "File",
+      header: encodeHeader({ type, flags: 0, requestId, length: o.length }),
+      segments: o.segments,
+      range: o
+    }
+  }
+
+  private async whole(type: MsgType, requestId: number, object: ObjectId): Promise<Reply> {
+    try {
+      const st = await this.miss.stat(object, objectKey(object))
+      return this.fromOutcome(type, requestId, await this.reader.read(object, 0, st.size))
+    } catch (e) {
+      return this.error(type, requestId, e instanceof ReadFailed ? e.reason : describeUnknown(e))
+    }
+  }
+
+  private async control(requestId: number, payload: Uint8Array): Promise<Reply> {
+    const decoded = decodeControl(payload)
+    if (Either.isLeft(decoded)) {
+      return this.ack(requestId, `bad control message: ${decoded.left.message}`)
+    }
+    const message = decoded.right.message
+    if (message._tag !== "StatObject") {
+      return this.ack(requestId, `a worker answers only StatObject on the data plane, got ${message._tag}`)
+    }
+    const bad = invalidObject(message.object)
+    if (bad !== undefined) return this.ack(requestId, bad)
+    try {
+      const st = await this.miss.stat(message.object, objectKey(message.object))
+      const reply: ControlMessage = { _tag: "ObjectStat", size: st.size, version: st.version }
+      return this.frame(encodeControlFrame(requestId, reply))
+    } catch (e) {
+      return this.ack(requestId, e instanceof ReadFailed ? e.reason : describeUnknown(e))
+    }
+  }
+
+  private ack(requestId: number, detail: string): Reply {
+    this.stats.errors++
+    return this.frame(encodeControlFrame(requestId, { _tag: "Ack", ok: false, detail }))
+  }
+}
+
+/** An object name that could escape its namespace (empty, `.` or `..` components) is refused up front. */
+const invalidObject = (object: ObjectId): string | undefined => {
+  const checked = validateObjectId(object)
+  return Either.isLeft(checked) ? checked.left.message : undefined
+}

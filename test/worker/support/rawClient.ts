@@ -1,0 +1,73 @@
+/** A raw framed-protocol client for worker tests: send any bytes, read whole reply frames. */
+import * as net from "node:net"
+import { FrameDecoder, RESPONSE_CAPS, type Frame } from "../../../src/protocol/index.js"
+
+export interface RawConnection {
+  readonly socket: net.Socket
+  send(bytes: Uint8Array): void
+  /** The next reply frame; rejects if the connection closes first. */
+  next(): Promise<Frame>
+  /** Resolves when the server closed the connection (or it errored). */
+  readonly closed: Promise<void>
+  /** Frames received and not yet taken. */
+  readonly backlog: () => number
+  close(): void
+}
+
+export const connect = (port: number, host = "127.0.0.1"): Promise<RawConnection> =>
+  new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host })
+    const decoder = new FrameDecoder(RESPONSE_CAPS)
+    const frames: Array<Frame> = []
+    const waiters: Array<{ resolve: (f: Frame) => void; reject: (e: Error) => void }> = []
+    let isClosed = false
+    let onClosed!: () => void
+    const closed = new Promise<void>((r) => (onClosed = r))
+    socket.on("data", (chunk) => {
+      decoder.push(chunk)
+      for (;;) {
+        const f = decoder.next()
+        if (f === undefined) break
+        if ("_tag" in f) {
+          socket.destroy(new Error(`bad reply frame: ${f.message}`))
+          return
+        }
+        const w = waiters.shift()
+        if (w !== undefined) w.resolve(f)
+        else frames.push(f)
+      }
+    })
+    socket.on("error", () => {})
+    socket.on("close", () => {
+      isClosed = true
+      for (const w of waiters.splice(0)) w.reject(new Error("connection closed before a reply"))
+      onClosed()
+    })
+    socket.once("connect", () =>
+      resolve({
+        socket,
+        send: (bytes) => void socket.write(bytes),
+        next: () => {
+          const f = frames.shift()
+          if (f !== undefined) return Promise.resolve(f)
+          if (isClosed) return Promise.reject(new Error("connection closed before a reply"))
+          return new Promise((res, rej) => waiters.push({ resolve: res, reject: rej }))
+        },
+        closed,
+        backlog: () => frames.length,
+        close: () => socket.destroy()
+      })
+    )
+    socket.once("error", reject)
+  })
+
+/** Resolves true when `p` settles within `ms`, false otherwise (used only to bound a wait, never to time). */
+export const within = async (p: Promise<unknown>, ms: number): Promise<boolean> => {
+  let timer: NodeJS.Timeout | undefined
+  const t = new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)))
+  try {
+    return await Promise.race([p.then(() => true, () => true), t])
+  } finally {
+    clearTimeout(timer)
+  }
+}
