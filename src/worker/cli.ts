@@ -4,7 +4,7 @@
  */
 import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Effect, Layer, Option } from "effect"
-import * as S3 from "../backend/S3.js"
+import * as Router from "../backend/Router.js"
 import { parseSize, WORKER_DEFAULTS, WORKER_ENV, type WorkerSettings } from "./config.js"
 import { Worker } from "./Worker.js"
 
@@ -129,13 +129,13 @@ export const explicitWorkerSettings = (flags: Flags): Partial<WorkerSettings> =>
   return out as Partial<WorkerSettings>
 }
 
-/** The origin the `talon worker` command fills from, configured from the environment (TALON_S3_*). */
-export const workerBackendLayer = S3.layerConfig
+/** The origin the `talon worker` command fills from: S3 and/or Azure from the environment (TALON_S3_*, TALON_AZURE_*). */
+export const workerBackendLayer = Router.layerConfig
 
 export const worker = Command.make("worker", workerOptions, (flags) =>
   Layer.launch(Worker.layerFrom(explicitWorkerSettings(flags)).pipe(Layer.provide(workerBackendLayer))).pipe(Effect.asVoid)
 ).pipe(
   Command.withDescription(
-    "Run a cache worker: a block cache on local disk (whole or paged blocks, LRU under --capacity), filled from the origin on a miss and served over the Talon data protocol; registers and heartbeats with the coordinator; admin HTTP with health and Prometheus metrics. Origin endpoint and credentials come from TALON_S3_* (see the backend docs)."
+    "Run a cache worker: a block cache on local disk (whole or paged blocks, LRU under --capacity), filled from the origin on a miss and served over the Talon data protocol; registers and heartbeats with the coordinator; admin HTTP with health and Prometheus metrics. Origin endpoints and credentials come from TALON_S3_* and TALON_AZURE_* (see the backend docs)."
   )
 )
