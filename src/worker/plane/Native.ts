@@ -105,7 +105,7 @@ class NativeWriter implements ConnectionWriter {
     job.segIndex = 0
     job.segDone = 0
     if (this.head === this.queue.length) {
-      // Fast path: nothing queued; most responses complete here, with no allocation but the promise.
+      // Fast path: nothing queued; most responses complete here and allocate nothing (a shared resolved promise).
       const r = this.advance(job)
       if (r === DONE) {
         job.header = null
