@@ -5,7 +5,6 @@
  * bench run is reproducible.
  */
 import { Schema } from "effect"
-import { Transform, type TransformCallback } from "node:stream"
 
 const NonNegative = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
 
@@ -114,53 +113,5 @@ export class FaultState {
   }
   shouldFail(): boolean {
     return this.current.failureRate > 0 && this.random() < this.current.failureRate
-  }
-}
-
-const SLICE = 16 * 1024
-
-/**
- * Counts body bytes as they go out and, when `bytesPerSec > 0`, paces them: each slice
- * is released no earlier than `bytesSoFar / rate` after the first. Holding the callback
- * is what applies backpressure upstream, so a capped response stays bounded in memory.
- */
-export class Meter extends Transform {
-  private sent = 0
-  private started = 0
-  constructor(
-    private readonly bytesPerSec: number,
-    private readonly onBytes: (n: number) => void
-  ) {
-    super()
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    if (this.bytesPerSec <= 0) {
-      this.sent += chunk.length
-      this.onBytes(chunk.length)
-      done(null, chunk)
-      return
-    }
-    if (this.started === 0) this.started = performance.now()
-    this.pace(chunk, 0, done)
-  }
-
-  private pace(chunk: Buffer, from: number, done: TransformCallback): void {
-    if (from >= chunk.length) {
-      done()
-      return
-    }
-    const slice = chunk.subarray(from, Math.min(chunk.length, from + SLICE))
-    const due = this.started + ((this.sent + slice.length) / this.bytesPerSec) * 1000
-    const wait = due - performance.now()
-    const release = () => {
-      if (this.destroyed) return
-      this.sent += slice.length
-      this.onBytes(slice.length)
-      this.push(slice)
-      this.pace(chunk, from + slice.length, done)
-    }
-    if (wait > 1) setTimeout(release, wait)
-    else release()
   }
 }

@@ -1,8 +1,7 @@
 /** GET/HEAD of one object, with conditions and a single range, streamed with backpressure. */
-import { pipeline } from "node:stream"
+import type { ServerResponse } from "node:http"
 import { evaluateConditions, ifRangeHolds } from "./conditions.js"
 import { header, sendEmpty, type Ctx } from "./context.js"
-import { Meter } from "./faults.js"
 import { contentRange, parseRange } from "./ranges.js"
 import type { OpenObject } from "./store.js"
 
@@ -14,7 +13,7 @@ export interface ReadDialect {
   readonly fail: (ctx: Ctx, failure: ReadFailure, obj: OpenObject, range: string | undefined) => void
 }
 
-const READ_CHUNK = 64 * 1024
+const READ_CHUNK = 256 * 1024
 
 export const serveObject = async (
   ctx: Ctx,
@@ -70,11 +69,67 @@ export const serveObject = async (
     return
   }
   const stats = ctx.state.stats
-  const meter = new Meter(ctx.state.faults.applies(ctx.kind) ? ctx.state.faults.faults.bandwidthBytesPerSec : 0, (n) => {
+  const rate = ctx.state.faults.applies(ctx.kind) ? ctx.state.faults.faults.bandwidthBytesPerSec : 0
+  streamRange(obj, start, end, ctx.res, rate, (n) => {
     stats.bytesServed += n
+  }).finally(close)
+}
+
+/**
+ * Copies `[start, end]` of the file to the response through two reusable buffers: a
+ * buffer is refilled only after the socket has taken its previous contents (the write
+ * callback), so a slow reader holds at most two chunks in this process, and a fast one
+ * produces no garbage. With `bytesPerSec > 0` each chunk is released on a schedule.
+ */
+const streamRange = async (
+  obj: OpenObject,
+  start: number,
+  end: number,
+  res: ServerResponse,
+  bytesPerSec: number,
+  onBytes: (n: number) => void
+): Promise<void> => {
+  const chunk = bytesPerSec > 0 ? Math.max(1024, Math.min(READ_CHUNK, Math.floor(bytesPerSec / 16))) : READ_CHUNK
+  const buffers = [Buffer.allocUnsafe(chunk), Buffer.allocUnsafe(chunk)]
+  const inFlight: Array<Promise<boolean> | undefined> = [undefined, undefined]
+  let closed = false
+  const onClose = new Promise<boolean>((resolve) => res.once("close", () => resolve(false)))
+  res.once("close", () => {
+    closed = true
   })
-  const body = obj.handle.createReadStream({ start, end, highWaterMark: READ_CHUNK, autoClose: true })
-  // A reader that disconnects mid-body is normal; pipeline tears every stage down and
-  // closes the file either way.
-  pipeline(body, meter, ctx.res, () => undefined)
+  const began = performance.now()
+  let sent = 0
+  try {
+    for (let pos = start, i = 0; pos <= end && !closed; i ^= 1) {
+      const pending = inFlight[i]
+      if (pending !== undefined && !(await Promise.race([pending, onClose]))) return
+      const want = Math.min(chunk, end - pos + 1)
+      const { bytesRead } = await obj.handle.read(buffers[i]!, 0, want, pos)
+      if (bytesRead === 0) {
+        // The file shrank under us (an in-place edit); the promised length cannot be met.
+        res.destroy()
+        return
+      }
+      if (bytesPerSec > 0) {
+        const wait = began + ((sent + bytesRead) / bytesPerSec) * 1000 - performance.now()
+        if (wait > 1) await new Promise((r) => setTimeout(r, wait))
+        if (closed) return
+      }
+      const n = bytesRead
+      inFlight[i] = new Promise<boolean>((resolve) =>
+        res.write(buffers[i]!.subarray(0, n), (err) => {
+          if (!err) onBytes(n)
+          resolve(!err)
+        })
+      )
+      pos += n
+      sent += n
+    }
+    if (!closed) {
+      await Promise.race([Promise.all(inFlight), onClose])
+      res.end()
+    }
+  } catch {
+    res.destroy()
+  }
 }
