@@ -1,0 +1,174 @@
+/**
+ * Worker membership over real sockets: against a scripted coordinator (to
+ * force refusals and a restart that forgets the worker) and against the real
+ * Coordinator layer.
+ */
+import * as net from "node:net"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { afterEach, describe, expect, it } from "vitest"
+import { Coordinator } from "../../src/coordinator/Coordinator.js"
+import { Backend, NodeRole, type NodeInfo } from "../../src/core/ids.js"
+import {
+  decodeControl,
+  encodeControlFrame,
+  encodeGetRangeFrame,
+  FrameDecoder,
+  MsgType,
+  type ControlMessage
+} from "../../src/protocol/index.js"
+import { makeDirBackend, pattern } from "./support/dirBackend.js"
+import { makeCleanup, startWorker, tempDir } from "./support/harness.js"
+import { connect } from "./support/rawClient.js"
+import * as fsp from "node:fs/promises"
+import * as path from "node:path"
+
+const cleanup = makeCleanup()
+afterEach(() => cleanup.run())
+
+/** A coordinator whose answers the test scripts; records what it was sent. */
+const fakeCoordinator = async (port = 0) => {
+  const seen: Array<ControlMessage> = []
+  const known = new Set<string>()
+  let acceptRegistrations = true
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((socket) => {
+    sockets.add(socket)
+    socket.on("close", () => sockets.delete(socket))
+    socket.on("error", () => {})
+    const decoder = new FrameDecoder()
+    socket.on("data", (chunk) => {
+      decoder.push(chunk)
+      for (;;) {
+        const f = decoder.next()
+        if (f === undefined || "_tag" in f) return
+        if (f.header.type !== MsgType.Control) continue
+        const decoded = decodeControl(f.payload)
+        if (decoded._tag === "Left") continue
+        const m = decoded.right.message
+        seen.push(m)
+        let reply: ControlMessage = { _tag: "Ack", ok: false, detail: `unexpected ${m._tag}` }
+        if (m._tag === "Register") {
+          if (acceptRegistrations) known.add(m.node.id)
+          reply = acceptRegistrations
+            ? { _tag: "Ack", ok: true, detail: null }
+            : { _tag: "Ack", ok: false, detail: "registrations are closed" }
+        } else if (m._tag === "Heartbeat") {
+          reply = known.has(m.node)
+            ? { _tag: "Ack", ok: true, detail: null }
+            : { _tag: "Ack", ok: false, detail: `unknown node ${m.node}` }
+        }
+        socket.write(encodeControlFrame(f.header.requestId, reply))
+      }
+    })
+  })
+  await new Promise<void>((r) => server.listen(port, "127.0.0.1", () => r()))
+  const bound = (server.address() as net.AddressInfo).port
+  const stop = () =>
+    new Promise<void>((r) => {
+      for (const s of sockets) s.destroy()
+      server.close(() => r())
+    })
+  cleanup.add(stop)
+  return {
+    port: bound,
+    seen,
+    stop,
+    setAccept: (v: boolean) => void (acceptRegistrations = v)
+  }
+}
+
+const until = async (what: string, cond: () => boolean | Promise<boolean>, ms = 10_000) => {
+  const deadline = Date.now() + ms
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`)
+    await new Promise((r) => setTimeout(r, 25))
+  }
+}
+
+const setupOrigin = async () => {
+  const root = await tempDir(cleanup, "talon-origin-")
+  await fsp.mkdir(path.join(root, "bkt"), { recursive: true })
+  await fsp.writeFile(path.join(root, "bkt", "obj"), pattern(100 * 1024, 3))
+  return makeDirBackend(root)
+}
+
+describe("worker membership", () => {
+  it("not ready (503, 'worker is not ready') until registered; heartbeats carry the block count; re-registers after a coordinator restart", async () => {
+    const coord = await fakeCoordinator()
+    coord.setAccept(false)
+    const origin = await setupOrigin()
+    const w = await startWorker(cleanup, origin.layer, {
+      id: "w-test",
+      coordinator: `127.0.0.1:${coord.port}`,
+      heartbeatIntervalMs: 50,
+      cacheDirs: [await tempDir(cleanup, "talon-cache-")],
+      blockSize: 64 * 1024,
+      pageSize: 16 * 1024
+    })
+    const admin = `http://127.0.0.1:${w.worker.adminPort}`
+    await until("a refused Register", () => coord.seen.some((m) => m._tag === "Register"))
+    const notReady = await fetch(`${admin}/readyz`)
+    expect(notReady.status).toBe(503)
+    expect(await notReady.text()).toContain("registrations are closed")
+    const c = await connect(w.worker.dataPort)
+    c.send(encodeGetRangeFrame(1, { object: { backend: Backend.S3, bucket: "bkt", objectPath: "obj" }, offset: 0, len: 10 }))
+    const refused = await c.next()
+    expect(refused.payload.toString()).toBe("worker is not ready")
+
+    coord.setAccept(true)
+    await until("ready", async () => (await fetch(`${admin}/readyz`)).status === 200)
+    const register = coord.seen.find((m) => m._tag === "Register" ) as Extract<ControlMessage, { _tag: "Register" }>
+    expect(register.node).toEqual({ id: "w-test", address: w.worker.dataAddress, role: NodeRole.Worker } satisfies NodeInfo)
+
+    c.send(encodeGetRangeFrame(2, { object: { backend: Backend.S3, bucket: "bkt", objectPath: "obj" }, offset: 0, len: 70 * 1024 }))
+    expect((await c.next()).header.length).toBe(70 * 1024)
+    await until("a heartbeat with blockCount 2", () =>
+      coord.seen.some((m) => m._tag === "Heartbeat" && m.node === "w-test" && m.blockCount === 2)
+    )
+
+    // The coordinator restarts on the same port and has forgotten the worker.
+    await coord.stop()
+    const again = await fakeCoordinator(coord.port)
+    await until("a Register on the restarted coordinator", () => again.seen.some((m) => m._tag === "Register"))
+    await until("heartbeats resume", () => again.seen.some((m) => m._tag === "Heartbeat" && m.node === "w-test"))
+    // It stayed ready throughout: the data plane does not depend on the coordinator.
+    expect((await fetch(`${admin}/readyz`)).status).toBe(200)
+    c.close()
+  })
+
+  it("registers with the real coordinator and comes back after the coordinator restarts", async () => {
+    const origin = await setupOrigin()
+    const startCoordinator = async (listen: string) => {
+      const rt = ManagedRuntime.make(
+        Coordinator.layer({ listen, adminListen: "127.0.0.1:0", heartbeatIntervalMs: 50, missedHeartbeats: 3 }).pipe(
+          Layer.provide(origin.layer)
+        )
+      )
+      let stopped = false
+      const stop = async () => {
+        if (!stopped) await rt.dispose()
+        stopped = true
+      }
+      cleanup.add(stop)
+      return { coordinator: await rt.runPromise(Coordinator), stop }
+    }
+    const first = await startCoordinator("127.0.0.1:0")
+    const address = first.coordinator.controlAddress
+    const w = await startWorker(cleanup, origin.layer, {
+      id: "w-real",
+      coordinator: address,
+      heartbeatIntervalMs: 50,
+      cacheDirs: [await tempDir(cleanup, "talon-cache-")]
+    })
+    const members = (c: typeof first.coordinator) => Effect.runPromise(c.members)
+    await until("member of the first coordinator", async () =>
+      (await members(first.coordinator)).some((n) => n.id === "w-real" && n.address === w.worker.dataAddress)
+    )
+    expect(w.worker.readiness.ready).toBe(true)
+    await first.stop()
+    const second = await startCoordinator(address)
+    await until("member of the restarted coordinator", async () =>
+      (await members(second.coordinator)).some((n) => n.id === "w-real")
+    )
+  })
+})
