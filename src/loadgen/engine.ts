@@ -18,7 +18,7 @@ import * as net from "node:net"
 import { readFileSync } from "node:fs"
 import { performance } from "node:perf_hooks"
 import hdr from "hdr-histogram-js"
-import { newHistogram } from "./histogram.js"
+import { LinearRecorder } from "./histogram.js"
 
 const HEADER_LEN = 16
 const MAGIC_HI = 0x54
@@ -124,8 +124,13 @@ interface Conn {
   bodyLen: number
   bodySlot: number
   bodyError: Buffer | null
-  // pending output
+  // pending request frames, written once per event-loop turn
+  out: Buffer
   outLen: number
+  /** Requests in `out` not yet written; `posKind[k]` = template kind at batch position k (-1 none). */
+  pending: number
+  readonly posKind: Int8Array
+  queued: boolean
 }
 
 /**
@@ -146,9 +151,10 @@ export const runThread = async (
   const hot = Buffer.from(spec.hot.bytes)
   const miss = spec.miss ? Buffer.from(spec.miss.bytes) : null
   const maxReq = Math.max(hot.length, miss ? miss.length : 0)
+  const fixedFrames = miss === null || miss.length === hot.length
   const verify = spec.verify ? readFileSync(spec.verify) : null
-  const hitHist = newHistogram()
-  const missHist = newHistogram()
+  const hitHist = new LinearRecorder()
+  const missHist = spec.missShare > 0 ? new LinearRecorder() : null
   const rng = new Uint32Array(spec.conns.length)
   spec.conns.forEach((c, i) => {
     rng[i] = (Math.imul(spec.seed >>> 0, 0x9e3779b1) ^ Math.imul(c + 1, 0x85ebca6b)) >>> 0
@@ -196,10 +202,12 @@ export const runThread = async (
     bodyLen: 0,
     bodySlot: 0,
     bodyError: null,
-    outLen: 0
+    out: Buffer.allocUnsafe(depth * maxReq),
+    outLen: 0,
+    pending: 0,
+    posKind: new Int8Array(depth).fill(-1),
+    queued: false
   }))
-  // One scratch for a connection's pending request frames; copied out once per flush.
-  const out = Buffer.allocUnsafe(depth * maxReq)
 
   const allIdle = (): boolean => {
     for (const c of conns) if (!c.dead && c.inflight > 0) return false
@@ -250,21 +258,65 @@ export const runThread = async (
     c.t0[slot] = now
     c.offsets[slot] = offset
     c.kinds[slot] = kind
+    const out = c.out
     const at = c.outLen
-    tmpl.copy(out, at)
-    out.writeUInt32BE(id, at + 8)
-    out.writeUInt32LE(offset % 4294967296, at + offsetPos)
-    out.writeUInt32LE(Math.floor(offset / 4294967296), at + offsetPos + 4)
+    // With one frame length, position k of the batch always starts at k × length,
+    // so the template is copied only when that position last held the other kind.
+    if (!fixedFrames || c.posKind[c.pending] !== kind) {
+      tmpl.copy(out, at)
+      if (fixedFrames) c.posKind[c.pending] = kind
+    }
+    out[at + 8] = id >>> 24
+    out[at + 9] = (id >>> 16) & 0xff
+    out[at + 10] = (id >>> 8) & 0xff
+    out[at + 11] = id & 0xff
+    let lo = offset % 4294967296
+    let hi = (offset - lo) / 4294967296
+    const p = at + offsetPos
+    for (let i = 0; i < 4; i++, lo >>>= 8, hi >>>= 8) {
+      out[p + i] = lo & 0xff
+      out[p + 4 + i] = hi & 0xff
+    }
     c.outLen = at + tmpl.length
+    c.pending++
   }
 
   const flush = (c: Conn): void => {
+    c.queued = false
     if (c.outLen === 0 || c.dead) return
-    // libuv may keep the buffer until the write completes, so the scratch is never handed over.
-    const chunk = Buffer.allocUnsafe(c.outLen)
-    out.copy(chunk, 0, 0, c.outLen)
+    const socket = c.socket!
+    socket.write(c.out.subarray(0, c.outLen))
     c.outLen = 0
-    c.socket!.write(chunk)
+    c.pending = 0
+    // A write the kernel took whole is finished with the buffer; a partial one still
+    // holds it in libuv's queue, so the connection moves on to a fresh one.
+    if (socket.writableLength > 0) {
+      c.out = Buffer.allocUnsafe(c.out.length)
+      c.posKind.fill(-1)
+    }
+  }
+
+  // Like pound, requests released by every read of one event-loop turn go out in one
+  // write per connection: a write per read costs a syscall and stream work per chunk.
+  let dirty: Array<Conn> = []
+  let spare: Array<Conn> = []
+  let flushScheduled = false
+  const flushAll = (): void => {
+    flushScheduled = false
+    const list = dirty
+    dirty = spare
+    for (let i = 0; i < list.length; i++) flush(list[i]!)
+    list.length = 0
+    spare = list
+  }
+  const scheduleFlush = (c: Conn): void => {
+    if (c.queued || c.outLen === 0) return
+    c.queued = true
+    dirty.push(c)
+    if (!flushScheduled) {
+      flushScheduled = true
+      setImmediate(flushAll)
+    }
   }
 
   const complete = (c: Conn, slot: number, ok: boolean, now: number): void => {
@@ -277,10 +329,10 @@ export const runThread = async (
         measuredBytes += c.bodyLen
         if (c.kinds[slot] === KIND_HIT) {
           hitSamples++
-          hitHist.recordValue(us)
+          hitHist.record(us)
         } else {
           missSamples++
-          missHist.recordValue(us)
+          missHist!.record(us)
         }
       }
     }
@@ -300,9 +352,9 @@ export const runThread = async (
       return false
     }
     const type = h[at + 3]!
-    const flags = h.readUInt16BE(at + 4)
-    const id = h.readUInt32BE(at + 8)
-    const len = h.readUInt32BE(at + 12)
+    const flags = (h[at + 4]! << 8) | h[at + 5]!
+    const id = ((h[at + 8]! << 24) | (h[at + 9]! << 16) | (h[at + 10]! << 8) | h[at + 11]!) >>> 0
+    const len = ((h[at + 12]! << 24) | (h[at + 13]! << 16) | (h[at + 14]! << 8) | h[at + 15]!) >>> 0
     const slot = id & slotMask
     if (slot >= depth || c.active[slot] === 0 || c.ids[slot] !== id) {
       fail(`conn ${c.index}: reply id ${id} matches no request in flight`)
@@ -390,7 +442,7 @@ export const runThread = async (
       c.bodyLeft -= take
       if (c.bodyLeft === 0) onBodyDone(c, now)
     }
-    flush(c)
+    scheduleFlush(c)
     if (progress !== null) progress[progressSlot] = replies
     if (draining && c.inflight === 0) checkDrained()
   }
@@ -444,7 +496,7 @@ export const runThread = async (
       c.inflight++
       issue(c, slot, now)
     }
-    flush(c)
+    scheduleFlush(c)
   }
 
   const stopTimer = setTimeout(() => {
@@ -477,7 +529,7 @@ export const runThread = async (
     errors,
     errorFrames,
     firstError,
-    hitHistogram: hdr.encodeIntoCompressedBase64(hitHist),
-    missHistogram: hdr.encodeIntoCompressedBase64(missHist)
+    hitHistogram: hdr.encodeIntoCompressedBase64(hitHist.toHistogram()),
+    missHistogram: hdr.encodeIntoCompressedBase64((missHist ?? new LinearRecorder()).toHistogram())
   }
 }

@@ -1,0 +1,160 @@
+/**
+ * The one shape of `bench/data/*.json` (documented in BENCHMARKS.md): what a
+ * benchmark script writes and what `scripts/bench-charts.ts` renders into SVG
+ * charts and markdown tables. Plain JSON rows plus declarative chart/table
+ * specs, so a new benchmark drops a file in and gets charts without code.
+ */
+import { execFileSync } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { cpus, totalmem } from "node:os"
+import type { RoundsReport } from "./rounds.js"
+
+export const BENCH_DATA_SCHEMA = 1
+
+export type Cell = string | number | boolean | null
+
+/** One measured run (or any flat record): the rows charts and tables draw from. */
+export type Row = Readonly<Record<string, Cell>>
+
+export interface Machine {
+  /** Short human name, e.g. "2-vCPU KVM VM (AMD EPYC), shared". */
+  readonly name: string
+  readonly cpu: string
+  readonly cores: number
+  readonly memory_gib: number
+  readonly kernel: string
+  readonly node: string
+}
+
+export interface ChartSpec {
+  /** File name stem: `docs/assets/bench/<dataset id>-<chart id>.svg`. */
+  readonly id: string
+  readonly title: string
+  /** Which rows: `runs` (raw), `summary` or `ratios`. */
+  readonly data: "runs" | "summary" | "ratios"
+  readonly mark: "bar" | "line" | "point" | "tick"
+  readonly x: AxisSpec
+  readonly y: AxisSpec
+  /** Field whose values get one colour each. */
+  readonly color?: string
+  /** Keep only rows whose fields equal these values. */
+  readonly filter?: Readonly<Record<string, Cell>>
+  /** Horizontal reference line, e.g. a target ratio. */
+  readonly rule?: { readonly y: number; readonly label: string }
+  /** For `summary` bar charts: draw [min, max] whiskers from these fields. */
+  readonly errorBars?: { readonly low: string; readonly high: string }
+}
+
+export interface AxisSpec {
+  readonly field: string
+  readonly title: string
+  readonly type?: "quantitative" | "nominal" | "ordinal"
+  readonly scale?: "linear" | "log"
+}
+
+export interface TableSpec {
+  readonly id: string
+  readonly title: string
+  readonly data: "runs" | "summary" | "ratios"
+  readonly columns: ReadonlyArray<{ readonly field: string; readonly title: string; readonly digits?: number }>
+  readonly filter?: Readonly<Record<string, Cell>>
+}
+
+export interface BenchData {
+  readonly schema: typeof BENCH_DATA_SCHEMA
+  /** Stable id, same as the file name stem. */
+  readonly id: string
+  readonly title: string
+  /** What the numbers measure, and what they do not. */
+  readonly measures: string
+  readonly caveats: ReadonlyArray<string>
+  /** How to reproduce, e.g. `npx tsx scripts/loadgen-vs-pound.ts --rounds 4`. */
+  readonly command: string
+  /** Day of the measurement (YYYY-MM-DD); no time of day, so re-renders are stable. */
+  readonly date: string
+  readonly machine: Machine
+  readonly params: Readonly<Record<string, Cell>>
+  readonly runs: ReadonlyArray<Row>
+  /** Per arm × metric: n, median, min, max, q1, q3. */
+  readonly summary: ReadonlyArray<Row>
+  /** Per non-baseline arm × metric: per-round ratio to the baseline, median and spread. */
+  readonly ratios: ReadonlyArray<Row>
+  readonly charts: ReadonlyArray<ChartSpec>
+  readonly tables: ReadonlyArray<TableSpec>
+}
+
+const firstLine = (s: string) => s.split("\n")[0]!.trim()
+
+/** Facts about this machine for the data file (no hostnames, no time). */
+export const describeMachine = (name: string): Machine => {
+  const cpuList = cpus()
+  let kernel = "unknown"
+  try {
+    kernel = firstLine(execFileSync("uname", ["-sr"], { encoding: "utf8" }))
+  } catch {
+    try {
+      kernel = firstLine(readFileSync("/proc/sys/kernel/osrelease", "utf8"))
+    } catch {
+      // keep "unknown"
+    }
+  }
+  return {
+    name,
+    cpu: cpuList[0]?.model.trim() ?? "unknown",
+    cores: cpuList.length,
+    memory_gib: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    kernel,
+    node: process.version
+  }
+}
+
+export const today = (): string => new Date().toISOString().slice(0, 10)
+
+const r3 = (x: number): number | null => (Number.isFinite(x) ? Math.round(x * 1000) / 1000 : null)
+
+/** Flattens a rounds report into `runs`, `summary` and `ratios` rows. */
+export const rowsFromRounds = <A>(
+  report: RoundsReport<A>,
+  toRow: (a: A) => Row
+): Pick<BenchData, "runs" | "summary" | "ratios"> => ({
+  runs: report.runs.map((r) => ({ round: r.round, position: r.position, arm: r.arm, ...toRow(r.result) })),
+  summary: Object.entries(report.summary).flatMap(([arm, metrics]) =>
+    Object.entries(metrics).map(([metric, s]) => ({
+      arm,
+      metric,
+      n: s.n,
+      median: r3(s.median),
+      min: r3(s.min),
+      max: r3(s.max),
+      q1: r3(s.q1),
+      q3: r3(s.q3)
+    }))
+  ),
+  ratios: Object.entries(report.ratios).flatMap(([arm, metrics]) =>
+    Object.entries(metrics).map(([metric, s]) => ({
+      arm,
+      baseline: report.baseline,
+      metric,
+      n: s.n,
+      median: r3(s.median),
+      min: r3(s.min),
+      max: r3(s.max),
+      q1: r3(s.q1),
+      q3: r3(s.q3),
+      per_round: s.perRound.map((v) => r3(v) ?? "-").join(" ")
+    }))
+  )
+})
+
+/** Structural check of a parsed data file; returns problems (empty when fine). */
+export const checkBenchData = (d: unknown, fileStem: string): ReadonlyArray<string> => {
+  const problems: Array<string> = []
+  if (typeof d !== "object" || d === null) return ["not a JSON object"]
+  const o = d as Record<string, unknown>
+  if (o["schema"] !== BENCH_DATA_SCHEMA) problems.push(`schema must be ${BENCH_DATA_SCHEMA}, got ${JSON.stringify(o["schema"])}`)
+  if (o["id"] !== fileStem) problems.push(`id must equal the file name stem ${JSON.stringify(fileStem)}, got ${JSON.stringify(o["id"])}`)
+  for (const k of ["title", "measures", "command", "date"]) if (typeof o[k] !== "string") problems.push(`${k} must be a string`)
+  for (const k of ["runs", "summary", "ratios", "charts", "tables", "caveats"]) if (!Array.isArray(o[k])) problems.push(`${k} must be an array`)
+  if (typeof o["machine"] !== "object" || o["machine"] === null) problems.push("machine must be an object")
+  return problems
+}
