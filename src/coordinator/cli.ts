@@ -49,6 +49,6 @@ export const coordinator = Command.make("coordinator", coordinatorOptions, (flag
   )
 ).pipe(
   Command.withDescription(
-    "Run the coordinator: worker membership with heartbeat liveness, the placement epoch, object metadata (StatObject/ListObjects) from the origin, and an admin HTTP API. Origin credentials and endpoints come from TALON_S3_* / TALON_AZURE_* (see the backend docs)."
+    "Run the coordinator: worker membership with heartbeat liveness, the placement epoch, object metadata (StatObject/ListObjects) from the origin, and an admin HTTP API. Origin endpoints and credentials come from TALON_S3_* and TALON_AZURE_* (see the backend docs)."
   )
 )
