@@ -1,0 +1,125 @@
+/**
+ * `talon worker` as a real process: --help documents every option, flags and
+ * TALON_WORKER_* configure it, SIGTERM stops it, and a SIGKILLed worker
+ * restarted on the same cache dir serves warm reads without touching the origin.
+ * Process start-up (tsx transpiling the import graph) is slow on a loaded
+ * machine, hence the long bounds; nothing here asserts on speed.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fsp from "node:fs/promises"
+import * as path from "node:path"
+import { Effect, ManagedRuntime } from "effect"
+import { afterEach, describe, expect, it } from "vitest"
+import { Backend } from "../../src/core/ids.js"
+import { OriginStub, type OriginStubShape } from "../../src/origin/index.js"
+import { encodeGetRangeFrame, Flags } from "../../src/protocol/index.js"
+import { workerOptions } from "../../src/worker/cli.js"
+import { pattern } from "./support/dirBackend.js"
+import { makeCleanup, tempDir } from "./support/harness.js"
+import { connect, within } from "./support/rawClient.js"
+
+const cleanup = makeCleanup()
+afterEach(() => cleanup.run())
+
+const repoRoot = path.resolve(__dirname, "../..")
+const script = path.join(__dirname, "fixtures", "workerCli.ts")
+
+const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout!.on("data", (d) => (out += d))
+  child.stderr!.on("data", (d) => (out += d))
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)))
+  cleanup.add(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL")
+      await exited
+    }
+  })
+  const waitFor = async (re: RegExp, ms = 150_000): Promise<RegExpExecArray> => {
+    const deadline = Date.now() + ms
+    for (;;) {
+      const m = re.exec(out)
+      if (m !== null) return m
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${re} in output:\n${out}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  return { child: child as ChildProcess, exited, output: () => out, waitFor }
+}
+
+const startOrigin = async (): Promise<OriginStubShape> => {
+  const root = await tempDir(cleanup, "talon-stub-")
+  const runtime = ManagedRuntime.make(OriginStub.layer({ root }))
+  cleanup.add(() => runtime.dispose())
+  return runtime.runPromise(OriginStub)
+}
+
+describe("talon worker (process)", () => {
+  it("--help explains every option", async () => {
+    const p = run(["--help"])
+    expect(await p.exited).toBe(0)
+    const help = p.output()
+    for (const flag of [
+      "--id", "--data-addr", "--admin-addr", "--coordinator", "--advertise-addr", "--cache-dir", "--capacity",
+      "--block-size", "--page-size", "--version-ttl-ms", "--origin-concurrency", "--heartbeat-interval-ms",
+      "--data-plane", "--serve-mode", "--read-timeout-ms", "--max-open-files", "--max-inflight"
+    ]) {
+      expect(help).toContain(flag)
+    }
+    expect(help).toContain("TALON_WORKER_CAPACITY")
+    expect(Object.keys(workerOptions)).toHaveLength(17)
+  }, 180_000)
+
+  it("serves from flags + env, exits on SIGTERM, and after SIGKILL restarts warm on the same dir", async () => {
+    const stub = await startOrigin()
+    const data = pattern(300 * 1024, 77)
+    await fsp.mkdir(path.join(stub.root, "cli-bucket"), { recursive: true })
+    await fsp.writeFile(path.join(stub.root, "cli-bucket", "obj.bin"), data)
+    const cache = await tempDir(cleanup, "talon-cache-")
+    const env = {
+      TALON_S3_ENDPOINT: stub.url,
+      TALON_S3_ACCESS_KEY_ID: "talon",
+      TALON_S3_SECRET_ACCESS_KEY: "talon-secret",
+      TALON_WORKER_PAGE_SIZE: "32K",
+      TALON_WORKER_VERSION_TTL_MS: "600000"
+    }
+    const args = [
+      "--coordinator", "",
+      "--data-addr", "127.0.0.1:0",
+      "--admin-addr", "127.0.0.1:0",
+      "--cache-dir", cache,
+      "--block-size", "128K",
+      "--capacity", "16M",
+      "--data-plane", "portable"
+    ]
+    const read = async (port: number) => {
+      const c = await connect(port)
+      c.send(encodeGetRangeFrame(1, { object: { backend: Backend.S3, bucket: "cli-bucket", objectPath: "obj.bin" }, offset: 1000, len: 200_000 }))
+      const f = await c.next()
+      c.close()
+      expect(f.header.flags & Flags.Error).toBe(0)
+      expect(Buffer.compare(f.payload, data.subarray(1000, 201_000))).toBe(0)
+    }
+
+    const first = run(args, env)
+    const port1 = Number((await first.waitFor(/worker data listener on 127\.0\.0\.1:(\d+) \(portable plane, pipelined mode\)/))[1])
+    await read(port1)
+    // Only the touched pages came from the origin: [1000, 201000) spans pages 0..6 of 32 KiB.
+    expect((await Effect.runPromise(stub.stats())).bytesServed).toBe(7 * 32 * 1024)
+    first.child.kill("SIGKILL")
+    await first.exited
+
+    await Effect.runPromise(stub.resetStats())
+    const second = run(args, env)
+    const port2 = Number((await second.waitFor(/worker data listener on 127\.0\.0\.1:(\d+)/))[1])
+    await read(port2)
+    expect((await Effect.runPromise(stub.stats())).total).toBe(0)
+    second.child.kill("SIGTERM")
+    expect(await within(second.exited, 30_000)).toBe(true)
+  }, 480_000)
+})
