@@ -1,9 +1,9 @@
 import type { Readable } from "node:stream"
-import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Effect, Schedule, type Scope, Stream } from "effect"
+import { Chunk, Effect, Schedule, type Scope, Stream } from "effect"
 import { type BackendError, BackendRangeError, BackendRequestError } from "./BackendStore.js"
 import { transportError, type RequestLabel } from "./http.js"
 import { isRetryable, type RequestPolicy, retrySchedule } from "./policy.js"
+import { fromReadable } from "./readableStream.js"
 
 /** One origin response to a range request, as the provider understood its headers. */
 export interface RangeBody {
@@ -50,17 +50,22 @@ export const rangedRead = (args: {
           detail: `origin closed the body at byte ${pos}, expected up to ${end}`
         })
 
+      /** Drops bytes before `pos` (an origin that ignored the range) and after `end`. */
       const slice = (start: number) => {
         let at = start
-        return (chunk: Uint8Array): Uint8Array => {
-          const chunkStart = at
-          at += chunk.length
-          const from = Math.max(pos - chunkStart, 0)
-          const to = Math.min(chunk.length, end - chunkStart)
-          if (from >= to) return new Uint8Array(0)
-          const out = from === 0 && to === chunk.length ? chunk : chunk.subarray(from, to)
-          pos += out.length
-          return out
+        return (chunks: Chunk.Chunk<Uint8Array>): Chunk.Chunk<Uint8Array> => {
+          const out: Array<Uint8Array> = []
+          for (const chunk of chunks) {
+            const chunkStart = at
+            at += chunk.length
+            const from = Math.max(pos - chunkStart, 0)
+            const to = Math.min(chunk.length, end - chunkStart)
+            if (from >= to) continue
+            const piece = from === 0 && to === chunk.length ? chunk : chunk.subarray(from, to)
+            pos += piece.length
+            out.push(piece)
+          }
+          return Chunk.unsafeFromArray(out)
         }
       }
 
@@ -75,23 +80,22 @@ export const rangedRead = (args: {
             }
             if (pinned === undefined && range.version !== undefined && range.version !== "") pinned = range.version
             if (range.size !== undefined) end = Math.min(end, range.size)
-            const body = NodeStream.fromReadable<BackendError, Uint8Array>(
-              () => range.body,
-              (error) => transportError(args.label, error)
-            )
+            const body = fromReadable(range.body, {
+              idleMs: args.policy.timeoutMs,
+              onError: (error) => transportError(args.label, error),
+              onIdle: () =>
+                new BackendRequestError({
+                  ...args.label,
+                  retryable: true,
+                  detail: `origin sent no body bytes for ${args.policy.timeoutMs} ms at byte ${pos}`
+                })
+            })
             return body.pipe(
-              Stream.timeoutFail(
-                () =>
-                  new BackendRequestError({
-                    ...args.label,
-                    retryable: true,
-                    detail: `origin sent no body bytes for ${args.policy.timeoutMs} ms at byte ${pos}`
-                  }),
-                args.policy.timeoutMs
-              ),
+              // Per batch, not per element: `pos` advances as a whole batch is sliced.
+              Stream.chunks,
               Stream.map(slice(range.start)),
-              Stream.filter((chunk) => chunk.length > 0),
               Stream.takeUntil(() => pos >= end),
+              Stream.flattenChunks,
               Stream.concat(Stream.suspend(() => (pos < end ? Stream.fail(shortBody()) : Stream.empty)))
             )
           })
