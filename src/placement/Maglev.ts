@@ -1,6 +1,6 @@
 import { Layer } from "effect"
 import type { BlockId, NodeInfo } from "../core/ids.js"
-import { sharedBlockHasher, workerPermutation } from "./keys.js"
+import { sharedBlockHasher as importedHasher, workerPermutation } from "./keys.js"
 import {
   makePlacementTable,
   membershipEpoch,
@@ -9,6 +9,9 @@ import {
   type Placement,
   type PlacementOptions
 } from "./Placement.js"
+
+/** Bound locally: an imported binding costs a getter call per access under vitest. */
+const sharedBlockHasher = importedHasher
 
 const MIN_TABLE_SIZE = 4096
 const SLOTS_PER_WORKER = 64

@@ -1,6 +1,6 @@
 import { Layer } from "effect"
 import type { BlockId, NodeInfo } from "../core/ids.js"
-import { hrwWorkerSeed, sharedBlockHasher } from "./keys.js"
+import { hrwWorkerSeed, sharedBlockHasher as importedHasher } from "./keys.js"
 import {
   makePlacementTable,
   membershipEpoch,
@@ -17,6 +17,9 @@ export interface RendezvousOptions extends PlacementOptions {
    */
   readonly weight?: (node: NodeInfo) => number
 }
+
+/** Bound locally: an imported binding costs a getter call per access under vitest. */
+const sharedBlockHasher = importedHasher
 
 const TWO_53 = 9007199254740992
 

@@ -1,5 +1,9 @@
 import type { BlockId, NodeInfo } from "../core/ids.js"
-import { sha256Into } from "./sha256.js"
+import { sha256Into as importedSha256Into } from "./sha256.js"
+
+// Hot-path imports are re-bound locally: under vitest (vite-node) every access to an imported
+// binding is a getter call on the module namespace, which a per-lookup path should not pay.
+const sha256Into = importedSha256Into
 
 /**
  * Canonical byte layouts hashed by placement (DESIGN.md "Placement"): a field is a u64 LE

@@ -22,7 +22,8 @@ export const paddedLength = (len: number): number => (((len + 8) >>> 6) + 1) << 
 export const sha256Into = (msg: Uint8Array, len: number, out: Int32Array): void => {
   const total = paddedLength(len)
   msg[len] = 0x80
-  msg.fill(0, len + 1, total - 8)
+  // A loop, not Buffer#fill: at most 63 bytes, and fill's argument checks cost more.
+  for (let i = len + 1; i < total - 8; i++) msg[i] = 0
   const hiBits = Math.floor(len / 0x20000000)
   const loBits = (len << 3) >>> 0
   msg[total - 8] = hiBits >>> 24
