@@ -109,6 +109,7 @@ export const makeCoordinator = (
       const page = (token: string | undefined): Effect.Effect<void, BackendError> =>
         backend
           .list(bucket, {
+            backend: tag,
             prefix: keyPrefix,
             maxKeys: MAX_LIST_ENTRIES - entries.length,
             ...(token === undefined ? {} : { token })
