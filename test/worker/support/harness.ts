@@ -4,6 +4,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Layer, ManagedRuntime } from "effect"
 import type { BackendStore } from "../../../src/backend/BackendStore.js"
+import type { DataPlane } from "../../../src/worker/plane/DataPlane.js"
 import { Sendfile } from "../../../src/worker/plane/Sendfile.js"
 import { WorkerConfig, type WorkerSettings } from "../../../src/worker/config.js"
 import { ServeMode } from "../../../src/worker/server/ServeMode.js"
@@ -40,10 +41,11 @@ export const startWorker = async (
   cleanup: Cleanup,
   backend: Layer.Layer<BackendStore>,
   settings: Partial<WorkerSettings>,
-  mode: Layer.Layer<ServeMode> = ServeMode.Pipelined
+  mode: Layer.Layer<ServeMode> = ServeMode.Pipelined,
+  plane: Layer.Layer<DataPlane, unknown> = Sendfile.Portable
 ): Promise<RunningWorker> => {
   const layer = Worker.layerWith.pipe(
-    Layer.provide(Layer.mergeAll(Sendfile.Portable, mode, backend)),
+    Layer.provide(Layer.mergeAll(plane, mode, backend)),
     Layer.provide(
       WorkerConfig.layerOf({
         dataAddress: "127.0.0.1:0",
