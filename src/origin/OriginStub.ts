@@ -10,6 +10,7 @@ import type { StubState } from "./context.js"
 import { FaultState, noFaults, type Faults, type FaultsPatch } from "./faults.js"
 import { listen } from "./server.js"
 import { StatsCounter, type OriginStats } from "./stats.js"
+import { cleanStaleTemps } from "./store.js"
 
 /** Azurite's well-known development account; the stub accepts any credentials. */
 export const AZURITE_ACCOUNT = "devstoreaccount1"
@@ -51,6 +52,7 @@ const make = (config: OriginStubConfig): Effect.Effect<OriginStubShape, OriginSt
       try: () => fs.mkdir(root, { recursive: true }),
       catch: (e) => new OriginStubError({ message: `cannot create origin root ${root}: ${(e as Error).message}` })
     })
+    yield* Effect.promise(() => cleanStaleTemps(root).catch(() => 0))
     const state: StubState = {
       root,
       stats: new StatsCounter(),

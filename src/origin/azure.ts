@@ -13,7 +13,7 @@ import * as path from "node:path"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import { decodePath, discardBody, header, sendEmpty, sendXml, type Ctx } from "./context.js"
-import { isValidBucket, keyProblem, TMP_DIR } from "./layout.js"
+import { compareKeys, isValidBucket, keyProblem, TMP_DIR } from "./layout.js"
 import { serveObject, type ReadDialect } from "./objectRead.js"
 import {
   bucketExists,
@@ -99,7 +99,7 @@ const listBlobs = async (ctx: Ctx, account: string, container: string) => {
   const items = [
     ...page.objects.map((o) => ({ name: o.key, xml: blobXml(o) })),
     ...page.prefixes.map((p) => ({ name: p, xml: `<BlobPrefix>${el("Name", p)}</BlobPrefix>` }))
-  ].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  ].sort((a, b) => compareKeys(a.name, b.name))
   const body =
     `${XML_DECL_AZURE}<EnumerationResults ServiceEndpoint="${escapeXml(serviceEndpoint(ctx, account))}" ContainerName="${escapeXml(container)}">` +
     (prefix === "" ? "" : el("Prefix", prefix)) +

@@ -43,10 +43,10 @@ const failureRate = Options.float("failure-rate").pipe(
   Options.withDefault(0),
   Options.withFallbackConfig(Config.number(env("FAILURE_RATE")))
 )
-const failureMode = Options.choice("failure-mode", ["503", "reset"]).pipe(
-  Options.withDescription("503 SlowDown/ServerBusy, or a TCP reset."),
+const failureMode = Options.choice("failure-mode", ["503", "reset", "truncate"]).pipe(
+  Options.withDescription("503 SlowDown/ServerBusy, a TCP reset, or (GETs) a body cut off halfway."),
   Options.withDefault("503" as const),
-  Options.withFallbackConfig(Config.literal("503", "reset")(env("FAILURE_MODE")))
+  Options.withFallbackConfig(Config.literal("503", "reset", "truncate")(env("FAILURE_MODE")))
 )
 const bandwidth = Options.integer("bandwidth").pipe(
   Options.withDescription("Per-response body rate cap in bytes/s (0 = unlimited)."),

@@ -20,6 +20,8 @@ export interface Ctx {
   readonly state: StubState
   /** Set once the request is classified; faults and stats key on it. */
   kind: RequestKind
+  /** Fault injection: reset the connection after this fraction of a GET body. */
+  truncateBody?: number
 }
 
 export const header = (ctx: Ctx, name: string): string | undefined => {

@@ -35,8 +35,12 @@ export const Faults = Schema.Struct({
   latency: LatencyModel,
   /** Probability in [0, 1] that a request fails. */
   failureRate: Schema.Number.pipe(Schema.between(0, 1)),
-  /** `503`: SlowDown (S3) / ServerBusy (Azure); `reset`: the TCP connection is reset. */
-  failureMode: Schema.Literal("503", "reset"),
+  /**
+   * `503`: SlowDown (S3) / ServerBusy (Azure); `reset`: the TCP connection is reset
+   * before any response; `truncate`: a GET sends its headers and half its body, then
+   * the connection is reset (other requests are reset outright).
+   */
+  failureMode: Schema.Literal("503", "reset", "truncate"),
   /** Per-response body rate cap in bytes/s; 0 = unlimited. */
   bandwidthBytesPerSec: NonNegative,
   /** Request kinds the faults apply to; empty = all. */

@@ -70,9 +70,11 @@ export const serveObject = async (
   }
   const stats = ctx.state.stats
   const rate = ctx.state.faults.applies(ctx.kind) ? ctx.state.faults.faults.bandwidthBytesPerSec : 0
-  streamRange(obj, start, end, ctx.res, rate, (n) => {
+  // Injected fault: promise the whole length, deliver part of it, then reset.
+  const stopAt = ctx.truncateBody === undefined ? end : start + Math.floor(length * ctx.truncateBody) - 1
+  streamRange(obj, start, stopAt, ctx.res, rate, (n) => {
     stats.bytesServed += n
-  }).finally(close)
+  }, stopAt < end).finally(close)
 }
 
 /**
@@ -87,7 +89,8 @@ const streamRange = async (
   end: number,
   res: ServerResponse,
   bytesPerSec: number,
-  onBytes: (n: number) => void
+  onBytes: (n: number) => void,
+  cutShort: boolean
 ): Promise<void> => {
   const chunk = bytesPerSec > 0 ? Math.max(1024, Math.min(READ_CHUNK, Math.floor(bytesPerSec / 16))) : READ_CHUNK
   const buffers = [Buffer.allocUnsafe(chunk), Buffer.allocUnsafe(chunk)]
@@ -127,7 +130,8 @@ const streamRange = async (
     }
     if (!closed) {
       await Promise.race([Promise.all(inFlight), onClose])
-      res.end()
+      if (cutShort) res.socket?.resetAndDestroy()
+      else res.end()
     }
   } catch {
     res.destroy()

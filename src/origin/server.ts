@@ -172,7 +172,12 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
       }
       if (state.faults.shouldFail()) {
         state.stats.failed++
-        if (state.faults.faults.failureMode === "reset") {
+        const mode = state.faults.faults.failureMode
+        if (mode === "truncate" && kind === "get") {
+          ctx.truncateBody = 0.5
+          return await run(ctx)
+        }
+        if (mode === "reset" || mode === "truncate") {
           state.stats.reset++
           req.socket.resetAndDestroy()
           return

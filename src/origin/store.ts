@@ -317,3 +317,23 @@ export const listObjects = async (root: string, bucket: string, q: ListQuery): P
     nextMarker: truncated && last ? ("prefix" in last ? last.prefix : last.key) : undefined
   }
 }
+
+/** Removes temp files left by writers that died mid-upload (their pid no longer runs). */
+export const cleanStaleTemps = async (root: string): Promise<number> => {
+  const dir = path.join(root, TMP_DIR)
+  const names = await fs.readdir(dir).catch(() => [] as string[])
+  let removed = 0
+  for (const name of names) {
+    const m = /^put-(\d+)-/.exec(name)
+    if (!m || Number(m[1]) === process.pid) continue
+    try {
+      process.kill(Number(m[1]), 0)
+      continue // still alive: another stub on the same root is writing it
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ESRCH") continue
+    }
+    await fs.rm(path.join(dir, name), { force: true })
+    removed++
+  }
+  return removed
+}

@@ -1,6 +1,6 @@
 /**
  * The stub serves a 1 GiB object to a deliberately slow reader with bounded memory:
- * the server runs as a child process (the real `talon origin` command) so its RSS can
+ * the server runs as a child process (the OriginStub layer alone) so its RSS can
  * be sampled from /proc/<pid>/status while the reader crawls, then drains.
  */
 import { expect, it } from "@effect/vitest"
@@ -23,11 +23,11 @@ const rssBytes = async (pid: number): Promise<number> => {
   return Number(kb[1]) * 1024
 }
 
-/** Starts `talon origin` on a free port; resolves with its URL once it listens. Killed on scope close. */
+/** Starts the stub on a free port; resolves with its URL once it listens. Killed on scope close. */
 const startChild = (root: string) =>
   Effect.acquireRelease(
     Effect.async<{ child: ChildProcess; port: number }, Error>((resume) => {
-      const child = spawn(process.execPath, ["--import", "tsx", "test/origin/fixtures/serve.ts", "--root", root, "--port", "0"], {
+      const child = spawn(process.execPath, ["--import", "tsx", "test/origin/fixtures/serveStub.ts", root], {
         stdio: ["ignore", "pipe", "pipe"]
       })
       let out = ""

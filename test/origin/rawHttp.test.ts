@@ -3,8 +3,9 @@
  * virtual-host requests, multi-range, hand-built aws-chunked bodies), faults, stats,
  * atomic writes and the seeded sample data.
  */
-import { expect, layer } from "@effect/vitest"
+import { expect, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as http from "node:http"
 import * as path from "node:path"
@@ -12,7 +13,7 @@ import * as zlib from "node:zlib"
 import { noFaults } from "../../src/origin/faults.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { SAMPLE_KEY, SAMPLE_SIZE, sampleBytes, seed, SEED_BUCKET } from "../../src/origin/seed.js"
-import { raw, rawEffect, sameBytes, TestOrigin } from "./fixtures/testOrigin.js"
+import { raw, rawEffect, sameBytes, tempDir, TestOrigin } from "./fixtures/testOrigin.js"
 
 const AZ = { "x-ms-version": "2025-05-05" }
 const SECRET = "TOP-SECRET-OUTSIDE-ROOT"
@@ -281,6 +282,24 @@ layer(TestOrigin(), { excludeTestServices: true })("origin stub over raw HTTP", 
         const err = yield* Effect.flip(Effect.tryPromise(() => raw(stub.url, "GET", "/talon/hello.txt")))
         expect(String((err.cause as NodeJS.ErrnoException).code)).toMatch(/ECONNRESET|EPIPE/)
 
+        // A truncated GET promises the full length, delivers half, then resets.
+        yield* stub.setFaults({ failureMode: "truncate" })
+        const cut = yield* Effect.promise(
+          () =>
+            new Promise<{ length: number; promised: number; error: string }>((resolve) => {
+              const u = new URL(stub.url)
+              http.get({ host: u.hostname, port: u.port, path: "/talon/datasets/small-4k.bin", agent: false }, (res) => {
+                let length = 0
+                res.on("data", (c: Buffer) => (length += c.length))
+                res.on("error", (e) => resolve({ length, promised: Number(res.headers["content-length"]), error: String(e) }))
+                res.on("end", () => resolve({ length, promised: Number(res.headers["content-length"]), error: "" }))
+              })
+            })
+        )
+        expect(cut.promised).toBe(4096)
+        expect(cut.length).toBe(2048)
+        expect(cut.error).toMatch(/aborted|ECONNRESET/)
+
         // Faults can target request kinds: only GETs fail, HEADs pass.
         yield* stub.setFaults({ failureMode: "503", kinds: ["get"] })
         expect((yield* rawEffect(stub.url, "HEAD", "/talon/hello.txt")).status).toBe(200)
@@ -341,3 +360,26 @@ layer(TestOrigin(), { excludeTestServices: true })("origin stub over raw HTTP", 
     })
   )
 })
+
+it.scopedLive("removes temp files of dead writers at start-up", () =>
+  Effect.gen(function* () {
+    const dir = yield* tempDir
+    const root = path.join(dir, "root")
+    // A pid that certainly ran and exited: a finished child of ours.
+    const dead = yield* Effect.promise(
+      () =>
+        new Promise<number>((resolve) => {
+          const c = spawn(process.execPath, ["-e", ""])
+          c.on("exit", () => resolve(c.pid!))
+        })
+    )
+    yield* Effect.promise(async () => {
+      await fs.mkdir(path.join(root, ".talon-tmp"), { recursive: true })
+      await fs.writeFile(path.join(root, ".talon-tmp", `put-${dead}-deadbeef`), "partial")
+      await fs.writeFile(path.join(root, ".talon-tmp", `put-${process.pid}-cafe`), "ours")
+    })
+    yield* OriginStub.make({ root })
+    const left = yield* Effect.promise(() => fs.readdir(path.join(root, ".talon-tmp")))
+    expect(left).toEqual([`put-${process.pid}-cafe`])
+  })
+)
