@@ -52,17 +52,26 @@ export class BincodeWriter {
   u32(v: number): this {
     if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) throw new RangeError(`bincode u32 out of range: ${v}`)
     this.ensure(4)
-    this.buf.writeUInt32LE(v, this.pos)
-    this.pos += 4
+    this.put32(v)
     return this
+  }
+
+  /** Little-endian u32 by hand: cheaper than the native writeUInt32LE call on short messages. */
+  private put32(v: number): void {
+    const buf = this.buf
+    let p = this.pos
+    buf[p++] = v & 0xff
+    buf[p++] = (v >>> 8) & 0xff
+    buf[p++] = (v >>> 16) & 0xff
+    buf[p++] = (v >>> 24) & 0xff
+    this.pos = p
   }
 
   u64(v: number): this {
     if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`bincode u64 must be a safe non-negative integer: ${v}`)
     this.ensure(8)
-    this.buf.writeUInt32LE(v % TWO_32, this.pos)
-    this.buf.writeUInt32LE(Math.floor(v / TWO_32), this.pos + 4)
-    this.pos += 8
+    this.put32(v % TWO_32)
+    this.put32(Math.floor(v / TWO_32))
     return this
   }
 
@@ -74,6 +83,25 @@ export class BincodeWriter {
 
   /** u64 byte length, then UTF-8 bytes (the prefix counts bytes, not characters). */
   string(s: string): this {
+    const len = s.length
+    // ASCII fast path: short ids, buckets and keys are copied char by char,
+    // avoiding two native calls (byteLength + write) per string.
+    if (len <= 64) {
+      this.ensure(8 + len)
+      const buf = this.buf
+      const start = this.pos + 8
+      let i = 0
+      for (; i < len; i++) {
+        const c = s.charCodeAt(i)
+        if (c >= 0x80) break
+        buf[start + i] = c
+      }
+      if (i === len) {
+        this.u64(len)
+        this.pos += len
+        return this
+      }
+    }
     const n = Buffer.byteLength(s, "utf8")
     this.u64(n)
     this.ensure(n)
@@ -172,14 +200,14 @@ export class BincodeReader {
     const b = this.bytes
     // ASCII fast path: most ids, buckets and keys are ASCII.
     if (n <= 64) {
-      let ascii = true
-      for (let i = o; i < o + n; i++) {
-        if (b[i]! >= 0x80) {
-          ascii = false
-          break
-        }
+      let out = ""
+      let i = o
+      for (; i < o + n; i++) {
+        const c = b[i]!
+        if (c >= 0x80) break
+        out += String.fromCharCode(c)
       }
-      if (ascii) return String.fromCharCode.apply(null, b.subarray(o, o + n) as unknown as Array<number>)
+      if (i === o + n) return out
     }
     try {
       return utf8.decode(b.subarray(o, o + n))

@@ -13,7 +13,7 @@
  * so callers must not reuse a chunk's memory after pushing it (Node socket
  * chunks are fresh buffers, so this holds for sockets).
  */
-import { OverCap, Truncated, isFrameError, type FrameError } from "./errors.js"
+import { OverCap, Truncated, type FrameError } from "./errors.js"
 import { DEFAULT_CAPS, HEADER_LEN, capFor, readHeader, type FrameCaps, type FrameHeader } from "./frame.js"
 
 export interface Frame {
@@ -75,7 +75,7 @@ export class FrameDecoder {
           h = readHeader(this.hdr, 0)
           this.hdrFill = 0
         }
-        if (isFrameError(h)) return this.fail(h)
+        if ("_tag" in h) return this.fail(h)
         const cap = capFor(this.caps, h.type)
         if (h.length > cap) return this.fail(new OverCap({ type: h.type, length: h.length, cap }))
         if (h.length === 0) {
