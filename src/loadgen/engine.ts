@@ -18,14 +18,14 @@ import * as net from "node:net"
 import { readFileSync } from "node:fs"
 import { performance } from "node:perf_hooks"
 import hdr from "hdr-histogram-js"
+import { Flags, HEADER_LEN, MAGIC, MsgType, PROTOCOL_VERSION } from "../protocol/frame.js"
 import { LinearRecorder } from "./histogram.js"
 
-const HEADER_LEN = 16
-const MAGIC_HI = 0x54
-const MAGIC_LO = 0x4c
-const VERSION = 1
-const TYPE_GET_RANGE = 2
-const FLAG_ERROR = 2
+const MAGIC_HI = MAGIC >>> 8
+const MAGIC_LO = MAGIC & 0xff
+const VERSION = PROTOCOL_VERSION
+const TYPE_GET_RANGE = MsgType.GetRange
+const FLAG_ERROR = Flags.Error
 /** Longest error body accepted; a longer one is a protocol violation. */
 const ERROR_BODY_CAP = 64 * 1024
 

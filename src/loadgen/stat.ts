@@ -1,5 +1,7 @@
 /** Asks the coordinator for an object's size with a `StatObject` control frame. */
 import { Effect } from "effect"
+import { ControlChannel } from "../client/ControlChannel.js"
+import { objectIdToUri } from "../core/objectId.js"
 import type { ObjectId } from "../core/ids.js"
 import { LoadgenError } from "./run.js"
 
@@ -8,13 +10,19 @@ export interface ObjectStat {
   readonly version: string
 }
 
-// Placeholder until src/protocol's control codec lands.
 export const statObject = (
   addr: { readonly host: string; readonly port: number },
   object: ObjectId
 ): Effect.Effect<ObjectStat, LoadgenError> =>
-  Effect.fail(
-    new LoadgenError({
-      message: `asking ${addr.host}:${addr.port} for the size of ${object.bucket}/${object.objectPath} is not available yet; give --size`
+  Effect.scoped(
+    Effect.gen(function* () {
+      const where = `${addr.host}:${addr.port}`
+      const channel = yield* ControlChannel.make(where)
+      const reply = yield* channel
+        .request({ _tag: "StatObject", object })
+        .pipe(Effect.mapError((e) => new LoadgenError({ message: `StatObject ${objectIdToUri(object)} at ${where}: ${e.message}` })))
+      if (reply._tag === "ObjectStat") return { size: reply.size, version: reply.version }
+      const detail = reply._tag === "Ack" ? (reply.detail ?? "no detail") : `unexpected ${reply._tag} reply`
+      return yield* Effect.fail(new LoadgenError({ message: `StatObject ${objectIdToUri(object)} at ${where}: ${detail}` }))
     })
   )
