@@ -8,8 +8,8 @@ import { Config, Console, Effect, Option, Stream } from "effect"
 import { NodeRole } from "../core/ids.js"
 import type { ClusterStatus } from "../coordinator/AdminHttp.js"
 import type { TalonClientOptions } from "./config.js"
-import { CoordinatorUnavailable } from "./errors.js"
-import { makeTalonClient } from "./TalonClient.js"
+import { CoordinatorUnavailable, type TalonClientError } from "./errors.js"
+import { makeTalonClient, type TalonClientShape } from "./TalonClient.js"
 
 const coordinatorOption = Options.text("coordinator").pipe(
   Options.withDescription("Coordinator control address host:port (env TALON_CLIENT_COORDINATOR, default 127.0.0.1:7000)."),
@@ -39,6 +39,24 @@ const writeChunk = (sink: NodeJS.WritableStream, chunk: Uint8Array) =>
     })
     if (!ok) sink.once("drain", () => resume(Effect.void))
   })
+
+/** Streams `[offset, offset+length)` of `uri` into `sink` in order, honouring its backpressure; returns bytes written. */
+export const readToSink = (
+  client: TalonClientShape,
+  uri: string,
+  offset: number,
+  length: number,
+  sink: NodeJS.WritableStream
+): Effect.Effect<number, TalonClientError | Error> => {
+  let written = 0
+  return client.readStream(uri, offset, length).pipe(
+    Stream.runForEach((chunk) => {
+      written += chunk.length
+      return writeChunk(sink, chunk)
+    }),
+    Effect.map(() => written)
+  )
+}
 
 export const read = Command.make(
   "read",
@@ -76,13 +94,7 @@ export const read = Command.make(
                 })
             )
           : process.stdout
-        let written = 0
-        yield* client.readStream(uri, offset, len).pipe(
-          Stream.runForEach((chunk) => {
-            written += chunk.length
-            return writeChunk(sink, chunk)
-          })
-        )
+        const written = yield* readToSink(client, uri, offset, len, sink)
         if (Option.isSome(out)) {
           yield* Console.error(`wrote ${written} bytes of ${uri} [${offset}, ${offset + written}) to ${out.value}`)
         }
