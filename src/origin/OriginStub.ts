@@ -3,7 +3,7 @@
  * with injectable faults and request counters. Scoped: the server stops when the
  * layer's scope closes.
  */
-import { Config, Context, Data, Effect, Layer } from "effect"
+import { Config, type ConfigError, Context, Data, Effect, Layer } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { StubState } from "./context.js"
@@ -86,6 +86,10 @@ export class OriginStub extends Context.Tag("talon/OriginStub")<OriginStub, Orig
   static readonly make = make
   static readonly layer = (config: OriginStubConfig): Layer.Layer<OriginStub, OriginStubError> =>
     Layer.scoped(OriginStub, make(config))
+  /** Root, host and port from `TALON_ORIGIN_*` (see `OriginStubConfigFromEnv`); no faults. */
+  static readonly layerFromEnv: Layer.Layer<OriginStub, OriginStubError | ConfigError.ConfigError> = Layer.unwrapEffect(
+    Effect.map(Effect.suspend(() => OriginStubConfigFromEnv), (config) => OriginStub.layer(config))
+  )
 }
 
 /** `TALON_ORIGIN_ROOT`, `_HOST`, `_PORT` (defaults `./.talon/origin`, 127.0.0.1, 9100). */
