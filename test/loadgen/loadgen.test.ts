@@ -7,6 +7,7 @@ import { makeScratch, repoRoot, type Running, type Scratch, startCeiling, startF
 
 const RANGE = 64 * 1024
 const BLOB = 8 * 1024 * 1024
+const CLI_TIMEOUT = 180_000
 const ERROR_MESSAGE = "worker is not ready: cache dir /x is read-only"
 
 let scratch: Scratch
@@ -53,7 +54,12 @@ const cli = (args: ReadonlyArray<string>) =>
     let stderr = ""
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
-    child.on("exit", (code) => resolve({ code, stdout, stderr }))
+    // Startup alone can take tens of seconds on a loaded 2-core machine; never leave the child behind.
+    const timer = setTimeout(() => child.kill("SIGKILL"), CLI_TIMEOUT - 5_000)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
   })
 
 describe("loadgen against ceiling", () => {
@@ -91,7 +97,7 @@ describe("loadgen against ceiling", () => {
       expect(l["errors"]).toBe(0)
       expect(l["samples"] as number).toBeGreaterThan(0)
     }
-  })
+  }, CLI_TIMEOUT)
 
   it("fails on an error frame and prints the server's message verbatim", async () => {
     const { code, stdout, stderr } = await cli([
@@ -102,7 +108,7 @@ describe("loadgen against ceiling", () => {
     expect(stderr).toContain(ERROR_MESSAGE)
     expect(stderr.split("\n")[0]).toMatch(/^loadgen: error frame from server \(conn \d+, id \d+, offset \d+\): worker is not ready: cache dir \/x is read-only$/)
     expect(stdout).toContain("| conns |") // the table is still printed
-  })
+  }, CLI_TIMEOUT)
 
   it.live("fails a run that asks past the end of the object (byte counts are the server's, not assumed)", () =>
     Effect.gen(function* () {
