@@ -28,17 +28,21 @@ for (const n of [8, 64, 256]) {
   const maglev = Maglev.build(nodes(n))
   const hrw = Rendezvous.build(nodes(n))
   // Maglev primary: one block hash + one table read.
-  benchBatched(`locate/${n}`, 64, () => maglev.primary(nextBlock()))
+  benchBatched(`locate/${n}`, 256, () => maglev.primary(nextBlock()))
   // HRW primary: one block hash + n score mixes (the shape of Talon's RendezvousPlacement::locate).
-  benchBatched(`locate_hrw/${n}`, n >= 256 ? 16 : 64, () => hrw.primary(nextBlock()))
+  benchBatched(`locate_hrw/${n}`, n >= 256 ? 64 : 256, () => hrw.primary(nextBlock()))
   // Top-3 replicas (Talon's locate_top_k uses k = 3): hash + probe until 3 distinct workers.
-  benchBatched(`locate_top_k/${n}`, 64, () => maglev.rank(nextBlock(), 3))
-  benchBatched(`locate_top_k_hrw/${n}`, n >= 256 ? 16 : 64, () => hrw.rank(nextBlock(), 3))
+  benchBatched(`locate_top_k/${n}`, 256, () => maglev.rank(nextBlock(), 3))
+  benchBatched(`locate_top_k_hrw/${n}`, n >= 256 ? 64 : 256, () => hrw.rank(nextBlock(), 3))
 }
 
-for (const n of [8, 64, 256]) {
+for (const [n, batch, hrwBatch] of [
+  [8, 4, 16],
+  [64, 2, 4],
+  [256, 1, 1]
+] as const) {
   const members = nodes(n)
   // A membership change: normalise + sort, n worker permutations, the slot fill, the epoch.
-  benchBatched(`table_build/${n}`, 1, () => Maglev.build(members).size)
-  benchBatched(`table_build_hrw/${n}`, n >= 256 ? 4 : 16, () => Rendezvous.build(members).ids)
+  benchBatched(`table_build/${n}`, batch, () => Maglev.build(members).size)
+  benchBatched(`table_build_hrw/${n}`, hrwBatch, () => Rendezvous.build(members).ids)
 }

@@ -24,7 +24,7 @@ benchBatched("encode_range_request", 256, () => encodeRangeRequest(request).leng
  */
 const FRAMES = 64
 const chunk = Buffer.concat(Array.from({ length: FRAMES }, (_, i) => encodeGetRangeFrame(i + 1, { ...request, offset: i * MiB })))
-benchBatched("decode_frames", 8, () => {
+benchBatched("decode_frames", 32, () => {
   const d = new FrameDecoder()
   d.push(chunk)
   let frames = 0

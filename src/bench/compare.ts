@@ -11,8 +11,8 @@
 export type Results = Readonly<Record<string, number>>
 
 /**
- * A bench registered as `"name (×N)"` times N calls per sample: vitest times each sample
- * with a ~100 ns clock read on this machine, so sub-microsecond work is batched and the
+ * A bench registered as `"name (×N)"` times N calls per sample: a clock read costs far more
+ * than the work being measured (see bench/batch.ts), so each sample is a batch and the
  * harness divides the median by N.
  */
 const BATCH = /^(.*) \(×(\d+)\)$/

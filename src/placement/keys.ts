@@ -1,9 +1,10 @@
 import type { BlockId, NodeInfo } from "../core/ids.js"
-import { sha256Into as importedSha256Into } from "./sha256.js"
+import { prefixState, sha256Into as importedSha256Into, sha256IntoAfterPrefix as importedAfterPrefix } from "./sha256.js"
 
 // Hot-path imports are re-bound locally: under vitest (vite-node) every access to an imported
 // binding is a getter call on the module namespace, which a per-lookup path should not pay.
 const sha256Into = importedSha256Into
+const sha256IntoAfterPrefix = importedAfterPrefix
 
 /**
  * Canonical byte layouts hashed by placement (DESIGN.md "Placement"): a field is a u64 LE
@@ -11,6 +12,8 @@ const sha256Into = importedSha256Into
  */
 
 const BLOCK_DOMAIN = Buffer.from("talon-cache-maglev-block-v1\0", "latin1")
+/** The domain is exactly 28 bytes, so SHA-256 rounds 0–6 of every block key are constant. */
+const BLOCK_MID = prefixState(BLOCK_DOMAIN)
 const WORKER_DOMAIN = Buffer.from("talon-cache-maglev-worker-v1\0", "latin1")
 const MEMBERSHIP_DOMAIN = Buffer.from("talon-cache-membership-v1\0", "latin1")
 /** Our own domain for HRW worker seeds; HRW is not part of the wire contract. */
@@ -100,24 +103,30 @@ export class BlockHasher {
     buf[off + 3] = size >>> 24
     off = writeField(buf, off + 4, version)
     const d = this.digest
-    sha256Into(buf, off, d)
+    sha256IntoAfterPrefix(buf, off, d, BLOCK_MID)
     this.lo = bswap(d[0]!)
     this.lo2 = bswap(d[1]!)
     this.hi = bswap(d[2]!)
   }
 }
 
-/** SHA-256 of `domain ++ fields…`, built in a fresh buffer (cold path: table builds). */
+let fieldScratch = Buffer.alloc(1024)
+const fieldDigest = new Int32Array(8)
+
+/**
+ * SHA-256 of `domain ++ field(f) for each f` into `fieldDigest` (cold path: table builds).
+ * Reuses one scratch buffer: a fresh zeroed Buffer per worker costs more than its hash.
+ */
 const hashFields = (domain: Buffer, fields: ReadonlyArray<string>): Int32Array => {
   let worst = domain.length + 72
   for (const f of fields) worst += 8 + 3 * f.length
-  const buf = Buffer.alloc(worst)
+  if (worst > fieldScratch.length) fieldScratch = Buffer.alloc(Math.max(worst, fieldScratch.length * 2))
+  const buf = fieldScratch
   domain.copy(buf, 0)
   let off = domain.length
   for (const f of fields) off = writeField(buf, off, f)
-  const out = new Int32Array(8)
-  sha256Into(buf, off, out)
-  return out
+  sha256Into(buf, off, fieldDigest)
+  return fieldDigest
 }
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
 import fc from "fast-check"
-import { paddedLength, sha256Into } from "../../src/placement/sha256.js"
+import { paddedLength, prefixState, sha256Into, sha256IntoAfterPrefix } from "../../src/placement/sha256.js"
 
 const hex = (words: Int32Array): string => Array.from(words, (w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
 
@@ -37,5 +37,26 @@ describe("sha256Into", () => {
       }),
       { numRuns: 300 }
     )
+  })
+})
+
+describe("sha256IntoAfterPrefix", () => {
+  it("resumes after the constant 28-byte prefix and agrees with node:crypto", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 28, maxLength: 28 }), fc.uint8Array({ maxLength: 300 }), (prefix, rest) => {
+        const mid = prefixState(prefix)
+        const msg = new Uint8Array(paddedLength(28 + rest.length))
+        msg.set(prefix)
+        msg.set(rest, 28)
+        const out = new Int32Array(8)
+        sha256IntoAfterPrefix(msg, 28 + rest.length, out, mid)
+        expect(hex(out)).toBe(createHash("sha256").update(msg.subarray(0, 28 + rest.length)).digest("hex"))
+      }),
+      { numRuns: 300 }
+    )
+  })
+
+  it("refuses a prefix shorter than 28 bytes", () => {
+    expect(() => prefixState(new Uint8Array(27))).toThrow(RangeError)
   })
 })
