@@ -34,20 +34,23 @@ export interface RangeReply {
 
 export type ReadOutcome = RangeReply | ReadFailed
 
+/** What the read path needs of a store: the DiskStore itself, or a serving loop's leased view of its owner's store. */
+export type ServeStore = Pick<DiskStore, "lookup" | "pin" | "ensureOpen" | "release" | "missingRuns">
+
 const EMPTY: RangeReply = { _tag: "RangeReply", length: 0, segments: [], units: [] }
 const MAX_FRAME = 0xffffffff
 /** Fill-then-pin attempts before giving up (only a cache far smaller than the request needs more). */
 const ATTEMPTS = 4
 
 export class ReadPathImpl {
-  readonly #store: DiskStore
+  readonly #store: ServeStore
   readonly #miss: MissPathShape
   readonly #stats: WorkerStats
   readonly #blockSize: number
   readonly #pageSize: number
   readonly #capacity: number
 
-  constructor(store: DiskStore, miss: MissPathShape, stats: WorkerStats, blockSize: number, pageSize: number, capacity: number) {
+  constructor(store: ServeStore, miss: MissPathShape, stats: WorkerStats, blockSize: number, pageSize: number, capacity: number) {
     this.#store = store
     this.#miss = miss
     this.#stats = stats

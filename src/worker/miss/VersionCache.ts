@@ -54,8 +54,14 @@ export class VersionCache {
     return p
   }
 
-  seed(key: string, stat: ObjectStat): void {
-    this.#entries.set(key, { stat, expiresAt: this.#now() + this.#ttlMs })
+  /** Caches `stat` until `expiresAt` (default: the TTL from now); a serving loop uses its owner's expiry. */
+  seed(key: string, stat: ObjectStat, expiresAt: number = this.#now() + this.#ttlMs): void {
+    this.#entries.set(key, { stat, expiresAt })
+  }
+
+  /** When the cached stat of `key` stops being fresh (ms, same clock as `now`), if one is cached. */
+  expiresAt(key: string): number | undefined {
+    return this.#entries.get(key)?.expiresAt
   }
 
   invalidate(key: string, version?: string): void {
