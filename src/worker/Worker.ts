@@ -13,22 +13,25 @@
  * Each build is fresh: two workers in one program (e.g. `talon up`) never
  * share a store, listener or counters.
  */
-import { Context, Effect, Layer } from "effect"
+import { type ConfigError, Context, Effect, Layer } from "effect"
 import type { BackendStore } from "../backend/BackendStore.js"
 import type { NodeInfo } from "../core/ids.js"
 import { DataPlane } from "./plane/DataPlane.js"
-import { Sendfile } from "./plane/Sendfile.js"
-import { AdminHttp } from "./admin/AdminHttp.js"
+import { type NativePlaneUnavailable, Sendfile } from "./plane/Sendfile.js"
+import { type AdminListenError, AdminHttp } from "./admin/AdminHttp.js"
 import { WorkerConfig, type WorkerSettings } from "./config.js"
 import { WorkerMetrics, type WorkerStats } from "./metrics.js"
 import { Membership } from "./membership/Membership.js"
 import { type ReadyState, WorkerReadiness } from "./membership/Readiness.js"
 import { MissPath } from "./miss/MissPath.js"
 import { ReadPath } from "./ReadPath.js"
-import { DataServer } from "./server/DataServer.js"
+import { DataServer, type DataServerListenError } from "./server/DataServer.js"
 import { ServeMode } from "./server/ServeMode.js"
-import { BlockStore } from "./store/BlockStore.js"
+import { BlockStore, type BlockStoreOpenFailed } from "./store/BlockStore.js"
 import type { DiskStore } from "./store/DiskStore.js"
+
+/** Why a worker could not start: its cache dirs, its data listener or its admin listener. */
+export type WorkerStartError = BlockStoreOpenFailed | DataServerListenError | AdminListenError
 
 export interface WorkerShape {
   readonly node: NodeInfo
@@ -91,19 +94,23 @@ const PlaneAndModeFromConfig = Layer.unwrapEffect(
 
 export class Worker extends Context.Tag("talon/Worker")<Worker, WorkerShape>() {
   /** Needs WorkerConfig, BackendStore, DataPlane and ServeMode. */
-  static readonly layerWith: Layer.Layer<Worker, unknown, WorkerConfig | BackendStore | DataPlane | ServeMode> =
+  static readonly layerWith: Layer.Layer<Worker, WorkerStartError, WorkerConfig | BackendStore | DataPlane | ServeMode> =
     Layer.fresh(Layer.effect(Worker, make).pipe(Layer.provide(ServingLayers)))
 
   /** Needs WorkerConfig and BackendStore; plane and mode come from the config. */
-  static readonly layer: Layer.Layer<Worker, unknown, WorkerConfig | BackendStore> = Layer.fresh(
+  static readonly layer: Layer.Layer<Worker, WorkerStartError | NativePlaneUnavailable, WorkerConfig | BackendStore> = Layer.fresh(
     Worker.layerWith.pipe(Layer.provide(PlaneAndModeFromConfig))
   )
 
   /** Needs BackendStore: settings are `explicit` > `TALON_WORKER_*` > defaults. */
-  static readonly layerFrom = (explicit: Partial<WorkerSettings> = {}): Layer.Layer<Worker, unknown, BackendStore> =>
+  static readonly layerFrom = (
+    explicit: Partial<WorkerSettings> = {}
+  ): Layer.Layer<Worker, WorkerStartError | NativePlaneUnavailable | ConfigError.ConfigError, BackendStore> =>
     Worker.layer.pipe(Layer.provide(WorkerConfig.layer(explicit)))
 
   /** Needs BackendStore: exactly these settings over the defaults (the environment is ignored). */
-  static readonly layerOf = (settings: Partial<WorkerSettings>): Layer.Layer<Worker, unknown, BackendStore> =>
+  static readonly layerOf = (
+    settings: Partial<WorkerSettings>
+  ): Layer.Layer<Worker, WorkerStartError | NativePlaneUnavailable | ConfigError.ConfigError, BackendStore> =>
     Worker.layer.pipe(Layer.provide(WorkerConfig.layerOf(settings)))
 }
