@@ -164,7 +164,7 @@ describe("worker membership", () => {
     await until("member of the first coordinator", async () =>
       (await members(first.coordinator)).some((n) => n.id === "w-real" && n.address === w.worker.dataAddress)
     )
-    expect(w.worker.readiness.ready).toBe(true)
+    await until("ready", () => w.worker.readiness.ready)
     await first.stop()
     const second = await startCoordinator(address)
     await until("member of the restarted coordinator", async () =>
