@@ -8,7 +8,19 @@
  * block's replicas in rank order, and when every replica fails the membership is
  * refreshed and the request retried once before the read fails.
  */
-import { Context, Effect, Either, Layer, ManagedRuntime, Option, Stream, type ConfigError, type Scope } from "effect"
+import {
+  Context,
+  Deferred,
+  Effect,
+  Either,
+  FiberId,
+  Layer,
+  ManagedRuntime,
+  Option,
+  Stream,
+  type ConfigError,
+  type Scope
+} from "effect"
 import { NodeRole, type BlockId, type NodeInfo, type ObjectId } from "../core/ids.js"
 import { objectIdFromPath, objectIdFromUri, objectIdToPath, objectIdToUri } from "../core/objectId.js"
 import { planRead } from "../core/geometry.js"
@@ -79,6 +91,8 @@ export const toListPrefix = (prefix: string): string => {
   return `/${name}/${prefix.slice(sep + 3)}`
 }
 
+const MAX_STAT_ENTRIES = 10_000
+
 interface Membership {
   readonly nodes: ReadonlyArray<NodeInfo>
   readonly placement: Maglev
@@ -115,7 +129,7 @@ export const makeTalonClient = (
 
     // ---- membership (TTL cache, one refresh in flight at a time) ----
     let membership: Membership | undefined
-    let refreshing: Effect.Effect<Membership, TalonClientError> | undefined
+    let refreshing: Deferred.Deferred<Membership, TalonClientError> | undefined
     const fetchMembership = Effect.gen(function* () {
       const reply = yield* ask({ _tag: "MembershipQuery" })
       if (reply._tag !== "MembershipList") return yield* Effect.fail(unexpected("MembershipQuery", reply))
@@ -135,24 +149,53 @@ export const makeTalonClient = (
       membership = next
       return next
     })
+    /**
+     * Cached membership, refreshed after the TTL (or on demand). One refresh runs at a time,
+     * detached from its callers so an interrupted caller cannot fail the others waiting on it.
+     * When a TTL refresh fails but a membership is cached, the stale one is used: the
+     * coordinator is not on the read path, and a short outage of it must not stop reads.
+     * A forced refresh (every replica failed) reports the failure instead.
+     */
     const getMembership = (refresh: boolean): Effect.Effect<Membership, TalonClientError> =>
       Effect.suspend(() => {
         const cached = membership
         if (!refresh && cached !== undefined && Date.now() - cached.fetchedAt < options.membershipTtlMs) {
           return Effect.succeed(cached)
         }
-        if (refreshing === undefined) {
-          refreshing = fetchMembership.pipe(
-            Effect.ensuring(Effect.sync(() => (refreshing = undefined))),
-            Effect.cached,
-            Effect.runSync
+        let pending = refreshing
+        if (pending === undefined) {
+          const created = Deferred.unsafeMake<Membership, TalonClientError>(FiberId.none)
+          pending = created
+          refreshing = created
+          Effect.runFork(
+            fetchMembership.pipe(
+              Effect.exit,
+              Effect.flatMap((exit) => {
+                refreshing = undefined
+                return Deferred.done(created, exit)
+              })
+            )
           )
         }
-        return refreshing
+        const fresh = Deferred.await(pending)
+        return refresh || cached === undefined
+          ? fresh
+          : Effect.catchTag(fresh, "CoordinatorUnavailable", (e) =>
+              Effect.as(Effect.logWarning(`using cached membership: ${e.message}`), cached)
+            )
       })
 
     // ---- stat (short TTL cache) ----
     const statCache = new Map<string, { info: ObjectInfo; at: number }>()
+    const remember = (key: string, info: ObjectInfo) => {
+      // Bounded: a client reading millions of objects must not keep every stat forever.
+      if (statCache.size >= MAX_STAT_ENTRIES) {
+        const now = Date.now()
+        for (const [k, v] of statCache) if (now - v.at >= options.statTtlMs) statCache.delete(k)
+        if (statCache.size >= MAX_STAT_ENTRIES) statCache.clear()
+      }
+      statCache.set(key, { info, at: Date.now() })
+    }
     const statObject = (object: ObjectId): Effect.Effect<ObjectInfo, TalonClientError> =>
       Effect.suspend(() => {
         const key = objectIdToPath(object)
@@ -162,7 +205,7 @@ export const makeTalonClient = (
           Effect.flatMap((reply): Effect.Effect<ObjectInfo, TalonClientError> => {
             if (reply._tag === "ObjectStat") {
               const info = { object, size: reply.size, version: reply.version }
-              statCache.set(key, { info, at: Date.now() })
+              remember(key, info)
               return Effect.succeed(info)
             }
             if (reply._tag === "Ack" && !reply.ok && (reply.detail ?? "").startsWith("not found")) {

@@ -7,6 +7,7 @@ import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, type Scope } from "effect"
 import type { ServeError } from "@effect/platform/HttpServerError"
+import { formatHostPort } from "../client/address.js"
 
 export interface ClusterMember {
   readonly id: string
@@ -73,5 +74,5 @@ export const serveAdmin = (
     )
     const address = server.address
     const boundPort = address._tag === "TcpAddress" ? address.port : port
-    return `${host.includes(":") ? `[${host}]` : host}:${boundPort}`
+    return formatHostPort(host, boundPort)
   })

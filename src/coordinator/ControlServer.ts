@@ -22,6 +22,7 @@ import {
   type ControlMessage,
   type FrameCaps
 } from "../protocol/index.js"
+import { formatHostPort } from "../client/address.js"
 
 export class ControlListenError extends Data.TaggedError("ControlListenError")<{
   readonly host: string
@@ -56,6 +57,9 @@ export interface ControlServer {
   readonly port: number
   readonly stats: ControlServerStats
 }
+
+/** Control requests one connection may have being handled at once before the server stops reading it. */
+const MAX_IN_FLIGHT = 256
 
 const MSG_NAMES: Record<number, string> = {
   [MsgType.Control]: "Control",
@@ -94,6 +98,12 @@ export const serveControl = (options: ControlServerOptions): Effect.Effect<Contr
       const errorReply = (type: MsgType, requestId: number, message: string) => {
         stats.errorFrames++
         send(encodeErrorFrame(type, requestId, message))
+      }
+      // Handlers run concurrently; a peer that pipelines without reading replies is paused, not buffered without bound.
+      let inFlight = 0
+      const settled = () => {
+        inFlight--
+        if (inFlight === MAX_IN_FLIGHT / 2 && socket.isPaused()) socket.resume()
       }
       const drop = () => {
         stats.droppedConnections++
@@ -140,10 +150,13 @@ export const serveControl = (options: ControlServerOptions): Effect.Effect<Contr
           const message = decoded.right.message
           count(message._tag)
           const requestId = header.requestId
+          inFlight++
+          if (inFlight >= MAX_IN_FLIGHT) socket.pause()
           runFork(
             options.handle(message).pipe(
               Effect.exit,
               Effect.map((exit) => {
+                settled()
                 if (Exit.isSuccess(exit)) send(encodeControlFrame(requestId, exit.value))
                 else errorReply(MsgType.Control, requestId, `internal error handling ${message._tag}`)
               })
@@ -175,6 +188,5 @@ export const serveControl = (options: ControlServerOptions): Effect.Effect<Contr
         server.close(() => resume(Effect.void))
       })
     )
-    const host = options.host.includes(":") ? `[${options.host}]` : options.host
-    return { address: `${host}:${port}`, port, stats }
+    return { address: formatHostPort(options.host, port), port, stats }
   })

@@ -4,6 +4,7 @@
  * replica fallback, refresh-and-retry, short bodies, pipelining, typed errors.
  */
 import { randomBytes } from "node:crypto"
+import * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Either, Stream, type Scope } from "effect"
 import { ControlChannel } from "../../src/client/ControlChannel.js"
@@ -13,6 +14,13 @@ import type { CoordinatorOptions } from "../../src/coordinator/config.js"
 import { NodeRole, type BlockId } from "../../src/core/ids.js"
 import { objectIdFromUri } from "../../src/core/objectId.js"
 import { Maglev } from "../../src/placement/index.js"
+import {
+  DEFAULT_CAPS,
+  FrameDecoder,
+  decodeControl,
+  encodeControlFrame,
+  type ControlMessage
+} from "../../src/protocol/index.js"
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
 import { testCoordinator } from "../coordinator/fixtures/harness.js"
 import { FakeWorker } from "./fixtures/fakeWorker.js"
@@ -255,3 +263,58 @@ describe("TalonClient errors and metadata", () => {
 })
 
 
+
+describe("TalonClient when the coordinator goes away", () => {
+  it.live("reads keep working on the cached membership (stale after its TTL) and stat cache", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const worker = yield* Effect.acquireRelease(
+          Effect.promise(() => FakeWorker.start(store)),
+          (w) => Effect.promise(() => w.stop())
+        )
+        // A one-shot coordinator: answers over one connection, then stops listening for good.
+        const sockets = new Set<net.Socket>()
+        const server = net.createServer((socket) => {
+          sockets.add(socket)
+          const decoder = new FrameDecoder(DEFAULT_CAPS)
+          socket.on("data", (chunk: Buffer) => {
+            decoder.push(chunk)
+            for (let f = decoder.next(); f !== undefined; f = decoder.next()) {
+              if (!("header" in f)) return
+              const m = decodeControl(f.payload)
+              if (Either.isLeft(m)) return
+              const reply: ControlMessage =
+                m.right.message._tag === "MembershipQuery"
+                  ? { _tag: "MembershipList", nodes: [{ id: "only", address: worker.address, role: NodeRole.Worker }] }
+                  : { _tag: "ObjectStat", size: data.length, version: "v1" }
+              socket.write(encodeControlFrame(f.header.requestId, reply))
+            }
+          })
+        })
+        yield* Effect.promise(() => new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r())))
+        const address = `127.0.0.1:${(server.address() as net.AddressInfo).port}`
+        const client = yield* makeTalonClient({
+          coordinator: address,
+          blockSize: BLOCK,
+          membershipTtlMs: 1,
+          statTtlMs: 60_000,
+          connectTimeoutMs: 500
+        })
+        expect(Buffer.from(yield* client.read(URI, 0, 1000)).equals(data.subarray(0, 1000))).toBe(true)
+        yield* Effect.promise(
+          () =>
+            new Promise<void>((r) => {
+              for (const s of sockets) s.destroy()
+              server.close(() => r())
+            })
+        )
+        yield* Effect.sleep("10 millis")
+        // The membership TTL has passed and the coordinator is gone: the stale membership serves.
+        expect(Buffer.from(yield* client.read(URI, BLOCK, 1000)).equals(data.subarray(BLOCK, BLOCK + 1000))).toBe(true)
+        // An explicit refresh does report the outage.
+        const err = yield* Effect.flip(client.members(true))
+        expect(err._tag).toBe("CoordinatorUnavailable")
+      })
+    )
+  )
+})

@@ -252,7 +252,8 @@ describe("coordinator control listener", () => {
       Effect.gen(function* () {
         const peer = yield* Effect.promise(() => RawPeer.connect(port))
         yield* register(peer, worker("w", 7101), 1)
-        const ids = Array.from({ length: 50 }, (_, i) => 1000 + i)
+        // More than the server's per-connection in-flight bound, sent in one write: it must pause and resume, not drop.
+        const ids = Array.from({ length: 600 }, (_, i) => 1000 + i)
         peer.send(Buffer.concat(ids.map((id) => encodeControlFrame(id, { _tag: "MembershipQuery" }))))
         const seen = new Set<number>()
         for (const _ of ids) {
@@ -260,7 +261,7 @@ describe("coordinator control listener", () => {
           expect(controlOf(f)._tag).toBe("MembershipList")
           seen.add(f.header.requestId)
         }
-        expect([...seen].sort()).toEqual(ids)
+        expect([...seen].sort((a, b) => a - b)).toEqual(ids)
         peer.close()
       })
     )
