@@ -58,6 +58,14 @@ export class RequestHandler {
   ) {}
 
   handle(frame: Frame): Reply | Promise<Reply> {
+    const reply = this.dispatch(frame)
+    if (!(reply instanceof Promise)) return reply
+    // A reply promise must always settle with a reply, or the connection's reply order would stall.
+    const { type, requestId } = frame.header
+    return reply.catch((e: unknown) => this.error(type, requestId, `internal error: ${describeUnknown(e)}`))
+  }
+
+  private dispatch(frame: Frame): Reply | Promise<Reply> {
     const { type, requestId } = frame.header
     switch (type) {
       case MsgType.Ping:
