@@ -1,4 +1,5 @@
 import { cluster, read } from "../client/cli.js"
+import { up } from "../cluster/cli.js"
 import { coordinator } from "../coordinator/cli.js"
 import { loadgen } from "../loadgen/cli.js"
 import { origin } from "../origin/cli.js"
@@ -6,4 +7,4 @@ import { worker } from "../worker/cli.js"
 import { selfCheck } from "./selfCheck.js"
 
 /** Every `talon <sub>` command; each component contributes its own from `src/<component>/cli.ts`. */
-export const subcommands = [coordinator, worker, origin, read, cluster, loadgen, selfCheck] as const
+export const subcommands = [up, coordinator, worker, origin, read, cluster, loadgen, selfCheck] as const

@@ -1,10 +1,10 @@
-import { Command } from "@effect/cli"
+import { Command, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Effect } from "effect"
+import { Cause, Console, Effect } from "effect"
 import { subcommands } from "./commands.js"
 
 const talon = Command.make("talon", {}, () =>
-  Effect.log("talon: a distributed read cache for S3 and Azure Blob. Run `talon --help` for the subcommands.")
+  Console.log("talon: a distributed read cache for S3 and Azure Blob. Run `talon --help` for the subcommands.")
 ).pipe(
   Command.withDescription("Talon: a distributed read cache for object storage (S3, Azure Blob)."),
   Command.withSubcommands(subcommands)
@@ -12,4 +12,18 @@ const talon = Command.make("talon", {}, () =>
 
 const cli = Command.run(talon, { name: "talon", version: "0.1.0" })
 
-cli(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain)
+/** A user sees one line saying what went wrong, not a fiber stack (TALON_DEBUG=1 shows it). */
+const report = (cause: Cause.Cause<unknown>) => {
+  if (Cause.isInterruptedOnly(cause)) return Effect.void
+  const error = Cause.squash(cause)
+  if (ValidationError.isValidationError(error)) return Effect.void // @effect/cli already printed it with usage
+  if (process.env.TALON_DEBUG) return Console.error(Cause.pretty(cause))
+  const message = error instanceof Error ? error.message : String(error)
+  return Console.error(`talon: ${message}`)
+}
+
+cli(process.argv).pipe(
+  Effect.tapErrorCause(report),
+  Effect.provide(NodeContext.layer),
+  NodeRuntime.runMain({ disableErrorReporting: true })
+)

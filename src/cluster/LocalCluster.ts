@@ -1,0 +1,102 @@
+/**
+ * `talon up`: a whole cache cluster in one process, composed from the same layers the
+ * separate subcommands run — origin stub (seeded), coordinator, N workers — so what a
+ * newcomer runs first is what production runs, just on loopback.
+ */
+import * as fs from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Context, Data, Effect, Layer, type Scope } from "effect"
+import { BackendStore } from "../backend/BackendStore.js"
+import * as Router from "../backend/Router.js"
+import { Coordinator, type CoordinatorShape } from "../coordinator/Coordinator.js"
+import { OriginStub, type OriginStubShape } from "../origin/OriginStub.js"
+import { seed } from "../origin/seed.js"
+import { Worker, type WorkerShape } from "../worker/Worker.js"
+import type { WorkerSettings } from "../worker/config.js"
+
+export interface LocalClusterOptions {
+  /** Where origin data and cache dirs live; default a fresh temp dir removed at shutdown. */
+  readonly dir?: string | undefined
+  /** Keep a temp `dir` after shutdown. */
+  readonly keep?: boolean
+  readonly workers?: number
+  /** Bind every listener on port 0 instead of the documented defaults (tests, several clusters at once). */
+  readonly ephemeral?: boolean
+  readonly host?: string
+  /** Per-worker settings applied to every worker (block size, page size, capacity, plane, mode...). */
+  readonly worker?: Partial<WorkerSettings>
+  readonly heartbeatIntervalMs?: number
+}
+
+export interface LocalClusterShape {
+  readonly dir: string
+  readonly origin: OriginStubShape
+  readonly coordinator: CoordinatorShape
+  readonly workers: ReadonlyArray<WorkerShape>
+}
+
+export class LocalClusterError extends Data.TaggedError("LocalClusterError")<{ readonly message: string }> {}
+
+const DEFAULT_PORTS = { origin: 9100, control: 7000, admin: 8000, workerData: 7001, workerAdmin: 8001 }
+
+const workDir = (options: LocalClusterOptions): Effect.Effect<string, LocalClusterError, Scope.Scope> => {
+  if (options.dir !== undefined) {
+    const dir = path.resolve(options.dir)
+    return Effect.tryPromise({
+      try: () => fs.mkdir(dir, { recursive: true }).then(() => dir),
+      catch: (e) => new LocalClusterError({ message: `cannot create ${dir}: ${(e as Error).message}` })
+    })
+  }
+  return Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => fs.mkdtemp(path.join(os.tmpdir(), "talon-up-")),
+      catch: (e) => new LocalClusterError({ message: `cannot create a temp dir: ${(e as Error).message}` })
+    }),
+    (dir) => (options.keep ? Effect.void : Effect.promise(() => fs.rm(dir, { recursive: true, force: true })))
+  )
+}
+
+const make = (options: LocalClusterOptions = {}) =>
+  Effect.gen(function* () {
+    const host = options.host ?? "127.0.0.1"
+    const port = (p: number) => (options.ephemeral ? 0 : p)
+    const dir = yield* workDir(options)
+    const originRoot = path.join(dir, "origin")
+    yield* seed(originRoot)
+    const origin = yield* OriginStub.make({ root: originRoot, host, port: port(DEFAULT_PORTS.origin) })
+    const backend = yield* Router.make(Router.localOptions(origin.url))
+    const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 1000
+    // Layer.build, not Effect.provide: the services must live as long as this scope, not one effect.
+    const coordinator = Context.get(
+      yield* Layer.build(
+        Coordinator.layer({
+          listen: `${host}:${port(DEFAULT_PORTS.control)}`,
+          adminListen: `${host}:${port(DEFAULT_PORTS.admin)}`,
+          heartbeatIntervalMs
+        }).pipe(Layer.provide(Layer.succeed(BackendStore, backend)))
+      ),
+      Coordinator
+    )
+    const workers: Array<WorkerShape> = []
+    for (let i = 0; i < (options.workers ?? 2); i++) {
+      const ctx = yield* Layer.build(
+        Worker.layerOf({
+          ...options.worker,
+          id: `worker-${i + 1}`,
+          dataAddress: `${host}:${port(DEFAULT_PORTS.workerData + i)}`,
+          adminAddress: `${host}:${port(DEFAULT_PORTS.workerAdmin + i)}`,
+          coordinator: coordinator.controlAddress,
+          cacheDirs: [path.join(dir, `cache-${i + 1}`)],
+          heartbeatIntervalMs
+        }).pipe(Layer.provide(Layer.succeed(BackendStore, backend)))
+      )
+      workers.push(Context.get(ctx, Worker))
+    }
+    return { dir, origin, coordinator, workers } satisfies LocalClusterShape
+  })
+
+export class LocalCluster extends Context.Tag("talon/LocalCluster")<LocalCluster, LocalClusterShape>() {
+  static readonly make = make
+  static readonly layer = (options: LocalClusterOptions = {}) => Layer.scoped(LocalCluster, make(options))
+}

@@ -1,0 +1,55 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import { afterAll, describe, expect, it } from "vitest"
+import { Effect } from "effect"
+import { SAMPLE_KEY, SEED_BUCKET, sampleBytes } from "../../src/origin/seed.js"
+import { TalonClient } from "../../src/client/TalonClient.js"
+
+// `npm start` = `talon up`: a real child process, read through it with the client library,
+// then Ctrl-C (SIGINT) must stop everything and remove the temp dir.
+const children: Array<ChildProcess> = []
+afterAll(() => children.forEach((c) => c.kill("SIGKILL")))
+
+const startUp = () =>
+  new Promise<{ child: ChildProcess; out: () => string; banner: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, ["bin/talon.mjs", "up", "--ephemeral"], { stdio: ["ignore", "pipe", "pipe"] })
+    children.push(child)
+    let out = ""
+    const onData = (d: Buffer) => {
+      out += d.toString()
+      if (out.includes("Read through the cache:")) resolve({ child, out: () => out, banner: out })
+    }
+    child.stdout!.on("data", onData)
+    child.stderr!.on("data", onData)
+    child.on("exit", (code) => reject(new Error(`talon up exited early (${code}):\n${out}`)))
+  })
+
+describe("talon up", () => {
+  it("starts a cluster that serves the origin's bytes, and Ctrl-C stops it cleanly", async () => {
+    const { child, out, banner } = await startUp()
+    const coordinator = /coordinator\s+control (\S+),/.exec(banner)?.[1]
+    const dir = /data dir\s+(\S+)/.exec(banner)?.[1]
+    expect(coordinator).toBeDefined()
+    expect(dir && fs.existsSync(dir)).toBe(true)
+
+    const offset = 3 * 1024 * 1024 + 17
+    const bytes = await Effect.runPromise(
+      Effect.gen(function* () {
+        const client = yield* TalonClient
+        // Workers register asynchronously; the client refreshes membership and retries once.
+        for (let i = 0; ; i++) {
+          const r = yield* Effect.either(client.read(`s3://${SEED_BUCKET}/${SAMPLE_KEY}`, offset, 4096))
+          if (r._tag === "Right" || i === 30) return yield* r
+          yield* Effect.sleep("500 millis")
+        }
+      }).pipe(Effect.provide(TalonClient.layer({ coordinator: coordinator!, membershipTtlMs: 200 })))
+    )
+    expect(Buffer.from(bytes).equals(sampleBytes(offset, 4096))).toBe(true)
+
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+    child.kill("SIGINT")
+    expect(await exited).toBe(0)
+    expect(fs.existsSync(dir!)).toBe(false)
+    expect(out()).not.toMatch(/ERROR/)
+  }, 180_000)
+})
