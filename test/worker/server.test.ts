@@ -19,6 +19,7 @@ import {
   writeObjectId,
   type Frame
 } from "../../src/protocol/index.js"
+import { Sendfile } from "../../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../../src/worker/server/ServeMode.js"
 import { makeDirBackend, pattern } from "./support/dirBackend.js"
 import { makeCleanup, startWorker, tempDir } from "./support/harness.js"
@@ -273,6 +274,47 @@ describe("worker data server", () => {
     }
     expect(await within(c.closed, 5000)).toBe(true)
   })
+
+  for (const [planeName, plane] of [["portable", Sendfile.Portable], ["auto (native where it loads)", Sendfile.Auto]] as const) {
+    it(`a failure after the header is on the wire closes that connection (${planeName} plane); others keep working`, async () => {
+      const originRoot = await tempDir(cleanup, "talon-origin-")
+      await fsp.mkdir(path.join(originRoot, "bkt"), { recursive: true })
+      const data = pattern(60 * KiB, 12)
+      await fsp.writeFile(path.join(originRoot, "bkt", "t"), data)
+      await fsp.writeFile(path.join(originRoot, "bkt", "u"), data)
+      const cache = await tempDir(cleanup, "talon-cache-")
+      const w = await startWorker(
+        cleanup,
+        makeDirBackend(originRoot).layer,
+        { cacheDirs: [cache], blockSize: 64 * KiB, pageSize: 0, versionTtlMs: 60_000 },
+        ServeMode.Pipelined,
+        plane
+      )
+      const c = await connect(w.worker.dataPort)
+      c.send(encodeGetRangeFrame(1, { object: obj("t"), offset: 0, len: 60 * KiB }))
+      sameBytes((await c.next()).payload, data)
+      // Corrupt the resident block behind the worker's back: it now holds fewer bytes than it promised.
+      const blockFiles: Array<string> = []
+      const walk = async (d: string): Promise<void> => {
+        for (const e of await fsp.readdir(d, { withFileTypes: true })) {
+          if (e.isDirectory()) await walk(path.join(d, e.name))
+          else if (e.name === "block") blockFiles.push(path.join(d, e.name))
+        }
+      }
+      await walk(path.join(cache, "v1"))
+      expect(blockFiles).toHaveLength(1)
+      await fsp.truncate(blockFiles[0]!, 1000)
+      let received = 0
+      c.socket.on("data", (d: Buffer) => (received += d.length))
+      c.send(encodeGetRangeFrame(2, { object: obj("t"), offset: 0, len: 60 * KiB }))
+      expect(await within(c.closed, 10_000)).toBe(true)
+      expect(received).toBeLessThan(HEADER_LEN + 60 * KiB)
+      const other = await connect(w.worker.dataPort)
+      other.send(encodeGetRangeFrame(3, { object: obj("u"), offset: 0, len: 60 * KiB }))
+      sameBytes((await other.next()).payload, data)
+      other.close()
+    })
+  }
 
   it("admin HTTP: /healthz, /readyz (standalone = ready), /metrics with the counters", async () => {
     const { put, port, w } = await setup()
