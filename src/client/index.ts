@@ -1,0 +1,22 @@
+export {
+  ControlChannel,
+  ControlConnectError,
+  ControlConnectionLost,
+  ControlProtocolError,
+  ControlRemoteError,
+  ControlTimeout
+} from "./ControlChannel.js"
+export type { ControlChannelOptions, ControlError, RequestOptions } from "./ControlChannel.js"
+export { CLIENT_DEFAULTS, resolveClientOptions, type TalonClientOptions } from "./config.js"
+export {
+  CoordinatorUnavailable,
+  InvalidRequest,
+  NoWorkers,
+  ObjectNotFound,
+  ReadFailed,
+  type TalonClientError
+} from "./errors.js"
+export { TalonClient, createTalonClient, makeTalonClient, parseTarget, toListPrefix } from "./TalonClient.js"
+export type { ListEntry, ObjectInfo, ObjectTarget, TalonClientPromise, TalonClientShape } from "./TalonClient.js"
+export { WorkerRejected, WorkerUnavailable } from "./WorkerPool.js"
+export { cluster, read } from "./cli.js"
