@@ -5,7 +5,7 @@
  * sampled every 100 ms. Several pids (a `--loops N` server) are summed.
  */
 import { execFileSync } from "node:child_process"
-import { readFile } from "node:fs/promises"
+import { readFileSync } from "node:fs"
 import { Data, Effect, Fiber, Ref, Schedule } from "effect"
 
 export class ProcReadError extends Data.TaggedError("ProcReadError")<{ readonly pid: number; readonly reason: string }> {
@@ -61,9 +61,11 @@ export const clockTicks = (): number => {
   return ticksPerSecond
 }
 
+// Synchronous on purpose: /proc reads never block, and the async form would wake a
+// libuv pool thread on the generator's own core ten times a second.
 const readText = (pid: number, file: string) =>
-  Effect.tryPromise({
-    try: () => readFile(`/proc/${pid}/${file}`, "utf8"),
+  Effect.try({
+    try: () => readFileSync(`/proc/${pid}/${file}`, "utf8"),
     catch: (e) => new ProcReadError({ pid, reason: e instanceof Error ? e.message : String(e) })
   })
 
