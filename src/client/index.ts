@@ -19,4 +19,3 @@ export {
 export { TalonClient, createTalonClient, makeTalonClient, parseTarget, toListPrefix } from "./TalonClient.js"
 export type { ListEntry, ObjectInfo, ObjectTarget, TalonClientPromise, TalonClientShape } from "./TalonClient.js"
 export { WorkerRejected, WorkerUnavailable } from "./WorkerPool.js"
-export { cluster, read } from "./cli.js"

@@ -4,4 +4,3 @@ export { COORDINATOR_DEFAULTS, livenessWindowMs, resolveCoordinatorOptions, type
 export type { ClusterMember, ClusterStatus } from "./AdminHttp.js"
 export { ControlListenError } from "./ControlServer.js"
 export { MembershipTable } from "./Membership.js"
-export { coordinator } from "./cli.js"
