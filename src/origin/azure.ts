@@ -12,9 +12,9 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
-import { decodePath, discardBody, header, sendEmpty, sendXml, type Ctx } from "./context.js"
+import { decodePath, discardBody, header, sendEmpty, sendXml, type Ctx, type HttpCtx } from "./context.js"
 import { compareKeys, isValidBucket, keyProblem, TMP_DIR } from "./layout.js"
-import { serveObject, type ReadDialect } from "./objectRead.js"
+import { serveObject, type ReadDialect, type ReadFailure } from "./objectRead.js"
 import {
   bucketExists,
   createBucket,
@@ -33,7 +33,7 @@ import { el, escapeXml, XML_DECL_AZURE } from "./xml.js"
 
 export const AZURE_API_VERSION = "2025-05-05"
 
-export const azureError = (ctx: Ctx, status: number, code: string, message: string, headers: Record<string, string | number> = {}) => {
+export const azureError = (ctx: HttpCtx, status: number, code: string, message: string, headers: Record<string, string | number> = {}) => {
   discardBody(ctx)
   const body = `${XML_DECL_AZURE}<Error><Code>${code}</Code><Message>${escapeXml(
     `${message}\nRequestId:${ctx.requestId}\nTime:${new Date().toISOString()}`
@@ -58,16 +58,21 @@ const blobHeaders = (obj: ObjectInfo): Record<string, string> => ({
   "x-ms-access-tier-inferred": "true"
 })
 
+/** Azure's answer to a read refused by its conditions or range (shared with the gateway). */
+export const azureReadFailure = (ctx: HttpCtx, failure: ReadFailure, size: number): void => {
+  if (failure === "precondition-failed") {
+    return azureError(ctx, 412, "ConditionNotMet", "The condition specified using HTTP conditional header(s) is not met.")
+  }
+  const message =
+    failure === "unsatisfiable"
+      ? "The range specified is invalid for the current size of the resource."
+      : "Multiple ranges in one request are not supported; request one range per Get Blob."
+  azureError(ctx, 416, "InvalidRange", message, { "Content-Range": `bytes */${size}` })
+}
+
 const dialect: ReadDialect = {
   objectHeaders: blobHeaders,
-  fail: (ctx, failure, obj) => {
-    if (failure === "precondition-failed") return conditionNotMet(ctx)
-    const message =
-      failure === "unsatisfiable"
-        ? "The range specified is invalid for the current size of the resource."
-        : "Multiple ranges in one request are not supported; request one range per Get Blob."
-    azureError(ctx, 416, "InvalidRange", message, { "Content-Range": `bytes */${obj.size}` })
-  }
+  fail: (ctx, failure, obj) => azureReadFailure(ctx, failure, obj.size)
 }
 
 const unquote = (etag: string) => etag.replace(/^"|"$/g, "")

@@ -11,12 +11,16 @@ export interface StubState {
   url: string
 }
 
-export interface Ctx {
+/** What the response helpers need: also satisfied by the gateway's own request context. */
+export interface HttpCtx {
   readonly req: IncomingMessage
   readonly res: ServerResponse
   readonly method: string
-  readonly query: URLSearchParams
   readonly requestId: string
+}
+
+export interface Ctx extends HttpCtx {
+  readonly query: URLSearchParams
   readonly state: StubState
   /** Set once the request is classified; faults and stats key on it. */
   kind: RequestKind
@@ -24,24 +28,24 @@ export interface Ctx {
   truncateBody?: number
 }
 
-export const header = (ctx: Ctx, name: string): string | undefined => {
+export const header = (ctx: HttpCtx, name: string): string | undefined => {
   const v = ctx.req.headers[name]
   return Array.isArray(v) ? v.join(",") : v
 }
 
-export const sendXml = (ctx: Ctx, status: number, body: string, headers: Record<string, string | number> = {}): void => {
+export const sendXml = (ctx: HttpCtx, status: number, body: string, headers: Record<string, string | number> = {}): void => {
   const buf = Buffer.from(body, "utf8")
   ctx.res.writeHead(status, { ...headers, "Content-Type": "application/xml", "Content-Length": buf.length })
   ctx.res.end(ctx.method === "HEAD" ? undefined : buf)
 }
 
-export const sendEmpty = (ctx: Ctx, status: number, headers: Record<string, string | number> = {}): void => {
+export const sendEmpty = (ctx: HttpCtx, status: number, headers: Record<string, string | number> = {}): void => {
   ctx.res.writeHead(status, { "Content-Length": 0, ...headers })
   ctx.res.end()
 }
 
 /** Drains an unused request body so the connection can be reused. */
-export const discardBody = (ctx: Ctx): void => {
+export const discardBody = (ctx: HttpCtx): void => {
   ctx.req.resume()
 }
 

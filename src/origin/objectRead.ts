@@ -1,7 +1,7 @@
 /** GET/HEAD of one object, with conditions and a single range, streamed with backpressure. */
 import type { ServerResponse } from "node:http"
 import { evaluateConditions, ifRangeHolds } from "./conditions.js"
-import { header, sendEmpty, type Ctx } from "./context.js"
+import { header, sendEmpty, type Ctx, type HttpCtx } from "./context.js"
 import { contentRange, parseRange } from "./ranges.js"
 import type { OpenObject } from "./store.js"
 
@@ -15,13 +15,32 @@ export interface ReadDialect {
 
 const READ_CHUNK = 256 * 1024
 
-export const serveObject = async (
-  ctx: Ctx,
-  obj: OpenObject,
-  rangeHeader: string | undefined,
-  dialect: ReadDialect
-): Promise<void> => {
-  const close = () => obj.handle.close().catch(() => undefined)
+/** What a read is judged by: the object's validators and size. */
+export interface ReadValidators {
+  readonly etag: string
+  readonly lastModified: Date
+  readonly size: number
+}
+
+/**
+ * The outcome of conditions and the Range header against an object, before any byte is
+ * read. Shared with the gateway, which answers from a cached stat instead of a file.
+ */
+export type ReadDecision =
+  | { readonly _tag: "NotModified"; readonly headers: Record<string, string | number> }
+  | { readonly _tag: "Fail"; readonly failure: ReadFailure }
+  | {
+      readonly _tag: "Serve"
+      readonly partial: boolean
+      /** Inclusive byte bounds; `end` is `start - 1` for an empty object. */
+      readonly start: number
+      readonly end: number
+      readonly length: number
+      /** Validators, Accept-Ranges, Content-Type, Content-Length and (partial) Content-Range. */
+      readonly headers: Record<string, string | number>
+    }
+
+export const decideRead = (ctx: HttpCtx, obj: ReadValidators, rangeHeader: string | undefined): ReadDecision => {
   const lastModified = obj.lastModified.getTime()
   const validators = { ETag: obj.etag, "Last-Modified": obj.lastModified.toUTCString() }
   const outcome = evaluateConditions(
@@ -35,33 +54,47 @@ export const serveObject = async (
     lastModified,
     true
   )
-  if (outcome !== "proceed") {
-    await close()
-    if (outcome === "not-modified") sendEmpty(ctx, 304, { ...validators, ...dialect.objectHeaders(obj) })
-    else dialect.fail(ctx, "precondition-failed", obj, rangeHeader)
-    return
-  }
+  if (outcome === "not-modified") return { _tag: "NotModified", headers: validators }
+  if (outcome === "precondition-failed") return { _tag: "Fail", failure: "precondition-failed" }
 
   let range = parseRange(rangeHeader, obj.size)
   if (range._tag !== "Full" && !ifRangeHolds(header(ctx, "if-range"), obj.etag, lastModified)) range = { _tag: "Full" }
-  if (range._tag === "Multiple" || range._tag === "Unsatisfiable") {
-    await close()
-    dialect.fail(ctx, range._tag === "Multiple" ? "multiple-ranges" : "unsatisfiable", obj, rangeHeader)
-    return
-  }
+  if (range._tag === "Multiple") return { _tag: "Fail", failure: "multiple-ranges" }
+  if (range._tag === "Unsatisfiable") return { _tag: "Fail", failure: "unsatisfiable" }
 
   const start = range._tag === "Partial" ? range.start : 0
   const end = range._tag === "Partial" ? range.end : obj.size - 1
   const length = end - start + 1
   const headers: Record<string, string | number> = {
-    ...dialect.objectHeaders(obj),
     ...validators,
     "Accept-Ranges": "bytes",
     "Content-Type": "application/octet-stream",
     "Content-Length": length
   }
   if (range._tag === "Partial") headers["Content-Range"] = contentRange(start, end, obj.size)
-  ctx.res.writeHead(range._tag === "Partial" ? 206 : 200, headers)
+  return { _tag: "Serve", partial: range._tag === "Partial", start, end, length, headers }
+}
+
+export const serveObject = async (
+  ctx: Ctx,
+  obj: OpenObject,
+  rangeHeader: string | undefined,
+  dialect: ReadDialect
+): Promise<void> => {
+  const close = () => obj.handle.close().catch(() => undefined)
+  const decision = decideRead(ctx, obj, rangeHeader)
+  if (decision._tag === "NotModified") {
+    await close()
+    sendEmpty(ctx, 304, { ...decision.headers, ...dialect.objectHeaders(obj) })
+    return
+  }
+  if (decision._tag === "Fail") {
+    await close()
+    dialect.fail(ctx, decision.failure, obj, rangeHeader)
+    return
+  }
+  const { start, end, length } = decision
+  ctx.res.writeHead(decision.partial ? 206 : 200, { ...dialect.objectHeaders(obj), ...decision.headers })
 
   if (ctx.method === "HEAD" || length === 0) {
     await close()

@@ -7,9 +7,9 @@
  */
 import { XMLParser } from "fast-xml-parser"
 import { AwsChunkedDecoder, AwsChunkedError } from "./awsChunked.js"
-import { decodePath, discardBody, header, sendEmpty, sendXml, type Ctx } from "./context.js"
+import { decodePath, discardBody, header, sendEmpty, sendXml, type Ctx, type HttpCtx } from "./context.js"
 import { isValidBucket, keyProblem } from "./layout.js"
-import { serveObject, type ReadDialect } from "./objectRead.js"
+import { serveObject, type ReadDialect, type ReadFailure } from "./objectRead.js"
 import {
   bucketExists,
   createBucket,
@@ -28,7 +28,7 @@ import { el, escapeXml, S3_XMLNS, XML_DECL_S3 } from "./xml.js"
 const OWNER = `<Owner><ID>talon-origin-stub</ID><DisplayName>talon</DisplayName></Owner>`
 
 export const s3Error = (
-  ctx: Ctx,
+  ctx: HttpCtx,
   status: number,
   code: string,
   message: string,
@@ -50,31 +50,39 @@ export const s3Error = (
 const noSuchBucket = (ctx: Ctx, bucket: string) =>
   s3Error(ctx, 404, "NoSuchBucket", "The specified bucket does not exist", { BucketName: bucket })
 
+/** S3's answer to a read refused by its conditions or range (shared with the gateway). */
+export const s3ReadFailure = (
+  ctx: HttpCtx,
+  failure: ReadFailure,
+  key: string,
+  size: number,
+  range: string | undefined
+): void => {
+  if (failure === "precondition-failed") {
+    s3Error(ctx, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold", {
+      Condition: "If-Match",
+      Key: key
+    })
+  } else if (failure === "unsatisfiable") {
+    s3Error(
+      ctx,
+      416,
+      "InvalidRange",
+      "The requested range is not satisfiable",
+      { RangeRequested: range, ActualObjectSize: size },
+      { "Content-Range": `bytes */${size}` }
+    )
+  } else {
+    s3Error(ctx, 416, "InvalidRange", "Multiple ranges in one request are not supported; request one range per GET", {
+      RangeRequested: range,
+      ActualObjectSize: size
+    }, { "Content-Range": `bytes */${size}` })
+  }
+}
+
 const dialect: ReadDialect = {
   objectHeaders: () => ({ "x-amz-storage-class": "STANDARD" }),
-  fail: (ctx, failure, obj, range) => {
-    const resource = { Key: obj.key }
-    if (failure === "precondition-failed") {
-      s3Error(ctx, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold", {
-        Condition: "If-Match",
-        ...resource
-      })
-    } else if (failure === "unsatisfiable") {
-      s3Error(
-        ctx,
-        416,
-        "InvalidRange",
-        "The requested range is not satisfiable",
-        { RangeRequested: range, ActualObjectSize: obj.size },
-        { "Content-Range": `bytes */${obj.size}` }
-      )
-    } else {
-      s3Error(ctx, 416, "InvalidRange", "Multiple ranges in one request are not supported; request one range per GET", {
-        RangeRequested: range,
-        ActualObjectSize: obj.size
-      }, { "Content-Range": `bytes */${obj.size}` })
-    }
-  }
+  fail: (ctx, failure, obj, range) => s3ReadFailure(ctx, failure, obj.key, obj.size, range)
 }
 
 /** `encoding-type=url`: S3 form-encodes names but leaves `/` readable. */

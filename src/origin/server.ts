@@ -24,7 +24,7 @@ import { s3Error, handleS3 } from "./s3.js"
 const SERVER = "TalonOriginStub"
 const VHOST_SUFFIX = ".localhost"
 
-interface Target {
+export interface Target {
   readonly protocol: "s3" | "azure"
   readonly pathname: string
   readonly query: URLSearchParams
@@ -32,7 +32,8 @@ interface Target {
   readonly vhostBucket: string | undefined
 }
 
-const splitTarget = (req: http.IncomingMessage): Target | undefined => {
+/** Protocol, path and query of a request, by the routing rule above (shared with the gateway). */
+export const splitTarget = (req: http.IncomingMessage): Target | undefined => {
   let raw = req.url ?? "/"
   // Absolute-form request targets (proxies): drop scheme and authority without letting
   // a URL parser normalise away `..` segments.

@@ -1,0 +1,124 @@
+/**
+ * `Gateway`: S3 and Azure Blob front ends over a `Route` (cache or origin), on one
+ * HTTP port. Scoped: the server stops when the layer's scope closes.
+ *
+ *   Gateway.layer(options)  needs  Route | BackendStore | OriginHttp
+ *   Route.Cache             needs  TalonClient | BackendStore
+ *   Route.Origin            needs  BackendStore
+ *   Gateway.origin(router)  gives  BackendStore | OriginHttp   (the gateway's origin identity)
+ */
+import { type ConfigError, Context, Data, Effect, Layer, type Scope } from "effect"
+import { BackendStore } from "../backend/BackendStore.js"
+import * as Router from "../backend/Router.js"
+import { TalonClient } from "../client/TalonClient.js"
+import type { TalonClientOptions } from "../client/config.js"
+import { type GatewayOptions, parseListen, resolveGatewayOptions, type RouteName } from "./config.js"
+import type { GatewayCounters, Services } from "./context.js"
+import * as OriginHttpModule from "./OriginHttp.js"
+import { OriginHttp } from "./OriginHttp.js"
+import { Route, type RouteCounters } from "./Route.js"
+import { CacheRoute, type CacheRouteOptions, OriginRoute } from "./routes.js"
+import { describeAuth, listen } from "./server.js"
+import { StatCache } from "./statCache.js"
+
+export class GatewayError extends Data.TaggedError("GatewayError")<{ readonly message: string }> {}
+
+export interface GatewayStats extends GatewayCounters, RouteCounters {
+  readonly route: RouteName
+}
+
+export interface GatewayShape {
+  /** `http://host:port`: the S3 endpoint (path-style, or `<bucket>.localhost:port`). */
+  readonly url: string
+  /** `http://host:port/<account>`: what a `BlobServiceClient` takes. */
+  readonly azureUrl: (account: string) => string
+  readonly host: string
+  readonly port: number
+  readonly route: RouteName
+  readonly options: GatewayOptions
+  /** One line saying which credentials are checked (never the secrets). */
+  readonly authSummary: string
+  readonly stats: () => GatewayStats
+}
+
+const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
+  GatewayShape,
+  GatewayError | ConfigError.ConfigError,
+  Scope.Scope | Route | BackendStore | OriginHttp
+> =>
+  Effect.gen(function* () {
+    const options = yield* resolveGatewayOptions(explicit)
+    const listenOn = parseListen(options.listen)
+    if (listenOn === undefined) {
+      return yield* Effect.fail(new GatewayError({ message: `gateway listen address ${JSON.stringify(options.listen)} is not host:port` }))
+    }
+    const route = yield* Route
+    const backend = yield* BackendStore
+    const origin = yield* OriginHttp
+    const runtime = yield* Effect.runtime<never>()
+    const services: Services = {
+      options,
+      backend,
+      route,
+      origin,
+      stats: new StatCache(backend, runtime, options.statTtlMs, options.writeFreshMs),
+      runtime,
+      counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0 },
+      url: ""
+    }
+    const server = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => listen(services, listenOn.host, listenOn.port),
+        catch: (e) =>
+          new GatewayError({
+            message: `gateway cannot listen on ${options.listen}: ${(e as Error).message} (pick another --listen or stop the process using it)`
+          })
+      }),
+      (s) => Effect.promise(() => s.close())
+    )
+    return {
+      url: server.url,
+      azureUrl: (account) => `${server.url}/${account}`,
+      host: server.host,
+      port: server.port,
+      route: route.name,
+      options,
+      authSummary: describeAuth(services),
+      stats: () => ({ route: route.name, ...services.counters, ...route.counters })
+    } satisfies GatewayShape
+  })
+
+export class Gateway extends Context.Tag("talon/Gateway")<Gateway, GatewayShape>() {
+  static readonly make = make
+  static readonly layer = (options: Partial<GatewayOptions> = {}) => Layer.scoped(Gateway, make(options))
+
+  /** The gateway's side of the origin: `BackendStore` and the listing/bucket calls, one identity. */
+  static readonly origin = (router: Router.RouterOptions): Layer.Layer<BackendStore | OriginHttp> =>
+    Layer.merge(Router.layer(router), OriginHttpModule.layer(router))
+
+  /**
+   * Everything a deployment needs but the cluster: the gateway over `route`, its origin
+   * identity from `router`, and (cache route) a `TalonClient` for `client`.
+   */
+  static readonly layerWith = (args: {
+    readonly gateway?: Partial<GatewayOptions>
+    readonly route: RouteName
+    readonly router: Router.RouterOptions
+    readonly client?: Partial<TalonClientOptions>
+    readonly cache?: Partial<CacheRouteOptions>
+  }): Layer.Layer<Gateway, GatewayError | ConfigError.ConfigError> => {
+    const origin = Gateway.origin(args.router)
+    const routeLayer =
+      args.route === "cache"
+        ? CacheRoute({
+            pieceBytes: args.cache?.pieceBytes ?? args.gateway?.pieceBytes,
+            readAhead: args.cache?.readAhead ?? args.gateway?.readAhead,
+            workerTimeoutMs: args.cache?.workerTimeoutMs ?? args.gateway?.workerTimeoutMs
+          }).pipe(Layer.provide(TalonClient.layer(args.client ?? {})))
+        : OriginRoute
+    return Gateway.layer(args.gateway).pipe(Layer.provide(routeLayer), Layer.provide(origin))
+  }
+}
+
+/** Route layers, by name as the CLI spells them. */
+export const RouteLayers = { Cache: CacheRoute, Origin: OriginRoute } as const

@@ -1,0 +1,60 @@
+/**
+ * Where a gateway GET gets its bytes. Two implementations, chosen per deployment:
+ * `Route.Cache` (blocks through the Talon cluster, origin fallback per piece) and
+ * `Route.Origin` (straight from the origin). Both are pull-based: the server asks
+ * for the next chunk only after the client's socket took the previous one, which
+ * is what bounds memory for a slow consumer.
+ */
+import { Context, Data } from "effect"
+import type { ObjectStat } from "../backend/BackendStore.js"
+import type { ObjectId } from "../core/ids.js"
+
+export interface RouteRead {
+  readonly object: ObjectId
+  /** The version (and size) the response head promised; every byte must come from it. */
+  readonly stat: ObjectStat
+  readonly offset: number
+  readonly length: number
+  /** False when the object must not be read through the cache (recent write, key outside Talon's namespace). */
+  readonly cacheable: boolean
+}
+
+/**
+ * Why a read stopped. `not-found`, `changed` (the object is no longer the promised
+ * version), `range` and `denied` are terminal answers from the origin; `unavailable`
+ * means neither the cache nor the origin could deliver.
+ */
+export class RouteError extends Data.TaggedError("RouteError")<{
+  readonly kind: "not-found" | "changed" | "range" | "denied" | "unavailable"
+  readonly detail: string
+}> {
+  override get message() {
+    return `${this.kind}: ${this.detail}`
+  }
+}
+
+/** Chunks of one read, in order. `next` resolves `undefined` at the end and rejects with `RouteError`. */
+export interface ByteReader {
+  readonly next: () => Promise<Uint8Array | undefined>
+  /** Stops any work in flight; safe to call more than once. */
+  readonly close: () => void
+}
+
+export interface RouteCounters {
+  /** Pieces served by the cache cluster. */
+  cachePieces: number
+  /** Pieces the cache could not serve that were read from the origin instead. */
+  fallbackPieces: number
+  /** Reads sent to the origin whole (origin route, or not cacheable). */
+  originReads: number
+}
+
+export interface RouteShape {
+  readonly name: "cache" | "origin"
+  readonly open: (read: RouteRead) => ByteReader
+  readonly counters: RouteCounters
+}
+
+export class Route extends Context.Tag("talon/gateway/Route")<Route, RouteShape>() {}
+
+export const newCounters = (): RouteCounters => ({ cachePieces: 0, fallbackPieces: 0, originReads: 0 })

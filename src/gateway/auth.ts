@@ -1,0 +1,260 @@
+/**
+ * Verification of incoming request signatures against the gateway's configured
+ * credentials: AWS SigV4 (header form and presigned URLs) for the S3 front end and
+ * Azure Shared Key for the Azure one. The client's credentials stop here: origin
+ * requests are signed anew with the gateway's own origin identity.
+ *
+ * SigV4 is recomputed from the request exactly as received (S3 rules: the path is
+ * canonicalised by decoding and re-encoding each segment once, never normalised);
+ * Shared Key reuses the backend's string-to-sign, the one checked against the Azure
+ * SDK's own signer.
+ */
+import { createHash, createHmac, timingSafeEqual } from "node:crypto"
+import type { IncomingHttpHeaders } from "node:http"
+import { Redacted } from "effect"
+import { stringToSign as azureStringToSign } from "../backend/azureSharedKey.js"
+import { escapeRfc3986 } from "../backend/headers.js"
+import type { GatewayCredentials } from "./config.js"
+
+export type AuthResult =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly status: number; readonly code: string; readonly message: string }
+
+const OK: AuthResult = { ok: true }
+const deny = (status: number, code: string, message: string): AuthResult => ({ ok: false, status, code, message })
+
+export interface ReceivedRequest {
+  readonly method: string
+  /** Path exactly as received, still percent-encoded, without the query. */
+  readonly rawPath: string
+  /** Query exactly as received, without the `?`. */
+  readonly rawQuery: string
+  readonly headers: IncomingHttpHeaders
+}
+
+const headerValue = (headers: IncomingHttpHeaders, name: string): string | undefined => {
+  const v = headers[name]
+  return Array.isArray(v) ? v.join(",") : v
+}
+
+const safeDecode = (s: string): string | undefined => {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return undefined
+  }
+}
+
+/** `[name, value]` pairs of a raw query, percent-decoded (a `+` stays a plus, as both providers sign it). */
+export const rawQueryPairs = (rawQuery: string): Array<[string, string]> | undefined => {
+  const out: Array<[string, string]> = []
+  if (rawQuery === "") return out
+  for (const part of rawQuery.split("&")) {
+    if (part === "") continue
+    const eq = part.indexOf("=")
+    const k = safeDecode(eq < 0 ? part : part.slice(0, eq))
+    const v = safeDecode(eq < 0 ? "" : part.slice(eq + 1))
+    if (k === undefined || v === undefined) return undefined
+    out.push([k, v])
+  }
+  return out
+}
+
+const sameText = (a: string, b: string): boolean => {
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && timingSafeEqual(x, y)
+}
+
+const hmac = (key: Buffer | string, data: string): Buffer => createHmac("sha256", key).update(data, "utf8").digest()
+const sha256Hex = (data: string): string => createHash("sha256").update(data, "utf8").digest("hex")
+
+/** `20240101T000000Z` → epoch ms. */
+const parseAmzDate = (s: string | undefined): number | undefined => {
+  if (s === undefined) return undefined
+  const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(s)
+  if (m === null) return undefined
+  return Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]))
+}
+
+const canonicalUri = (rawPath: string): string | undefined => {
+  const segments: Array<string> = []
+  for (const segment of rawPath.split("/")) {
+    const decoded = safeDecode(segment)
+    if (decoded === undefined) return undefined
+    segments.push(escapeRfc3986(decoded))
+  }
+  const path = segments.join("/")
+  return path === "" ? "/" : path
+}
+
+const canonicalQuery = (pairs: ReadonlyArray<readonly [string, string]>): string =>
+  pairs
+    .map(([k, v]) => [escapeRfc3986(k), escapeRfc3986(v)] as const)
+    .sort(([ak, av], [bk, bv]) => (ak < bk ? -1 : ak > bk ? 1 : av < bv ? -1 : av > bv ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`)
+    .join("&")
+
+const canonicalHeaderValue = (v: string | undefined) => (v ?? "").trim().replace(/\s+/g, " ")
+
+interface SigV4Parts {
+  readonly accessKeyId: string
+  readonly date: string
+  readonly region: string
+  readonly service: string
+  readonly signedHeaders: ReadonlyArray<string>
+  readonly signature: string
+  readonly amzDate: string
+  readonly payloadHash: string
+  readonly presignedExpires?: number | undefined
+}
+
+const parseCredential = (credential: string) => {
+  const parts = credential.split("/")
+  if (parts.length !== 5 || parts[4] !== "aws4_request") return undefined
+  return { accessKeyId: parts[0]!, date: parts[1]!, region: parts[2]!, service: parts[3]! }
+}
+
+const fromHeader = (req: ReceivedRequest, authorization: string): SigV4Parts | AuthResult => {
+  if (!authorization.startsWith("AWS4-HMAC-SHA256 ")) {
+    return deny(400, "InvalidRequest", "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.")
+  }
+  const fields = new Map<string, string>()
+  for (const part of authorization.slice("AWS4-HMAC-SHA256 ".length).split(",")) {
+    const eq = part.indexOf("=")
+    if (eq > 0) fields.set(part.slice(0, eq).trim(), part.slice(eq + 1).trim())
+  }
+  const credential = parseCredential(fields.get("Credential") ?? "")
+  const signedHeaders = fields.get("SignedHeaders")
+  const signature = fields.get("Signature")
+  if (credential === undefined || signedHeaders === undefined || signature === undefined) {
+    return deny(400, "AuthorizationHeaderMalformed", "The authorization header is malformed; expected Credential, SignedHeaders and Signature.")
+  }
+  const amzDate = headerValue(req.headers, "x-amz-date")
+  if (amzDate === undefined) return deny(403, "AccessDenied", "AWS authentication requires a valid x-amz-date header")
+  const payloadHash = headerValue(req.headers, "x-amz-content-sha256")
+  if (payloadHash === undefined) return deny(400, "InvalidRequest", "Missing required header for this request: x-amz-content-sha256")
+  return { ...credential, signedHeaders: signedHeaders.split(";"), signature, amzDate, payloadHash }
+}
+
+const fromQuery = (req: ReceivedRequest, pairs: ReadonlyArray<readonly [string, string]>): SigV4Parts | AuthResult => {
+  const q = new Map(pairs)
+  if (q.get("X-Amz-Algorithm") !== "AWS4-HMAC-SHA256") {
+    return deny(400, "AuthorizationQueryParametersError", "X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\"")
+  }
+  const credential = parseCredential(q.get("X-Amz-Credential") ?? "")
+  const amzDate = q.get("X-Amz-Date")
+  const expires = Number(q.get("X-Amz-Expires"))
+  const signedHeaders = q.get("X-Amz-SignedHeaders")
+  const signature = q.get("X-Amz-Signature")
+  if (credential === undefined || amzDate === undefined || !Number.isInteger(expires) || signedHeaders === undefined || signature === undefined) {
+    return deny(400, "AuthorizationQueryParametersError", "Query-string authentication requires X-Amz-Credential, X-Amz-Date, X-Amz-Expires, X-Amz-SignedHeaders and X-Amz-Signature.")
+  }
+  return {
+    ...credential,
+    signedHeaders: signedHeaders.split(";"),
+    signature,
+    amzDate,
+    payloadHash: headerValue(req.headers, "x-amz-content-sha256") ?? "UNSIGNED-PAYLOAD",
+    presignedExpires: expires
+  }
+}
+
+export interface SigV4Expectation {
+  readonly accessKeyId: string
+  readonly secretAccessKey: Redacted.Redacted<string>
+  readonly region: string
+  readonly nowMs: number
+  readonly clockSkewMs: number
+}
+
+/** Verifies an S3 request signed with SigV4 (Authorization header or presigned query). */
+export const verifySigV4 = (req: ReceivedRequest, expect: SigV4Expectation): AuthResult => {
+  const pairs = rawQueryPairs(req.rawQuery)
+  if (pairs === undefined) return deny(400, "InvalidArgument", "The query string is not validly percent-encoded.")
+  const authorization = headerValue(req.headers, "authorization")
+  const presigned = pairs.some(([k]) => k === "X-Amz-Signature")
+  if (authorization === undefined && !presigned) {
+    return deny(403, "AccessDenied", "Anonymous requests are not allowed: sign requests with the gateway's credentials.")
+  }
+  const parsed = authorization !== undefined ? fromHeader(req, authorization) : fromQuery(req, pairs)
+  if ("ok" in parsed) return parsed
+  if (parsed.accessKeyId !== expect.accessKeyId) {
+    return deny(403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.")
+  }
+  const signedAt = parseAmzDate(parsed.amzDate)
+  if (signedAt === undefined || parsed.amzDate.slice(0, 8) !== parsed.date) {
+    return deny(403, "AccessDenied", "x-amz-date is malformed or does not match the credential scope date")
+  }
+  if (parsed.service !== "s3") return deny(400, "AuthorizationHeaderMalformed", `The service '${parsed.service}' is wrong; expecting 's3'`)
+  if (parsed.region !== expect.region) {
+    return deny(400, "AuthorizationHeaderMalformed", `The authorization header is malformed; the region '${parsed.region}' is wrong; expecting '${expect.region}'`)
+  }
+  if (parsed.presignedExpires !== undefined) {
+    if (expect.nowMs > signedAt + parsed.presignedExpires * 1000) return deny(403, "AccessDenied", "Request has expired")
+    if (signedAt - expect.nowMs > expect.clockSkewMs) return deny(403, "RequestTimeTooSkewed", "The difference between the request time and the server's time is too large.")
+  } else if (Math.abs(expect.nowMs - signedAt) > expect.clockSkewMs) {
+    return deny(403, "RequestTimeTooSkewed", "The difference between the request time and the server's time is too large.")
+  }
+  const uri = canonicalUri(req.rawPath)
+  if (uri === undefined) return deny(400, "InvalidURI", "Couldn't parse the specified URI.")
+  const signedNames = [...parsed.signedHeaders].map((h) => h.toLowerCase())
+  const canonicalRequest = [
+    req.method.toUpperCase(),
+    uri,
+    canonicalQuery(pairs.filter(([k]) => k !== "X-Amz-Signature")),
+    signedNames.map((name) => `${name}:${canonicalHeaderValue(headerValue(req.headers, name))}\n`).join(""),
+    signedNames.join(";"),
+    parsed.payloadHash
+  ].join("\n")
+  const scope = `${parsed.date}/${parsed.region}/${parsed.service}/aws4_request`
+  const toSign = `AWS4-HMAC-SHA256\n${parsed.amzDate}\n${scope}\n${sha256Hex(canonicalRequest)}`
+  const kDate = hmac(`AWS4${Redacted.value(expect.secretAccessKey)}`, parsed.date)
+  const kSigning = hmac(hmac(hmac(kDate, parsed.region), parsed.service), "aws4_request")
+  const expected = createHmac("sha256", kSigning).update(toSign, "utf8").digest("hex")
+  if (!sameText(expected, parsed.signature.toLowerCase())) {
+    return deny(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
+  }
+  return OK
+}
+
+export interface SharedKeyExpectation {
+  readonly account: string
+  readonly key: Redacted.Redacted<string>
+  readonly nowMs: number
+  readonly clockSkewMs: number
+}
+
+const authFailed = (message: string) => deny(403, "AuthenticationFailed", `Server failed to authenticate the request. ${message}`)
+
+/** Verifies an Azure Blob request signed with Shared Key (path-style: `/account/container/blob`). */
+export const verifySharedKey = (req: ReceivedRequest, expect: SharedKeyExpectation): AuthResult => {
+  const authorization = headerValue(req.headers, "authorization")
+  if (authorization === undefined) return authFailed("No Authorization header: sign requests with the gateway's account key.")
+  const m = /^SharedKey ([^:\s]+):(\S+)$/.exec(authorization.trim())
+  if (m === null) return authFailed("Only SharedKey authorization is supported.")
+  if (m[1] !== expect.account) return authFailed(`Unknown account '${m[1]}'.`)
+  const dated = headerValue(req.headers, "x-ms-date") ?? headerValue(req.headers, "date")
+  const at = dated === undefined ? NaN : Date.parse(dated)
+  if (Number.isNaN(at)) return authFailed("The request has no valid x-ms-date or Date header.")
+  if (Math.abs(expect.nowMs - at) > expect.clockSkewMs) return authFailed("Request date header too old or too far in the future.")
+  const pairs = rawQueryPairs(req.rawQuery)
+  if (pairs === undefined) return authFailed("The query string is not validly percent-encoded.")
+  const query: Record<string, string> = {}
+  for (const [k, v] of pairs) query[k] = v
+  const headers: Record<string, string> = {}
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(",") : v
+  const expected = createHmac("sha256", Buffer.from(Redacted.value(expect.key), "base64"))
+    .update(azureStringToSign(expect.account, { method: req.method, path: req.rawPath, query, headers }), "utf8")
+    .digest("base64")
+  if (!sameText(expected, m[2]!)) {
+    return authFailed("Make sure the value of Authorization header is formed correctly including the signature.")
+  }
+  return OK
+}
+
+/** Which provider front ends require a signature, and with what. */
+export interface AuthPolicy {
+  readonly enabled: boolean
+  readonly credentials: GatewayCredentials
+}

@@ -1,0 +1,122 @@
+/**
+ * What a gateway request handler works with: the request (raw path and query kept
+ * for signature checks), the services, and helpers that write with backpressure,
+ * read bodies under a size limit and run effects under the request's deadline.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { Transform, type TransformCallback, Writable } from "node:stream"
+import { pipeline } from "node:stream/promises"
+import { Effect, Either, Runtime } from "effect"
+import type { BackendStoreShape } from "../backend/BackendStore.js"
+import type { HttpCtx } from "../origin/context.js"
+import type { GatewayOptions } from "./config.js"
+import type { OriginHttpShape } from "./OriginHttp.js"
+import type { RouteShape } from "./Route.js"
+import type { StatCache } from "./statCache.js"
+
+export interface GatewayCounters {
+  requests: number
+  rejectedBusy: number
+  bytesOut: number
+  errors: number
+  /** Responses aborted after their head was sent (the body could not be completed). */
+  aborted: number
+}
+
+export interface Services {
+  readonly options: GatewayOptions
+  readonly backend: BackendStoreShape
+  readonly route: RouteShape
+  readonly origin: OriginHttpShape
+  readonly stats: StatCache
+  readonly runtime: Runtime.Runtime<never>
+  readonly counters: GatewayCounters
+  /** Base URL clients reach the gateway at (for Azure's ServiceEndpoint). */
+  url: string
+}
+
+export interface GwCtx extends HttpCtx {
+  readonly req: IncomingMessage
+  readonly res: ServerResponse
+  readonly query: URLSearchParams
+  readonly rawPath: string
+  readonly rawQuery: string
+  readonly g: Services
+  /** Aborted when the deadline for the response head passes or the client goes away. */
+  readonly signal: AbortSignal
+}
+
+/** The request's deadline passed, or the client disconnected, before the effect finished. */
+export class Aborted {
+  readonly _tag = "Aborted"
+}
+
+/** Runs an effect for this request; never rejects. */
+export const run = <A, E>(ctx: GwCtx, effect: Effect.Effect<A, E>): Promise<Either.Either<A, E | Aborted>> =>
+  Runtime.runPromise(ctx.g.runtime)(Effect.either(effect), { signal: ctx.signal }).catch(
+    (): Either.Either<A, E | Aborted> => Either.left(new Aborted())
+  )
+
+/** Writes one chunk, resolving once the socket can take more; false when the client is gone. */
+export const writeChunk = (res: ServerResponse, chunk: Uint8Array): Promise<boolean> =>
+  new Promise((resolve) => {
+    if (res.destroyed) return resolve(false)
+    if (res.write(chunk)) return resolve(true)
+    const done = (ok: boolean) => {
+      res.off("drain", onDrain)
+      res.off("close", onClose)
+      resolve(ok)
+    }
+    const onDrain = () => done(true)
+    const onClose = () => done(false)
+    res.on("drain", onDrain)
+    res.on("close", onClose)
+  })
+
+export class BodyTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`request body exceeds ${limit} bytes`)
+  }
+}
+
+/** Collects a stream's output in memory up to `limit` bytes. */
+class Collector extends Writable {
+  readonly chunks: Array<Buffer> = []
+  length = 0
+  constructor(private readonly limit: number) {
+    super()
+  }
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: (error?: Error | null) => void): void {
+    this.length += chunk.length
+    if (this.length > this.limit) return done(new BodyTooLarge(this.limit))
+    this.chunks.push(chunk)
+    done()
+  }
+}
+
+/** Counts raw bytes so an unbounded encoded body is cut off too. */
+class Limit extends Transform {
+  length = 0
+  constructor(private readonly limit: number) {
+    super()
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.length += chunk.length
+    if (this.length > this.limit) return done(new BodyTooLarge(this.limit))
+    done(null, chunk)
+  }
+}
+
+/**
+ * The request body through `transforms` (decoding, digests), whole. Raw bytes are capped
+ * at twice the decoded limit plus framing slack (aws-chunked adds per-chunk headers).
+ */
+export const readBody = async (
+  req: IncomingMessage,
+  limit: number,
+  transforms: ReadonlyArray<Transform>
+): Promise<Buffer> => {
+  const collector = new Collector(limit)
+  await pipeline([req, new Limit(limit * 2 + 65536), ...transforms, collector])
+  return collector.chunks.length === 1 ? collector.chunks[0]! : Buffer.concat(collector.chunks, collector.length)
+}

@@ -1,0 +1,5 @@
+export { Gateway, GatewayError, RouteLayers, type GatewayShape, type GatewayStats } from "./Gateway.js"
+export { Route, RouteError, type RouteShape, type RouteRead, type ByteReader } from "./Route.js"
+export { CacheRoute, OriginRoute, type CacheRouteOptions } from "./routes.js"
+export { OriginHttp } from "./OriginHttp.js"
+export { GATEWAY_DEFAULTS, GATEWAY_ENV, resolveGatewayOptions, type GatewayOptions, type GatewayCredentials, type RouteName } from "./config.js"

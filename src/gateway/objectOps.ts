@@ -1,0 +1,189 @@
+/**
+ * The object operations both front ends share: a read (stat, conditions, one range,
+ * bytes through the route with backpressure) and the commit of a write or delete at
+ * the origin. Provider differences (error shapes, headers) come in a `Dialect`.
+ */
+import { Either } from "effect"
+import type { BackendError } from "../backend/BackendStore.js"
+import { quoteEtag } from "../backend/etag.js"
+import type { ObjectId } from "../core/ids.js"
+import { objectIdFromPath, objectIdToPath } from "../core/objectId.js"
+import { sendEmpty } from "../origin/context.js"
+import { decideRead, type ReadFailure } from "../origin/objectRead.js"
+import { Aborted, type GwCtx, run, writeChunk } from "./context.js"
+import type { ByteReader, RouteError } from "./Route.js"
+
+export interface Dialect {
+  /** Provider-specific headers on every successful read. */
+  readonly readHeaders: Readonly<Record<string, string>>
+  /** A provider-shaped error document (no body for HEAD). */
+  readonly error: (ctx: GwCtx, status: number, code: string, message: string, headers?: Record<string, string | number>) => void
+  readonly readFailure: (ctx: GwCtx, failure: ReadFailure, key: string, size: number, range: string | undefined) => void
+  /** 404 for an object, telling a missing bucket/container from a missing key. */
+  readonly notFound: (ctx: GwCtx, object: ObjectId) => Promise<void>
+  readonly codes: {
+    readonly busy: string
+    readonly unavailable: string
+    readonly timeout: string
+    readonly internal: string
+    readonly notImplemented: string
+    readonly precondition: string
+  }
+}
+
+export const COMMIT_STATE = "x-talon-commit-state"
+
+const respondable = (ctx: GwCtx) => !ctx.res.headersSent && !ctx.res.destroyed
+
+export const answerAborted = (ctx: GwCtx, d: Dialect, headers: Record<string, string | number> = {}): void => {
+  if (!respondable(ctx)) return
+  d.error(ctx, 503, d.codes.timeout, `The gateway could not answer within ${ctx.g.options.responseTimeoutMs} ms; retry the request.`, headers)
+}
+
+/** A failed origin call before anything was written: the provider-shaped answer. */
+export const answerBackendError = async (
+  ctx: GwCtx,
+  d: Dialect,
+  e: BackendError | Aborted,
+  object: ObjectId | undefined
+): Promise<void> => {
+  if (!respondable(ctx)) return
+  if (e instanceof Aborted) return answerAborted(ctx, d)
+  if (e._tag === "BackendNotFound" && object !== undefined) return d.notFound(ctx, object)
+  if (e._tag === "BackendRequestError" && (e.status === 401 || e.status === 403)) {
+    return d.error(ctx, 500, d.codes.internal, `The origin refused the gateway's own credentials (${e.detail}); fix TALON_S3_*/TALON_AZURE_* on the gateway.`)
+  }
+  if (e._tag === "BackendRequestError" && e.status === 412) {
+    return d.error(ctx, 412, d.codes.precondition, "At least one of the pre-conditions you specified did not hold")
+  }
+  ctx.g.counters.errors++
+  return d.error(ctx, 503, d.codes.unavailable, `The origin is unavailable: ${e.message}`)
+}
+
+const cacheableId = (object: ObjectId): boolean => Either.isRight(objectIdFromPath(objectIdToPath(object)))
+
+const nextOrAbort = (reader: ByteReader, signal: AbortSignal): Promise<Uint8Array | undefined> =>
+  signal.aborted
+    ? Promise.reject(new Aborted())
+    : new Promise((resolve, reject) => {
+        const onAbort = () => reject(new Aborted())
+        signal.addEventListener("abort", onAbort, { once: true })
+        reader.next().then(
+          (v) => {
+            signal.removeEventListener("abort", onAbort)
+            resolve(v)
+          },
+          (e: unknown) => {
+            signal.removeEventListener("abort", onAbort)
+            reject(e)
+          }
+        )
+      })
+
+/** GET / HEAD of one object with conditions and one range, through the route. */
+export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeHeader: string | undefined): Promise<void> => {
+  const g = ctx.g
+  for (let attempt = 0; ; attempt++) {
+    const st = await run(ctx, g.stats.stat(object, attempt > 0))
+    if (Either.isLeft(st)) return answerBackendError(ctx, d, st.left, object)
+    const stat = st.right
+    const decision = decideRead(
+      ctx,
+      { etag: quoteEtag(stat.version), lastModified: stat.lastModified ?? new Date(0), size: stat.size },
+      rangeHeader
+    )
+    if (decision._tag === "NotModified") return sendEmpty(ctx, 304, { ...decision.headers, ...d.readHeaders })
+    if (decision._tag === "Fail") return d.readFailure(ctx, decision.failure, object.objectPath, stat.size, rangeHeader)
+    const head = { ...d.readHeaders, ...decision.headers }
+    if (ctx.method === "HEAD" || decision.length === 0) {
+      ctx.res.writeHead(decision.partial ? 206 : 200, head)
+      ctx.res.end()
+      return
+    }
+    const reader = g.route.open({
+      object,
+      stat,
+      offset: decision.start,
+      length: decision.length,
+      cacheable: cacheableId(object) && !g.stats.recentlyWritten(object)
+    })
+    let first: Uint8Array | undefined
+    try {
+      first = await nextOrAbort(reader, ctx.signal)
+    } catch (e) {
+      reader.close()
+      if (e instanceof Aborted) return answerAborted(ctx, d)
+      const err = e as RouteError
+      // The object changed since it was stat'ed: ask the origin again, once.
+      if ((err.kind === "changed" || err.kind === "range") && attempt === 0) {
+        g.stats.invalidate(object)
+        continue
+      }
+      if (err.kind === "not-found") {
+        g.stats.invalidate(object)
+        return d.notFound(ctx, object)
+      }
+      g.counters.errors++
+      return d.error(ctx, 503, d.codes.unavailable, `Neither the cache nor the origin could serve the object: ${err.detail}`)
+    }
+    return streamBody(ctx, decision.partial ? 206 : 200, head, reader, first)
+  }
+}
+
+/** Writes the head, then every chunk as the socket takes it; a failure after the head aborts the connection. */
+const streamBody = async (
+  ctx: GwCtx,
+  status: number,
+  head: Record<string, string | number>,
+  reader: ByteReader,
+  first: Uint8Array | undefined
+): Promise<void> => {
+  const { res, g } = ctx
+  if (!respondable(ctx)) return reader.close()
+  res.writeHead(status, head)
+  let chunk = first
+  try {
+    while (chunk !== undefined) {
+      g.counters.bytesOut += chunk.length
+      if (!(await writeChunk(res, chunk))) return
+      chunk = await reader.next()
+    }
+    res.end()
+  } catch {
+    // The head promised bytes that cannot come: a short body tells the client, never wrong bytes.
+    g.counters.aborted++
+    res.destroy()
+  } finally {
+    reader.close()
+  }
+}
+
+const NOT_DISPATCHED = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|could not sign/
+
+/**
+ * The answer to a write/delete the origin did not confirm. With an HTTP status the origin
+ * decided; without one (a transport failure, a deadline) the write may or may not have
+ * happened, and the client is told so.
+ */
+export const answerWriteError = async (
+  ctx: GwCtx,
+  d: Dialect,
+  e: BackendError | Aborted,
+  object: ObjectId
+): Promise<void> => {
+  ctx.g.stats.written(object)
+  const indeterminate =
+    e instanceof Aborted || (e._tag === "BackendRequestError" && e.status === undefined && !NOT_DISPATCHED.test(e.detail))
+  if (!indeterminate) return answerBackendError(ctx, d, e, object)
+  ctx.g.counters.errors++
+  if (!respondable(ctx)) return
+  const headers = { [COMMIT_STATE]: "indeterminate" }
+  if (e instanceof Aborted) return answerAborted(ctx, d, headers)
+  d.error(
+    ctx,
+    503,
+    d.codes.unavailable,
+    `The origin connection failed after the request was sent; the write may or may not have been applied (read the object to find out): ${e.message}`,
+    headers
+  )
+}

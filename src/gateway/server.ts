@@ -1,0 +1,176 @@
+/**
+ * The gateway's HTTP server: one port, both protocols, told apart by the origin
+ * stub's rule (any `x-ms-*` header or an Azure query → Azure; else S3, virtual-host
+ * when the Host is `<bucket>.localhost`). Per request: an id, the concurrency limit,
+ * the signature check, a deadline for the response head, then the front end.
+ */
+import { randomBytes, randomUUID } from "node:crypto"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { azureError, AZURE_API_VERSION } from "../origin/azure.js"
+import { s3Error } from "../origin/s3.js"
+import { splitTarget, urlFor } from "../origin/server.js"
+import { type AuthResult, verifySharedKey, verifySigV4 } from "./auth.js"
+import { handleAzure } from "./azureApi.js"
+import type { GwCtx, Services } from "./context.js"
+import { handleS3 } from "./s3Api.js"
+
+const SERVER = "TalonGateway"
+
+const authorize = (g: Services, ctx: GwCtx, azure: boolean, account: string | undefined): AuthResult => {
+  const { options } = g
+  if (!options.auth) return { ok: true }
+  const received = { method: ctx.method, rawPath: ctx.rawPath, rawQuery: ctx.rawQuery, headers: ctx.req.headers }
+  const nowMs = Date.now()
+  if (azure) {
+    const cred = options.credentials.azure
+    if (cred === undefined) {
+      return { ok: false, status: 403, code: "AuthenticationFailed", message: "Server failed to authenticate the request. This gateway accepts no Azure credentials (set TALON_GATEWAY_AZURE_ACCOUNT/KEY)." }
+    }
+    if (account !== cred.account) {
+      return { ok: false, status: 403, code: "AuthenticationFailed", message: `Server failed to authenticate the request. Unknown account '${account ?? ""}'.` }
+    }
+    return verifySharedKey(received, { account: cred.account, key: cred.key, nowMs, clockSkewMs: options.clockSkewMs })
+  }
+  const cred = options.credentials.s3
+  if (cred === undefined) {
+    return { ok: false, status: 403, code: "AccessDenied", message: "This gateway accepts no S3 credentials (set TALON_GATEWAY_ACCESS_KEY_ID/SECRET_ACCESS_KEY)." }
+  }
+  return verifySigV4(received, {
+    accessKeyId: cred.accessKeyId,
+    secretAccessKey: cred.secretAccessKey,
+    region: options.region,
+    nowMs,
+    clockSkewMs: options.clockSkewMs
+  })
+}
+
+export const handleRequest = (g: Services) => {
+  let inflight = 0
+  return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    const method = req.method ?? "GET"
+    const target = splitTarget(req)
+    if (target === undefined) {
+      res.writeHead(400, { "Content-Type": "text/plain" })
+      res.end("bad request target\n")
+      return
+    }
+    const azure = target.protocol === "azure"
+    const requestId = azure ? randomUUID() : randomBytes(8).toString("hex").toUpperCase()
+    res.setHeader("Server", SERVER)
+    if (azure) {
+      res.setHeader("x-ms-request-id", requestId)
+      res.setHeader("x-ms-version", req.headers["x-ms-version"] ?? AZURE_API_VERSION)
+      const clientId = req.headers["x-ms-client-request-id"]
+      if (typeof clientId === "string") res.setHeader("x-ms-client-request-id", clientId)
+    } else {
+      res.setHeader("x-amz-request-id", requestId)
+      res.setHeader("x-amz-id-2", requestId)
+    }
+    const raw = req.url ?? "/"
+    const q = raw.indexOf("?")
+    const abort = new AbortController()
+    const ctx: GwCtx = {
+      req,
+      res,
+      method,
+      requestId,
+      query: target.query,
+      rawPath: target.pathname,
+      rawQuery: q < 0 ? "" : raw.slice(q + 1),
+      g,
+      signal: abort.signal
+    }
+    g.counters.requests++
+    if (inflight >= g.options.maxConcurrentRequests) {
+      g.counters.rejectedBusy++
+      const message = `The gateway is serving its limit of ${g.options.maxConcurrentRequests} requests; retry shortly.`
+      return azure ? azureError(ctx, 503, "ServerBusy", message) : s3Error(ctx, 503, "SlowDown", message)
+    }
+    inflight++
+    // The deadline covers the response head; a body then streams at the client's pace.
+    const deadline = setTimeout(() => {
+      if (!res.headersSent) abort.abort()
+    }, g.options.responseTimeoutMs)
+    res.once("close", () => {
+      inflight--
+      clearTimeout(deadline)
+      if (!res.writableFinished) abort.abort()
+    })
+
+    const segments = target.pathname.split("/").slice(1)
+    try {
+      const verdict = authorize(g, ctx, azure, azure ? segments[0] : undefined)
+      if (!verdict.ok) {
+        return azure
+          ? azureError(ctx, verdict.status, verdict.code, verdict.message)
+          : s3Error(ctx, verdict.status, verdict.code, verdict.message)
+      }
+      if (azure) return await handleAzure(ctx, segments)
+      const [bucket, rawKey] =
+        target.vhostBucket !== undefined
+          ? [target.vhostBucket, target.pathname.slice(1)]
+          : [segments[0] ?? "", segments.length > 1 ? segments.slice(1).join("/") : undefined]
+      return await handleS3(ctx, bucket === "" ? undefined : bucket, rawKey)
+    } catch (e) {
+      g.counters.errors++
+      if (res.headersSent || res.destroyed) {
+        res.destroy()
+        return
+      }
+      const message = `internal error in the gateway: ${(e as Error).message ?? String(e)}`
+      if (azure) azureError(ctx, 500, "InternalError", message)
+      else s3Error(ctx, 500, "InternalError", message)
+    }
+  }
+}
+
+export interface RunningGateway {
+  readonly server: http.Server
+  readonly host: string
+  readonly port: number
+  readonly url: string
+  readonly close: () => Promise<void>
+}
+
+export const listen = (g: Services, host: string, port: number): Promise<RunningGateway> =>
+  new Promise((resolve, reject) => {
+    const server = http.createServer(
+      {
+        requestTimeout: g.options.requestTimeoutMs,
+        headersTimeout: Math.min(60_000, g.options.requestTimeoutMs),
+        keepAliveTimeout: 5_000
+      },
+      handleRequest(g)
+    )
+    // A connection silent in both directions this long (a reader that stopped reading) is closed.
+    server.setTimeout(g.options.idleTimeoutMs, (socket) => socket.destroy())
+    server.once("error", reject)
+    server.listen(port, host, () => {
+      server.off("error", reject)
+      const actual = (server.address() as AddressInfo).port
+      const url = urlFor(host, actual)
+      g.url = url
+      resolve({
+        server,
+        host,
+        port: actual,
+        url,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done())
+            server.closeAllConnections()
+          })
+      })
+    })
+  })
+
+/** Never logged in full: which credentials the gateway checks, for start-up messages. */
+export const describeAuth = (g: Pick<Services, "options">): string => {
+  const { auth, credentials } = g.options
+  if (!auth) return "auth OFF: any request is served unsigned (local demo only)"
+  const parts: Array<string> = []
+  if (credentials.s3) parts.push(`S3 SigV4 for access key ${credentials.s3.accessKeyId}`)
+  if (credentials.azure) parts.push(`Azure Shared Key for account ${credentials.azure.account}`)
+  return `auth on: ${parts.join("; ")}`
+}
