@@ -19,7 +19,8 @@ const MEMBERSHIP_DOMAIN = Buffer.from("talon-cache-membership-v1\0", "latin1")
 /** Our own domain for HRW worker seeds; HRW is not part of the wire contract. */
 const HRW_WORKER_DOMAIN = Buffer.from("talon-ts-hrw-worker-v1\0", "latin1")
 
-const TWO_32 = 0x1_0000_0000
+/** 2^-32: multiplying by it is exact and cheaper than dividing by 2^32. */
+const INV_TWO_32 = 1 / 0x1_0000_0000
 
 /** Byte-swap a 32-bit word: digest words are big-endian, Talon reads the digest little-endian. */
 const bswap = (x: number): number =>
@@ -28,7 +29,7 @@ const bswap = (x: number): number =>
 /** Writes a u64 LE at `off` (any safe non-negative integer). */
 const writeU64 = (buf: Uint8Array, off: number, v: number): void => {
   const lo = v >>> 0
-  const hi = Math.floor(v / TWO_32) >>> 0
+  const hi = Math.floor(v * INV_TWO_32) >>> 0
   buf[off] = lo
   buf[off + 1] = lo >>> 8
   buf[off + 2] = lo >>> 16
@@ -54,7 +55,15 @@ const writeField = (buf: Buffer, off: number, s: string): number => {
     buf[start + i] = c
   }
   const len = i === n ? n : i + buf.write(s.slice(i), start + i, "utf8")
-  writeU64(buf, off, len)
+  // A JS string's UTF-8 length is far below 2^32: the high word is zero.
+  buf[off] = len
+  buf[off + 1] = len >>> 8
+  buf[off + 2] = len >>> 16
+  buf[off + 3] = len >>> 24
+  buf[off + 4] = 0
+  buf[off + 5] = 0
+  buf[off + 6] = 0
+  buf[off + 7] = 0
   return start + len
 }
 
