@@ -1,0 +1,29 @@
+/**
+ * The official AWS SDK v3 S3 client runs the origin issue's SDK suite against the
+ * gateway, auth on (its SigV4 verified), on both routes; every body is checked by
+ * SHA-256 against the origin behind the gateway.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { Gateway } from "../../src/gateway/Gateway.js"
+import { s3SdkSuite } from "../support/sdkSuite.js"
+import { gatewayFixture } from "./fixtures/targets.js"
+
+for (const route of ["cache", "origin"] as const) {
+  layer(gatewayFixture(route), { excludeTestServices: true, timeout: "60 seconds" })(`S3 SDK through the gateway (${route} route)`, (it) => {
+    s3SdkSuite(it)
+
+    it.effect(`the bytes came through the ${route} route`, () =>
+      Effect.gen(function* () {
+        const stats = (yield* Gateway).stats()
+        expect(stats.route).toBe(route)
+        expect(stats.aborted).toBe(0)
+        if (route === "cache") expect(stats.cachePieces).toBeGreaterThan(0)
+        else {
+          expect(stats.cachePieces).toBe(0)
+          expect(stats.originReads).toBeGreaterThan(0)
+        }
+      })
+    )
+  })
+}
