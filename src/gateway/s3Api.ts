@@ -19,15 +19,8 @@ import { S3_XMLNS, XML_DECL_S3 } from "../origin/xml.js"
 import { BodyTooLarge, type GwCtx, readBody, run } from "./context.js"
 import { answerBackendError, answerWriteError, type Dialect, serveRead } from "./objectOps.js"
 
-const PRESIGN_KEYS = new Set([
-  "X-Amz-Algorithm",
-  "X-Amz-Credential",
-  "X-Amz-Date",
-  "X-Amz-Expires",
-  "X-Amz-SignedHeaders",
-  "X-Amz-Signature",
-  "X-Amz-Security-Token"
-])
+/** Presigned URLs carry their signature (and hoisted x-amz-* headers) as query parameters. */
+const isPresignKey = (k: string) => k.length > 6 && k.slice(0, 6).toLowerCase() === "x-amz-"
 /** The AWS SDKs tag object requests with `?x-id=<Operation>`; it selects nothing. */
 const IGNORED_KEYS = new Set(["x-id"])
 const LIST_KEYS = new Set([
@@ -44,7 +37,7 @@ const LIST_KEYS = new Set([
 
 /** Query keys beyond those an operation understands (presign and SDK tags aside). */
 const unexpectedKeys = (ctx: GwCtx, allowed: ReadonlySet<string>): boolean => {
-  for (const k of ctx.query.keys()) if (!allowed.has(k) && !PRESIGN_KEYS.has(k) && !IGNORED_KEYS.has(k)) return true
+  for (const k of ctx.query.keys()) if (!allowed.has(k) && !isPresignKey(k) && !IGNORED_KEYS.has(k)) return true
   return false
 }
 
