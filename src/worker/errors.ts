@@ -32,7 +32,10 @@ export const fromBackend = (object: ObjectId, e: BackendError): ReadFailed => {
     case "BackendRangeError":
       return new ReadFailed({ reason: `origin rejected a range of ${uri}: ${e.message}`, staleVersion: true })
     case "BackendRequestError":
-      return new ReadFailed({ reason: `origin request for ${uri} failed: ${e.message}` })
+      // 412: the object changed since its version was learned; the caller re-reads the version.
+      return e.status === 412
+        ? new ReadFailed({ reason: `${uri} changed at the origin during a fill: ${e.message}`, staleVersion: true })
+        : new ReadFailed({ reason: `origin request for ${uri} failed: ${e.message}` })
   }
 }
 

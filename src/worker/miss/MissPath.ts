@@ -70,13 +70,13 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
       const stat = (object: ObjectId, key: string): ObjectStat | Promise<ObjectStat> =>
         versions.fresh(key) ?? versions.resolve(key, head(object))
 
-      const fetcher = new Fetcher(store, cfg.pageSize, (object, offset, length, sink) =>
+      const fetcher = new Fetcher(store, cfg.pageSize, (object, version, offset, length, sink) =>
         toPromise(
           semaphore.withPermits(1)(
             Effect.suspend(() => {
               const started = performance.now()
               stats.originFetches++
-              return backend.getRange(object, offset, length).pipe(
+              return backend.getRange(object, offset, length, { version }).pipe(
                 Stream.mapError((e) => fromBackend(object, e)),
                 Stream.runForEach((chunk) =>
                   Effect.tryPromise({
@@ -108,6 +108,8 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
 
 type RangeFetch = (
   object: ObjectId,
+  /** Pinned with If-Match: bytes of another version must never land under this version's key. */
+  version: string,
   offset: number,
   length: number,
   sink: (chunk: Uint8Array) => Promise<void>
@@ -216,7 +218,7 @@ export class Fetcher {
       }
     }
     const objectOffset = id.offset + runStart
-    return this.fetchRange(id.object, objectOffset, runBytes, sink)
+    return this.fetchRange(id.object, id.version, objectOffset, runBytes, sink)
       .then(() => {
         if (current < e) {
           const got = unitStart(current) + written - runStart
