@@ -9,10 +9,12 @@
  * refreshed and the request retried once before the read fails.
  */
 import {
+  Cause,
   Context,
   Deferred,
   Effect,
   Either,
+  Exit,
   FiberId,
   Layer,
   ManagedRuntime,
@@ -353,8 +355,12 @@ export interface TalonClientPromise {
 
 export const createTalonClient = (options: Partial<TalonClientOptions> = {}): TalonClientPromise => {
   const runtime = ManagedRuntime.make(TalonClient.layer(options))
-  const run = <A>(f: (client: TalonClientShape) => Effect.Effect<A, TalonClientError>) =>
-    runtime.runPromise(Effect.flatMap(TalonClient, f))
+  // Rejects with the typed error itself (e.g. an ObjectNotFound with its `_tag`), not a FiberFailure wrapper.
+  const run = async <A>(f: (client: TalonClientShape) => Effect.Effect<A, TalonClientError>): Promise<A> => {
+    const exit = await runtime.runPromiseExit(Effect.flatMap(TalonClient, f))
+    if (Exit.isSuccess(exit)) return exit.value
+    throw Cause.squash(exit.cause)
+  }
   return {
     stat: (target) => run((c) => c.stat(target)),
     read: (target, offset, length) => run((c) => c.read(target, offset, length)),

@@ -8,7 +8,7 @@ import * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Either, Stream, type Scope } from "effect"
 import { ControlChannel } from "../../src/client/ControlChannel.js"
-import { makeTalonClient, type TalonClientShape } from "../../src/client/TalonClient.js"
+import { createTalonClient, makeTalonClient, type TalonClientShape } from "../../src/client/TalonClient.js"
 import type { TalonClientOptions } from "../../src/client/config.js"
 import type { CoordinatorOptions } from "../../src/coordinator/config.js"
 import { NodeRole, type BlockId } from "../../src/core/ids.js"
@@ -314,6 +314,27 @@ describe("TalonClient when the coordinator goes away", () => {
         // An explicit refresh does report the outage.
         const err = yield* Effect.flip(client.members(true))
         expect(err._tag).toBe("CoordinatorUnavailable")
+      })
+    )
+  )
+})
+
+describe("createTalonClient (promise facade)", () => {
+  it.live("read, readStream as an async iterable, stat and list, then close", () =>
+    withCluster(2, ({ client }) =>
+      Effect.promise(async () => {
+        const facade = createTalonClient({ coordinator: client.options.coordinator, blockSize: BLOCK })
+        try {
+          expect(Buffer.from(await facade.read(URI, 10, 2 * BLOCK)).equals(data.subarray(10, 10 + 2 * BLOCK))).toBe(true)
+          const pieces: Array<Uint8Array> = []
+          for await (const piece of facade.readStream(URI, 0, data.length)) pieces.push(piece)
+          expect(Buffer.concat(pieces).equals(data)).toBe(true)
+          expect(await facade.stat("s3://bucket/small.txt")).toMatchObject({ size: 12 })
+          expect((await facade.list("/s3/bucket/")).map((e) => e.path)).toEqual(["/s3/bucket/big.bin", "/s3/bucket/small.txt"])
+          await expect(facade.read("s3://bucket/missing", 0, 1)).rejects.toMatchObject({ _tag: "ObjectNotFound" })
+        } finally {
+          await facade.close()
+        }
       })
     )
   )
