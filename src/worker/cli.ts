@@ -52,7 +52,7 @@ export const workerOptions = {
     "the bound data address"
   ),
   cacheDirs: opt(
-    Options.text("cache-dir").pipe(Options.repeated, Options.filterMap((dirs) => (dirs.length > 0 ? Option.some(dirs) : Option.none()), "")),
+    Options.text("cache-dir").pipe(Options.repeated),
     "cacheDirs",
     "Cache directory; repeat for several (each has its own --capacity). The env form separates dirs with commas",
     WORKER_DEFAULTS.cacheDirs.join(",")
@@ -125,7 +125,10 @@ type Flags = { readonly [K in keyof typeof workerOptions]: Option.Option<unknown
 /** Flags that were given, as explicit settings (the rest resolve from env/defaults). */
 export const explicitWorkerSettings = (flags: Flags): Partial<WorkerSettings> => {
   const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(flags)) if (Option.isSome(value)) out[key] = value.value
+  for (const [key, value] of Object.entries(flags)) {
+    // An absent repeated flag (--cache-dir) parses as an empty list: leave it to env/default.
+    if (Option.isSome(value) && !(Array.isArray(value.value) && value.value.length === 0)) out[key] = value.value
+  }
   return out as Partial<WorkerSettings>
 }
 
