@@ -50,15 +50,21 @@ describe("scripts/bench.ts", () => {
     withDir(async (dir) => {
       writeJson(join(dir, "baselines", "main.json"), { "core::a": 100, "core::gone": 1, "placement::locate/256": 1000 })
       writeJson(join(dir, "results", "latest.json"), { "core::a": 150, "core::new": 3, "placement::locate/256": 1010 })
-      const strict = await bench(dir, "check")
+      // Independent invocations run concurrently: each is a separate tsx process.
+      const [strict, soft, wide, scoped] = await Promise.all([
+        bench(dir, "check"),
+        bench(dir, "check", "--soft"),
+        bench(dir, "check", "--threshold", "60"),
+        bench(dir, "check", "-p", "placement")
+      ])
       expect(strict.code).toBe(1)
       expect(strict.stdout).toContain("| benchmark | baseline | current | Δ | verdict |")
       expect(strict.stdout).toContain("| core::a | 100 ns | 150 ns | +50.0% | **REGRESSION** |")
       expect(strict.stdout).toContain("| core::new | — | 3 ns | — | new (no baseline) |")
       expect(strict.stdout).toContain("| core::gone | 1 ns | — | — | missing (not run) |")
-      expect((await bench(dir, "check", "--soft")).code).toBe(0)
-      expect((await bench(dir, "check", "--threshold", "60")).code).toBe(0)
-      const scoped = await bench(dir, "check", "-p", "placement")
+      expect(soft.code).toBe(0)
+      expect(soft.stdout).toContain("--soft: regressions reported, not failing")
+      expect(wide.code).toBe(0)
       expect(scoped.code).toBe(0)
       expect(scoped.stdout).toContain("placement::locate/256")
       expect(scoped.stdout).not.toContain("core::a")
@@ -67,10 +73,16 @@ describe("scripts/bench.ts", () => {
 
   it("check names what is missing instead of crashing", () =>
     withDir(async (dir) => {
-      const noBaseline = await bench(dir, "check")
+      const [noBaseline, noBaselineSoft, usage] = await Promise.all([
+        bench(dir, "check"),
+        bench(dir, "check", "--soft"),
+        bench(dir, "frobnicate")
+      ])
       expect(noBaseline.code).toBe(1)
       expect(noBaseline.stderr).toContain("bench-save -- main")
-      expect((await bench(dir, "check", "--soft")).code).toBe(0)
+      expect(noBaselineSoft.code).toBe(0)
+      expect(usage.code).toBe(2)
+      expect(usage.stderr).toContain("usage: bench.ts")
       writeJson(join(dir, "baselines", "main.json"), { "core::a": 1 })
       const noLatest = await bench(dir, "check")
       expect(noLatest.code).toBe(1)
@@ -79,9 +91,6 @@ describe("scripts/bench.ts", () => {
       const badArea = await bench(dir, "check", "-p", "nosuch")
       expect(badArea.code).toBe(1)
       expect(badArea.stderr).toContain('no benchmarks in area "nosuch"')
-      const usage = await bench(dir, "frobnicate")
-      expect(usage.code).toBe(2)
-      expect(usage.stderr).toContain("usage: bench.ts")
     })
   )
 })
