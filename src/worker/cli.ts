@@ -6,7 +6,7 @@ import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Effect, Layer, Option } from "effect"
 import * as Router from "../backend/Router.js"
 import { parseSize, WORKER_DEFAULTS, WORKER_ENV, type WorkerSettings } from "./config.js"
-import { Worker } from "./Worker.js"
+import { workerProcessLayer } from "./loops/WorkerLoops.js"
 
 const opt = <A>(o: Options.Options<A>, key: keyof WorkerSettings, description: string, shownDefault: string) =>
   o.pipe(Options.withDescription(`${description} (env ${WORKER_ENV[key]}, default ${shownDefault}).`), Options.optional)
@@ -117,6 +117,12 @@ export const workerOptions = {
     "maxInflightPerConnection",
     "Requests one connection may have in flight before the worker stops reading from it",
     String(WORKER_DEFAULTS.maxInflightPerConnection)
+  ),
+  loops: opt(
+    Options.integer("loops"),
+    "loops",
+    "Processes (event loops) serving the one data port: N ≥ 2 forks N serving loops under a primary that alone owns the cache index and fills; connections are spread round-robin (NODE_CLUSTER_SCHED_POLICY=none: the kernel picks)",
+    String(WORKER_DEFAULTS.loops)
   )
 }
 
@@ -136,7 +142,7 @@ export const explicitWorkerSettings = (flags: Flags): Partial<WorkerSettings> =>
 export const workerBackendLayer = Router.layerConfig
 
 export const worker = Command.make("worker", workerOptions, (flags) =>
-  Layer.launch(Worker.layerFrom(explicitWorkerSettings(flags)).pipe(Layer.provide(workerBackendLayer))).pipe(Effect.asVoid)
+  Layer.launch(workerProcessLayer(explicitWorkerSettings(flags)).pipe(Layer.provide(workerBackendLayer))).pipe(Effect.asVoid)
 ).pipe(
   Command.withDescription(
     "Run a cache worker: a block cache on local disk (whole or paged blocks, LRU under --capacity), filled from the origin on a miss and served over the Talon data protocol; registers and heartbeats with the coordinator; admin HTTP with health and Prometheus metrics. Origin endpoints and credentials come from TALON_S3_* and TALON_AZURE_* (see the backend docs)."

@@ -40,6 +40,8 @@ export interface WorkerSettings {
   readonly maxOpenFiles: number
   /** Requests a connection may have in flight before the worker stops reading from it. */
   readonly maxInflightPerConnection: number
+  /** Processes serving the one data port (1 = this process; N ≥ 2 = an index-owning primary plus N loops). */
+  readonly loops: number
 }
 
 export const WORKER_DEFAULTS: WorkerSettings = {
@@ -59,7 +61,8 @@ export const WORKER_DEFAULTS: WorkerSettings = {
   serveMode: "pipelined",
   readTimeoutMs: 30_000,
   maxOpenFiles: 4096,
-  maxInflightPerConnection: 256
+  maxInflightPerConnection: 256,
+  loops: 1
 }
 
 /** Environment variable of each setting. */
@@ -80,7 +83,8 @@ export const WORKER_ENV: Record<keyof WorkerSettings, string> = {
   serveMode: "TALON_WORKER_SERVE_MODE",
   readTimeoutMs: "TALON_WORKER_READ_TIMEOUT_MS",
   maxOpenFiles: "TALON_WORKER_MAX_OPEN_FILES",
-  maxInflightPerConnection: "TALON_WORKER_MAX_INFLIGHT"
+  maxInflightPerConnection: "TALON_WORKER_MAX_INFLIGHT",
+  loops: "TALON_WORKER_LOOPS"
 }
 
 const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }
@@ -140,7 +144,8 @@ export const workerConfigs = {
   serveMode: oneOf<ServeModeName>(WORKER_ENV.serveMode, ["pipelined", "multiplexed"]),
   readTimeoutMs: Config.integer(WORKER_ENV.readTimeoutMs),
   maxOpenFiles: Config.integer(WORKER_ENV.maxOpenFiles),
-  maxInflightPerConnection: Config.integer(WORKER_ENV.maxInflightPerConnection)
+  maxInflightPerConnection: Config.integer(WORKER_ENV.maxInflightPerConnection),
+  loops: Config.integer(WORKER_ENV.loops)
 } satisfies { [K in keyof WorkerSettings]: Config.Config<unknown> }
 
 const invalid = (key: keyof WorkerSettings, why: string) => ConfigError.InvalidData([WORKER_ENV[key]], `${key} ${why}`)
@@ -157,6 +162,7 @@ export const validateWorkerSettings = (s: WorkerSettings): ConfigError.ConfigErr
   if (!(s.readTimeoutMs > 0)) return invalid("readTimeoutMs", "must be positive")
   if (!(s.maxOpenFiles > 0)) return invalid("maxOpenFiles", "must be positive")
   if (!(s.maxInflightPerConnection > 0)) return invalid("maxInflightPerConnection", "must be positive")
+  if (!Number.isInteger(s.loops) || s.loops < 1 || s.loops > 64) return invalid("loops", "must be an integer in 1..64")
   return undefined
 }
 

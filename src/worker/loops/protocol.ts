@@ -49,8 +49,8 @@ export type ToOwner =
       readonly end: number
     }
   | { readonly talon: 1; readonly t: "release"; readonly leases: ReadonlyArray<number> }
-  /** Leases served from since the last report: the owner refreshes their LRU position. */
-  | { readonly talon: 1; readonly t: "touch"; readonly leases: ReadonlyArray<number> }
+  /** Leases served from since the last report (the owner refreshes their LRU position), and those being read now. */
+  | { readonly talon: 1; readonly t: "usage"; readonly used: ReadonlyArray<number>; readonly busy: ReadonlyArray<number> }
   | { readonly talon: 1; readonly t: "counters"; readonly delta: CounterDelta }
 
 export interface Failure {

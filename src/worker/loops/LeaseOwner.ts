@@ -1,0 +1,297 @@
+/**
+ * The index owner's side of `--loops N`: one process (the cluster primary)
+ * owns the cache dir — its DiskStore index, LRU, eviction and every fill —
+ * and lends committed units to its serving loops.
+ *
+ * Why one owner rather than N processes sharing the directory: two
+ * independent indexes over one directory could both fill a page (two origin
+ * GETs, two renames) and one could evict (unlink) a page the other is
+ * sending. With a single owner, fills are single-flight across all loops for
+ * free (the owner's Fetcher), and eviction obeys the owner's pins, which now
+ * include one pin per lease. The price is one IPC round trip the first time a
+ * loop serves a unit; after that the loop serves it with no IPC at all.
+ *
+ * Capacity: a leased unit is pinned, so it cannot be evicted. Before a fill
+ * (and once a second) the owner checks whether the cache dir will fit: when
+ * the unpinned bytes cannot make the room, it revokes the leases served least
+ * recently, skipping those a response is reading (loops report every second
+ * which leases they served, refreshing the owner's LRU, and which are busy).
+ * A loop gives a revoked lease back as soon as no response reads it, and only
+ * then can the owner's eviction unlink the file.
+ */
+import type { BlockId, ObjectId } from "../../core/ids.js"
+import { describeUnknown, ReadFailed } from "../errors.js"
+import type { WorkerStats } from "../metrics.js"
+import type { MissPathShape } from "../miss/MissPath.js"
+import { objectKey } from "../miss/VersionCache.js"
+import type { DiskStore } from "../store/DiskStore.js"
+import type { Unit } from "../store/entry.js"
+import { blockKey } from "../store/layout.js"
+import { type Grant, isToOwner, LOOP_COUNTERS, type ToLoop, type ToOwner } from "./protocol.js"
+
+interface Lease {
+  readonly id: number
+  readonly loop: number
+  readonly unit: Unit
+  /** Last time the loop served from it (grant, or a usage report). */
+  touched: number
+  /** A response of the loop was reading it at the loop's last usage report. */
+  busy: boolean
+  /** When it was revoked (0 = not revoked). */
+  revokedAt: number
+}
+
+/** A revoked, not busy lease normally comes back within one IPC round trip; after this it no longer counts as coming. */
+const REVOKE_PENDING_MS = 1000
+
+export interface LoopReport {
+  readonly loop: number
+  readonly leases: number
+  /** The counters this loop reported (sums of its deltas). */
+  readonly counters: Readonly<Record<(typeof LOOP_COUNTERS)[number], number>>
+}
+
+const asFailure = (e: unknown) => {
+  const f = e instanceof ReadFailed ? e : new ReadFailed({ reason: `internal error: ${describeUnknown(e)}` })
+  return f.staleVersion === true
+    ? ({ ok: false, reason: f.reason, staleVersion: true } as const)
+    : ({ ok: false, reason: f.reason } as const)
+}
+
+export class LeaseOwner {
+  readonly #store: DiskStore
+  readonly #miss: MissPathShape
+  readonly #stats: WorkerStats
+  readonly #ttlMs: number
+  readonly #now: () => number
+  readonly #leases = new Map<number, Lease>()
+  readonly #byLoop = new Map<number, Set<number>>()
+  readonly #senders = new Map<number, (m: ToLoop) => void>()
+  readonly #counters = new Map<number, Record<string, number>>()
+  #nextLease = 1
+
+  constructor(store: DiskStore, miss: MissPathShape, stats: WorkerStats, ttlMs: number, now: () => number = Date.now) {
+    this.#store = store
+    this.#miss = miss
+    this.#stats = stats
+    this.#ttlMs = ttlMs
+    this.#now = now
+  }
+
+  /** A loop (re)joined: how to reach it. */
+  attach(loop: number, send: (m: ToLoop) => void): void {
+    this.#senders.set(loop, send)
+    if (!this.#byLoop.has(loop)) this.#byLoop.set(loop, new Set())
+    if (!this.#counters.has(loop)) this.#counters.set(loop, Object.fromEntries(LOOP_COUNTERS.map((k) => [k, 0])))
+  }
+
+  /** A loop exited: its pins go (its fds closed with it) and its open connections are gone. */
+  detach(loop: number): void {
+    this.#senders.delete(loop)
+    const ids = this.#byLoop.get(loop)
+    if (ids !== undefined) for (const id of [...ids]) this.#drop(id, loop)
+    const c = this.#counters.get(loop)
+    if (c !== undefined && c["connectionsOpen"]! > 0) {
+      this.#stats.connectionsOpen -= c["connectionsOpen"]!
+      c["connectionsOpen"] = 0
+    }
+  }
+
+  /** Sends to every attached loop (readiness). */
+  broadcast(m: ToLoop): void {
+    for (const send of this.#senders.values()) send(m)
+  }
+
+  handle(loop: number, m: unknown): void {
+    if (!isToOwner(m)) return
+    const send = this.#senders.get(loop)
+    if (send === undefined) return
+    switch (m.t) {
+      case "stat":
+        return void this.#stat(m.object).then((r) => send({ talon: 1, t: "stat", id: m.id, ...r }))
+      case "fill":
+        return void this.#fill(loop, m).then((r) => send({ talon: 1, t: "fill", id: m.id, ...r }))
+      case "release":
+        for (const id of m.leases) this.#drop(id, loop)
+        return
+      case "usage":
+        return this.#usage(loop, m.used, m.busy)
+      case "counters": {
+        const c = this.#counters.get(loop)!
+        const stats = this.#stats as unknown as Record<string, number>
+        for (const k of LOOP_COUNTERS) {
+          const d = m.delta[k]
+          if (typeof d !== "number" || !Number.isFinite(d)) continue
+          c[k] = c[k]! + d
+          stats[k] = stats[k]! + d
+        }
+        return
+      }
+    }
+  }
+
+  /** Leases outstanding (all loops), how many were last reported busy or are revoked, and what each loop reported. */
+  report(): { readonly leases: number; readonly busy: number; readonly revoked: number; readonly loops: ReadonlyArray<LoopReport> } {
+    let busy = 0
+    let revoked = 0
+    for (const l of this.#leases.values()) {
+      if (l.busy) busy++
+      if (l.revokedAt > 0) revoked++
+    }
+    return {
+      leases: this.#leases.size,
+      busy,
+      revoked,
+      loops: [...this.#counters.entries()].map(([loop, c]) => ({
+        loop,
+        leases: this.#byLoop.get(loop)?.size ?? 0,
+        counters: { ...c } as LoopReport["counters"]
+      }))
+    }
+  }
+
+  /**
+   * Makes sure `extra` more bytes will fit cache dir `dir` (every dir when
+   * undefined, with extra 0): when the unpinned bytes cannot make the room,
+   * revokes leases, a unit's leases together, least recently served first —
+   * those no response is reading before those being read (a busy lease comes
+   * back only when its response ends, so it is the last resort, but revoking
+   * it is always safe).
+   */
+  enforceCapacity(dir?: number, extra = 0): void {
+    const dirs = this.#store.stats().perDir
+    const now = this.#now()
+    for (let d = 0; d < dirs.length; d++) {
+      if (dir !== undefined && d !== dir) continue
+      const resident = dirs[d]!.residentBytes
+      const need = resident + (dir === undefined ? 0 : extra) - dirs[d]!.capacity
+      if (need <= 0) continue
+      const byUnit = new Map<Unit, Array<Lease>>()
+      for (const l of this.#leases.values()) {
+        if (l.unit.entry.dirIndex !== d) continue
+        const list = byUnit.get(l.unit)
+        if (list === undefined) byUnit.set(l.unit, [l])
+        else list.push(l)
+      }
+      let pinned = 0
+      let coming = 0
+      const candidates: Array<{ unit: Unit; leases: Array<Lease>; busy: boolean; newest: number }> = []
+      for (const [unit, leases] of byUnit) {
+        pinned += unit.bytes
+        let busy = false
+        let live = false
+        let newest = 0
+        for (const l of leases) {
+          if (l.busy) busy = true
+          if (l.revokedAt === 0) live = true
+          else if (now - l.revokedAt >= REVOKE_PENDING_MS) busy = true
+          newest = Math.max(newest, l.touched)
+        }
+        if (live) candidates.push({ unit, leases, busy, newest })
+        else if (!busy) coming += unit.bytes
+      }
+      // Leases are the only long-lived pins in the owner (fills pin nothing), so the rest is evictable.
+      let toFree = need - (resident - pinned) - coming
+      if (toFree <= 0) continue
+      candidates.sort((a, b) => (a.busy === b.busy ? a.newest - b.newest : a.busy ? 1 : -1))
+      const revoke = new Map<number, Array<number>>()
+      for (const c of candidates) {
+        if (toFree <= 0) break
+        toFree -= c.unit.bytes
+        for (const l of c.leases) {
+          if (l.revokedAt !== 0) continue
+          l.revokedAt = now
+          const list = revoke.get(l.loop)
+          if (list === undefined) revoke.set(l.loop, [l.id])
+          else list.push(l.id)
+        }
+      }
+      for (const [loop, leases] of revoke) this.#senders.get(loop)?.({ talon: 1, t: "revoke", leases })
+    }
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  async #stat(object: ObjectId) {
+    const key = objectKey(object)
+    try {
+      const st = await this.#miss.stat(object, key)
+      const expiresAt = this.#miss.versions.expiresAt(key) ?? this.#now() + this.#ttlMs
+      return { ok: true, size: st.size, version: st.version, expiresAt } as const
+    } catch (e) {
+      return asFailure(e)
+    }
+  }
+
+  async #fill(loop: number, m: Extract<ToOwner, { t: "fill" }>) {
+    this.#makeRoomFor(m)
+    try {
+      await this.#miss.fill(m.block, m.blockLength, m.objectSize, m.first, m.end)
+    } catch (e) {
+      return asFailure(e)
+    }
+    // The loop may have exited while the fill ran: then nobody would ever release these pins.
+    if (!this.#senders.has(loop)) return { ok: false, reason: "the serving loop exited" } as const
+    const grant = this.#grant(loop, m.block, m.first, m.end)
+    this.enforceCapacity()
+    return { ok: true, grant } as const
+  }
+
+  /** Pins each present unit of `[first, end)` once for `loop`; units evicted since the fill are left out. */
+  #grant(loop: number, block: BlockId, first: number, end: number): Grant | null {
+    const key = blockKey(block)
+    const entry = this.#store.lookup(key)
+    if (entry === undefined) return null
+    const units: Array<readonly [number, number]> = []
+    const pinned: Array<Unit> = []
+    const now = this.#now()
+    const mine = this.#byLoop.get(loop)!
+    for (let i = first; i < end; i++) {
+      pinned.length = 0
+      if (!this.#store.pin(entry, i, i + 1, pinned)) continue
+      const id = this.#nextLease++
+      this.#leases.set(id, { id, loop, unit: pinned[0]!, touched: now, busy: false, revokedAt: 0 })
+      mine.add(id)
+      units.push([i, id])
+    }
+    return units.length === 0 ? null : { key, meta: entry.meta, path: entry.path, units }
+  }
+
+  #drop(id: number, loop: number): void {
+    const l = this.#leases.get(id)
+    if (l === undefined || l.loop !== loop) return
+    this.#leases.delete(id)
+    this.#byLoop.get(loop)?.delete(id)
+    this.#store.release([l.unit])
+  }
+
+  /** Revocations ahead of a fill, so its commit finds room instead of evicting the unit it just wrote. */
+  #makeRoomFor(m: Extract<ToOwner, { t: "fill" }>): void {
+    const key = blockKey(m.block)
+    const ps = this.#store.pageSize
+    let extra = 0
+    for (const [s, e] of this.#store.missingRuns(key, m.first, m.end)) {
+      for (let i = s; i < e; i++) extra += ps > 0 ? Math.min(ps, m.blockLength - i * ps) : m.blockLength
+    }
+    if (extra > 0) this.enforceCapacity(this.#store.dirFor(key), extra)
+  }
+
+  /** What a loop served from (refresh their place in the owner's LRU: a pin and release is a touch) and is reading now. */
+  #usage(loop: number, used: ReadonlyArray<number>, busy: ReadonlyArray<number>): void {
+    const now = this.#now()
+    const scratch: Array<Unit> = []
+    for (const id of used) {
+      const l = this.#leases.get(id)
+      if (l === undefined || l.loop !== loop) continue
+      l.touched = now
+      scratch.length = 0
+      if (this.#store.pin(l.unit.entry, l.unit.index, l.unit.index + 1, scratch)) this.#store.release(scratch)
+    }
+    // Each report is a full snapshot of what the loop is reading.
+    const reading = new Set(busy)
+    for (const id of this.#byLoop.get(loop) ?? []) {
+      const l = this.#leases.get(id)
+      if (l !== undefined) l.busy = reading.has(id)
+    }
+  }
+}

@@ -1,0 +1,345 @@
+/**
+ * `--loops N`: one data port served by N processes, Node's analogue of
+ * Talon's rings. The process that builds this layer becomes the cluster
+ * primary and the cache's single index owner (see LeaseOwner for why); it
+ * forks N serving loops (loops/child.ts) that each run the ordinary
+ * DataServer → ServeMode → DataPlane stack over a leased view of the store.
+ *
+ *   primary = BlockStore + MissPath (fills) + LeaseOwner + Membership + AdminHttp
+ *   loop ×N = DataServer ← ServeMode ← DataPlane, ReadPath ← LeaseStore, OwnerChannel
+ *
+ * Connections reach the loops through Node's cluster module: round-robin
+ * (the primary accepts and hands each connection to the next loop) or shared
+ * (every loop accepts on one listening socket and the kernel picks). The
+ * policy is Node's `NODE_CLUSTER_SCHED_POLICY` (`rr` | `none`); unset, it is
+ * DEFAULT_SCHEDULING below (chosen by measurement, see the comment there).
+ *
+ * The worker registers once with the coordinator: one node id for the port,
+ * whatever N is. /metrics on the primary sums what the loops report.
+ */
+import cluster, { type Worker as ClusterWorker } from "node:cluster"
+import * as net from "node:net"
+import { fileURLToPath } from "node:url"
+import { Context, Data, Effect, Layer } from "effect"
+import type { BackendStore } from "../../backend/BackendStore.js"
+import type { NodeInfo } from "../../core/ids.js"
+import { AdminHttp } from "../admin/AdminHttp.js"
+import { parseHostPort, resolveWorkerSettings, WorkerConfig, type WorkerSettings } from "../config.js"
+import { Membership } from "../membership/Membership.js"
+import { type ReadyState, WorkerReadiness } from "../membership/Readiness.js"
+import { WorkerMetrics, type WorkerStats } from "../metrics.js"
+import { MissPath } from "../miss/MissPath.js"
+import { DataPlane } from "../plane/DataPlane.js"
+import { Sendfile } from "../plane/Sendfile.js"
+import { DataServer, type DataServerShape } from "../server/DataServer.js"
+import { ServeMode } from "../server/ServeMode.js"
+import { BlockStore } from "../store/BlockStore.js"
+import type { DiskStore } from "../store/DiskStore.js"
+import { Worker } from "../Worker.js"
+import { LeaseOwner } from "./LeaseOwner.js"
+import { LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, type ToLoop } from "./protocol.js"
+
+export type Scheduling = "round-robin" | "shared"
+
+/**
+ * Round-robin unless NODE_CLUSTER_SCHED_POLICY says otherwise. Measured on the
+ * 2-core bench VM with `scripts/dataplane-bench.ts` (see bench/data/dataplane.json
+ * and the report of issue 5): with long-lived connections the accept path is
+ * not on the request path either way, and round-robin spreads 64 connections
+ * evenly (32/32), whereas with a shared socket whichever loop wakes first
+ * takes most of a burst of connects, leaving one core's loop idle.
+ */
+export const DEFAULT_SCHEDULING: Scheduling = "round-robin"
+
+export class LoopsStartError extends Data.TaggedError("LoopsStartError")<{ readonly detail: string }> {
+  override get message() {
+    return `cannot start the worker's serving loops: ${this.detail}`
+  }
+}
+
+export interface LoopInfo {
+  /** Cluster worker id (unique per fork; a restarted loop gets a new one). */
+  readonly id: number
+  /** 1..N */
+  readonly index: number
+  readonly pid: number
+}
+
+export interface LoopsControl {
+  readonly loops: number
+  readonly scheduling: Scheduling
+  /** The loops running now. */
+  readonly running: () => ReadonlyArray<LoopInfo>
+  /** Leases outstanding and what each loop reported. */
+  readonly report: () => ReturnType<LeaseOwner["report"]>
+  /** Loops restarted after an unexpected exit. */
+  readonly restarts: () => number
+}
+
+export class LoopsControlTag extends Context.Tag("talon/worker/LoopsControl")<LoopsControlTag, LoopsControl>() {}
+
+const childEntry = fileURLToPath(new URL("./child-entry.mjs", import.meta.url))
+
+const currentScheduling = (): Scheduling => (cluster.schedulingPolicy === cluster.SCHED_NONE ? "shared" : "round-robin")
+
+/** How often the owner checks capacity on its own (fills check it at once). */
+const CAPACITY_CHECK_MS = 1000
+/** A loop that exits unexpectedly is replaced after this pause (so a crash loop cannot spin). */
+const RESTART_DELAY_MS = 500
+
+/**
+ * The primary's DataServer: N forked loops listening on the configured address.
+ * Also provides LoopsControl. Fails if a loop exits before it listens.
+ */
+const LoopsListener = Layer.scopedContext(
+  Effect.gen(function* () {
+    const cfg = yield* WorkerConfig
+    const store = yield* BlockStore
+    const miss = yield* MissPath
+    const stats = yield* WorkerMetrics
+    const state = yield* WorkerReadiness
+    if (!cluster.isPrimary) return yield* Effect.fail(new LoopsStartError({ detail: "this process is itself a cluster worker" }))
+    if (!(cfg.loops >= 2)) return yield* Effect.fail(new LoopsStartError({ detail: `--loops ${cfg.loops}: the multi-loop server needs at least 2` }))
+    if (process.env["NODE_CLUSTER_SCHED_POLICY"] === undefined) {
+      // Frozen by Node at the first fork of this process; later WorkerLoops in the same process share it.
+      cluster.schedulingPolicy = (DEFAULT_SCHEDULING as Scheduling) === "shared" ? cluster.SCHED_NONE : cluster.SCHED_RR
+    }
+    const owner = new LeaseOwner(store, miss, stats, cfg.versionTtlMs)
+    const readyMessage = (): ToLoop => ({
+      talon: 1,
+      t: "ready",
+      ready: state.ready,
+      registered: state.registered,
+      detail: state.detail
+    })
+    watchReadiness(state, () => owner.broadcast(readyMessage()))
+
+    const running = new Map<number, { readonly worker: ClusterWorker; readonly index: number }>()
+    let stopping = false
+    let restarts = 0
+    // node:cluster shares one listening handle per address *as configured*: two WorkerLoops of one
+    // process both asking for port 0 would end up on one port. So port 0 becomes a concrete free port first.
+    const dataAddress = yield* concreteAddress(cfg.dataAddress)
+    const settingsJson = JSON.stringify({ ...cfg, dataAddress } satisfies WorkerSettings)
+
+    const fork = (index: number): ClusterWorker => {
+      cluster.setupPrimary({ exec: childEntry, args: [], execArgv: [], silent: false })
+      const w = cluster.fork({ [LOOP_SETTINGS_ENV]: settingsJson, [LOOP_INDEX_ENV]: String(index) })
+      running.set(w.id, { worker: w, index })
+      owner.attach(w.id, (m) => {
+        if (w.isConnected()) w.send(m)
+      })
+      w.on("message", (m: unknown) => {
+        if (typeof m === "object" && m !== null && (m as { t?: unknown }).t === "hello") {
+          w.send(readyMessage())
+          return
+        }
+        owner.handle(w.id, m)
+      })
+      w.once("exit", (code, signal) => {
+        running.delete(w.id)
+        owner.detach(w.id)
+        if (stopping) return
+        restarts++
+        Effect.runFork(
+          Effect.logWarning(
+            `worker loop ${index} (pid ${w.process.pid}) exited unexpectedly (${signal ?? `code ${code}`}); starting a new one`
+          )
+        )
+        setTimeout(() => {
+          if (!stopping) fork(index)
+        }, RESTART_DELAY_MS).unref()
+      })
+      return w
+    }
+
+    const timer = setInterval(() => owner.enforceCapacity(), CAPACITY_CHECK_MS)
+    timer.unref()
+
+    const stopAll = Effect.async<void>((resume) => {
+      stopping = true
+      clearInterval(timer)
+      const workers = [...running.values()].map((r) => r.worker)
+      if (workers.length === 0) return resume(Effect.void)
+      let left = workers.length
+      const kill = setTimeout(() => {
+        for (const w of workers) if (w.process.exitCode === null && w.process.signalCode === null) w.process.kill("SIGKILL")
+      }, 10_000)
+      for (const w of workers) {
+        w.once("exit", () => {
+          if (--left === 0) {
+            clearTimeout(kill)
+            resume(Effect.void)
+          }
+        })
+        if (w.process.exitCode !== null || w.process.signalCode !== null) {
+          if (--left === 0) {
+            clearTimeout(kill)
+            resume(Effect.void)
+          }
+          continue
+        }
+        w.process.kill("SIGTERM")
+      }
+    })
+
+    const first = yield* Effect.acquireRelease(
+      Effect.async<{ host: string; port: number }, LoopsStartError>((resume) => {
+        let listening = 0
+        let done = false
+        for (let i = 1; i <= cfg.loops; i++) {
+          const w = fork(i)
+          w.once("listening", (address) => {
+            if (done || ++listening < cfg.loops) return
+            done = true
+            resume(Effect.succeed({ host: address.address ?? "127.0.0.1", port: address.port }))
+          })
+          w.once("exit", (code, signal) => {
+            if (done) return
+            done = true
+            resume(
+              Effect.fail(
+                new LoopsStartError({
+                  detail: `loop ${i} exited before it listened on ${dataAddress} (${signal ?? `code ${code}`}); its log above says why`
+                })
+              )
+            )
+          })
+        }
+      }),
+      () => stopAll
+    ).pipe(Effect.onError(() => stopAll))
+
+    const host = first.host.includes(":") ? `[${first.host}]` : first.host
+    const server: DataServerShape = {
+      host: first.host,
+      port: first.port,
+      address: `${host}:${first.port}`,
+      connections: () => stats.connectionsOpen
+    }
+    const control: LoopsControl = {
+      loops: cfg.loops,
+      scheduling: currentScheduling(),
+      running: () => [...running.values()].map((r) => ({ id: r.worker.id, index: r.index, pid: r.worker.process.pid ?? -1 })),
+      report: () => owner.report(),
+      restarts: () => restarts
+    }
+    return Context.make(DataServer, server).pipe(Context.add(LoopsControlTag, control))
+  })
+)
+
+/** `host:0` → `host:<a port free right now>` (checked by binding it); any other address as is, once known bindable. */
+const concreteAddress = (address: string) =>
+  Effect.async<string, LoopsStartError>((resume) => {
+    const hp = parseHostPort(address)
+    if (hp === undefined) return resume(Effect.fail(new LoopsStartError({ detail: `--data-addr ${address}: expected host:port` })))
+    const probe = net.createServer()
+    probe.once("error", (e) => resume(Effect.fail(new LoopsStartError({ detail: `cannot listen on ${address}: ${e.message}` }))))
+    probe.listen({ host: hp.host, port: hp.port, exclusive: true }, () => {
+      const port = (probe.address() as net.AddressInfo).port
+      probe.close(() => resume(Effect.succeed(`${hp.host.includes(":") ? `[${hp.host}]` : hp.host}:${port}`)))
+    })
+  })
+
+/** Tells the loops whenever Membership flips readiness (ReadyState is a plain record it mutates). */
+const watchReadiness = (state: ReadyState, changed: () => void): void => {
+  for (const key of ["ready", "registered", "detail"] as const) {
+    let value = state[key]
+    Object.defineProperty(state, key, {
+      configurable: true,
+      enumerable: true,
+      get: () => value,
+      set: (v: never) => {
+        if (value === v) return
+        value = v
+        changed()
+      }
+    })
+  }
+}
+
+export interface WorkerLoopsShape {
+  readonly node: NodeInfo
+  readonly dataAddress: string
+  readonly dataPort: number
+  readonly adminAddress: string
+  readonly adminPort: number
+  readonly coordinator: string | undefined
+  readonly dataPlane: string
+  readonly serveMode: string
+  readonly settings: WorkerSettings
+  /** The owner's store (the only index of the cache dirs). */
+  readonly store: DiskStore
+  /** The owner's counters plus everything the loops reported. */
+  readonly stats: WorkerStats
+  readonly readiness: ReadyState
+  readonly loops: LoopsControl
+}
+
+const OwnerCore = MissPath.layer.pipe(
+  Layer.provideMerge(BlockStore.layer),
+  Layer.provideMerge(Layer.mergeAll(WorkerMetrics.layer, WorkerReadiness.layer))
+)
+
+const PrimaryLayers = Layer.mergeAll(Membership.layer, AdminHttp.layer).pipe(
+  Layer.provideMerge(LoopsListener),
+  Layer.provideMerge(OwnerCore)
+)
+
+const PlaneAndModeFromConfig = Layer.unwrapEffect(
+  Effect.map(WorkerConfig, (cfg) => Layer.merge(Sendfile.fromChoice(cfg.dataPlane), ServeMode.fromName(cfg.serveMode)))
+)
+
+const make = Effect.gen(function* () {
+  const settings = yield* WorkerConfig
+  const server = yield* DataServer
+  const admin = yield* AdminHttp
+  const membership = yield* Membership
+  const plane = yield* DataPlane
+  const mode = yield* ServeMode
+  const loops = yield* LoopsControlTag
+  yield* Effect.logInfo(
+    `worker data listener on ${server.address} (${plane.name} plane, ${mode.name} mode, ${loops.loops} loops, ${loops.scheduling}; pids ${loops
+      .running()
+      .map((l) => l.pid)
+      .join(", ")})`
+  )
+  return {
+    node: membership.node,
+    dataAddress: server.address,
+    dataPort: server.port,
+    adminAddress: admin.address,
+    adminPort: admin.port,
+    coordinator: membership.coordinator,
+    dataPlane: plane.name,
+    serveMode: mode.name,
+    settings,
+    store: yield* BlockStore,
+    stats: yield* WorkerMetrics,
+    readiness: yield* WorkerReadiness,
+    loops
+  } satisfies WorkerLoopsShape
+})
+
+export class WorkerLoops extends Context.Tag("talon/worker/WorkerLoops")<WorkerLoops, WorkerLoopsShape>() {
+  /** Needs WorkerConfig (with loops ≥ 2) and BackendStore; plane and mode come from the config. */
+  static readonly layer: Layer.Layer<WorkerLoops, unknown, WorkerConfig | BackendStore> = Layer.fresh(
+    Layer.effect(WorkerLoops, make).pipe(Layer.provide(PrimaryLayers), Layer.provide(PlaneAndModeFromConfig))
+  )
+
+  /** Needs BackendStore: exactly these settings over the defaults (the environment is ignored). */
+  static readonly layerOf = (settings: Partial<WorkerSettings>): Layer.Layer<WorkerLoops, unknown, BackendStore> =>
+    WorkerLoops.layer.pipe(Layer.provide(WorkerConfig.layerOf(settings)))
+}
+
+/**
+ * What `talon worker` runs: the single-process Worker for `--loops 1`, else
+ * WorkerLoops. Settings are `explicit` > `TALON_WORKER_*` > defaults.
+ */
+export const workerProcessLayer = (explicit: Partial<WorkerSettings>): Layer.Layer<never, unknown, BackendStore> =>
+  Layer.unwrapEffect(
+    Effect.map(resolveWorkerSettings(explicit), (settings): Layer.Layer<never, unknown, BackendStore> => {
+      const config = WorkerConfig.layerOf(settings)
+      return settings.loops > 1 ? WorkerLoops.layer.pipe(Layer.provide(config)) : Worker.layer.pipe(Layer.provide(config))
+    })
+  )

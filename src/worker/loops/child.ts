@@ -1,0 +1,94 @@
+/**
+ * One serving loop of `--loops N` (a cluster child of WorkerLoops): the
+ * ordinary DataServer → ServeMode → DataPlane stack, reading through a
+ * LeaseStore, with version lookups and fills delegated to the owner.
+ * Exits when the owner goes away (cluster does that on IPC disconnect).
+ */
+import { Cause, Context, Effect, Exit, Fiber, Layer } from "effect"
+import { WorkerConfig, type WorkerSettings } from "../config.js"
+import { WorkerReadiness } from "../membership/Readiness.js"
+import { WorkerMetrics } from "../metrics.js"
+import { MissPath } from "../miss/MissPath.js"
+import { Sendfile } from "../plane/Sendfile.js"
+import { ReadPath, ReadPathImpl } from "../ReadPath.js"
+import { DataServer } from "../server/DataServer.js"
+import { ServeMode } from "../server/ServeMode.js"
+import { LeaseStore } from "./LeaseStore.js"
+import { counterDeltas, makeLoopMissPath, OwnerChannel, type IpcPort } from "./OwnerChannel.js"
+import { LOOP_INDEX_ENV, LOOP_SETTINGS_ENV } from "./protocol.js"
+
+/** How often a loop reports its counters and the leases it served (the owner's LRU). */
+const REPORT_MS = 1000
+
+const LoopServices = Layer.scopedContext(
+  Effect.gen(function* () {
+    const cfg = yield* WorkerConfig
+    const stats = yield* WorkerMetrics
+    const ready = yield* WorkerReadiness
+    if (typeof process.send !== "function") {
+      return yield* Effect.dieMessage("a worker loop must be forked by its owner (no IPC channel)")
+    }
+    const port = process as unknown as IpcPort
+    const channel = yield* Effect.acquireRelease(
+      Effect.sync(() => new OwnerChannel(port)),
+      (c) => Effect.sync(() => c.close())
+    )
+    const store = yield* Effect.acquireRelease(
+      Effect.sync(() => new LeaseStore((m) => channel.send(m), cfg.maxOpenFiles)),
+      (s) => Effect.sync(() => s.close())
+    )
+    channel.store = store
+    channel.ready = ready
+    const miss = makeLoopMissPath(channel, store, cfg.versionTtlMs)
+    const reader = new ReadPathImpl(store, miss, stats, cfg.blockSize, cfg.pageSize, cfg.capacity)
+    const deltas = counterDeltas(stats)
+    const report = () => {
+      const delta = deltas()
+      if (delta !== undefined) channel.send({ talon: 1, t: "counters", delta })
+      // Sent even when empty: `busy` is a snapshot, and an empty one clears the last.
+      const { used, busy } = store.usage()
+      channel.send({ talon: 1, t: "usage", used, busy })
+    }
+    const timer = setInterval(report, REPORT_MS)
+    timer.unref()
+    yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(timer)))
+    // Asks for the owner's readiness (messages sent before this listener existed would be lost).
+    port.send({ t: "hello" })
+    return Context.make(MissPath, miss).pipe(Context.add(ReadPath, reader))
+  })
+)
+
+const loopLayer = (settings: WorkerSettings) => {
+  const config = WorkerConfig.layerOf(settings)
+  return DataServer.layer.pipe(
+    Layer.provideMerge(LoopServices),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        WorkerMetrics.layer,
+        WorkerReadiness.layer,
+        Sendfile.fromChoice(settings.dataPlane),
+        ServeMode.fromName(settings.serveMode)
+      )
+    ),
+    Layer.provide(config)
+  )
+}
+
+const raw = process.env[LOOP_SETTINGS_ENV]
+if (raw === undefined) {
+  console.error(`worker loop: ${LOOP_SETTINGS_ENV} is not set; loops are started by \`talon worker --loops N\``)
+  process.exit(2)
+}
+const settings = JSON.parse(raw) as WorkerSettings
+const index = process.env[LOOP_INDEX_ENV] ?? "?"
+
+// Not NodeRuntime.runMain: @effect/platform-node costs seconds of start-up per loop and this needs only signals.
+const fiber = Effect.runFork(Layer.launch(loopLayer(settings)).pipe(Effect.annotateLogs("loop", index)))
+const stop = () => void Effect.runFork(Fiber.interrupt(fiber))
+process.once("SIGTERM", stop)
+process.once("SIGINT", stop)
+fiber.addObserver((exit) => {
+  if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) process.exit(0)
+  console.error(`worker loop ${index} failed: ${Cause.pretty(exit.cause)}`)
+  process.exit(1)
+})

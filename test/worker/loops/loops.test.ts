@@ -1,0 +1,195 @@
+/**
+ * `--loops 2` over real processes: this test process is the primary (the
+ * index owner, with a counting origin), and node:cluster forks two serving
+ * loops. Asserts what the one-owner design promises: one port, one node id,
+ * one origin fetch for concurrent cold reads arriving on both loops, and no
+ * unlink of a file a loop is still sending from, even when the owner must
+ * evict to make room.
+ */
+import * as fs from "node:fs"
+import * as fsp from "node:fs/promises"
+import * as path from "node:path"
+import { Duration, Effect, Layer, ManagedRuntime, Stream } from "effect"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { BackendStore } from "../../../src/backend/BackendStore.js"
+import { Backend, type ObjectId } from "../../../src/core/ids.js"
+import { encodeFrame, encodeGetRangeFrame, Flags, MsgType } from "../../../src/protocol/index.js"
+import type { WorkerSettings } from "../../../src/worker/config.js"
+import { WorkerLoops } from "../../../src/worker/loops/WorkerLoops.js"
+import { blockKey } from "../../../src/worker/store/layout.js"
+import { makeDirBackend, pattern } from "../support/dirBackend.js"
+import { makeCleanup, tempDir } from "../support/harness.js"
+import { connect, type RawConnection } from "../support/rawClient.js"
+
+const cleanup = makeCleanup()
+afterEach(() => cleanup.run())
+/** What lives for the whole file (one worker shared by the first tests: each start forks processes). */
+const shared = makeCleanup()
+afterAll(() => shared.run())
+
+const KiB = 1024
+const MiB = 1024 * KiB
+const obj = (key: string): ObjectId => ({ backend: Backend.S3, bucket: "bkt", objectPath: key })
+
+/** A counting origin over a temp dir; `delay.ms` pauses every range GET (so concurrent cold reads overlap for sure). */
+const originWith = async (scope: typeof cleanup, objects: Record<string, Uint8Array>) => {
+  const root = await tempDir(scope, "talon-origin-")
+  await fsp.mkdir(path.join(root, "bkt"), { recursive: true })
+  for (const [key, bytes] of Object.entries(objects)) await fsp.writeFile(path.join(root, "bkt", key), bytes)
+  const dir = makeDirBackend(root, 256 * KiB)
+  const delay = { ms: 0 }
+  const layer = Layer.effect(
+    BackendStore,
+    Effect.map(BackendStore, (b) => ({
+      ...b,
+      getRange: (o: ObjectId, offset: number, length: number) =>
+        Stream.unwrap(Effect.as(Effect.suspend(() => Effect.sleep(Duration.millis(delay.ms))), b.getRange(o, offset, length)))
+    }))
+  ).pipe(Layer.provide(dir.layer))
+  return { counters: dir.counters, layer, delay }
+}
+
+const startLoops = async (scope: typeof cleanup, backend: Layer.Layer<BackendStore>, settings: Partial<WorkerSettings>) => {
+  const runtime = ManagedRuntime.make(
+    WorkerLoops.layerOf({
+      dataAddress: "127.0.0.1:0",
+      adminAddress: "127.0.0.1:0",
+      coordinator: "",
+      loops: 2,
+      ...settings
+    }).pipe(Layer.provide(backend))
+  )
+  scope.add(() => runtime.dispose())
+  return runtime.runPromise(WorkerLoops)
+}
+
+/** Polls `cond` (a fact about other processes, reported asynchronously) until it holds or the bound passes. */
+const eventually = async (cond: () => boolean, what: string, ms = 20_000): Promise<void> => {
+  const deadline = Date.now() + ms
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+const readAll = async (c: RawConnection, id: number, o: ObjectId, offset: number, len: number) => {
+  c.send(encodeGetRangeFrame(id, { object: o, offset, len }))
+  const f = await c.next()
+  expect(f.header.requestId).toBe(id)
+  expect((f.header.flags & Flags.Error) !== 0 ? f.payload.toString("utf8") : "ok").toBe("ok")
+  return f.payload
+}
+
+describe("--loops 2", () => {
+  const data = pattern(600 * KiB, 7)
+  const small = pattern(200 * KiB, 9)
+  let origin: Awaited<ReturnType<typeof originWith>>
+  let w: WorkerLoops["Type"]
+  beforeAll(async () => {
+    origin = await originWith(shared, { a: data, b: small })
+    const cache = await tempDir(shared, "talon-cache-")
+    w = await startLoops(shared, origin.layer, { id: "loops-node", cacheDirs: [cache], blockSize: 64 * KiB, pageSize: 16 * KiB })
+  }, 180_000)
+
+  it("one port and node id; concurrent cold reads of one block on both loops make exactly one origin fetch", async () => {
+    origin.delay.ms = 400
+    expect(w.loops.loops).toBe(2)
+    expect(w.node.id).toBe("loops-node")
+    expect(w.node.address).toBe(w.dataAddress)
+    const pids = w.loops.running().map((l) => l.pid)
+    expect(pids).toHaveLength(2)
+    expect(new Set([...pids, process.pid]).size).toBe(3)
+
+    // Enough connections that round-robin (or the kernel) puts some on each loop.
+    const conns: Array<RawConnection> = []
+    for (let i = 0; i < 6; i++) conns.push(await connect(w.dataPort))
+    cleanup.add(async () => conns.forEach((c) => c.close()))
+    await eventually(
+      () => w.loops.report().loops.every((l) => l.counters.connectionsTotal >= 1) && w.stats.connectionsTotal >= 6,
+      "both loops report accepted connections"
+    )
+    // The same cold block from every connection at once: every read is in flight before the slow origin answers.
+    const replies = await Promise.all(conns.map((c, i) => readAll(c, 100 + i, obj("a"), 1000, 300 * KiB)))
+    for (const p of replies) expect(Buffer.compare(p, data.subarray(1000, 1000 + 300 * KiB))).toBe(0)
+    // [1000, 308200) spans blocks 0..4 (64 KiB): one GET per block (of the pages the range touches,
+    // 16 KiB each: all of blocks 0..3, pages 0..2 of block 4), however many loops asked.
+    expect(origin.counters.gets).toBe(5)
+    expect(origin.counters.stats).toBe(1)
+    expect(origin.counters.bytes).toBe(4 * 64 * KiB + 3 * 16 * KiB)
+    origin.delay.ms = 0
+
+    // Warm now, on both loops: no more origin traffic; the loops' hits and misses reach the owner's counters.
+    const again = await Promise.all(conns.map((c, i) => readAll(c, 200 + i, obj("a"), 10_000 + i * 1000, 64 * KiB)))
+    again.forEach((p, i) => expect(Buffer.compare(p, data.subarray(10_000 + i * 1000, 10_000 + i * 1000 + 64 * KiB))).toBe(0))
+    expect(origin.counters.gets).toBe(5)
+    await eventually(() => w.stats.hits + w.stats.misses >= 12, "the loops report their hits and misses")
+    expect(w.store.blockCount).toBe(5)
+  }, 120_000)
+
+  it("errors, pings and pipelined replies come back byte-identical through a loop", async () => {
+    const c = await connect(w.dataPort)
+    cleanup.add(async () => c.close())
+    c.send(
+      Buffer.concat([
+        encodeGetRangeFrame(1, { object: obj("b"), offset: 70 * KiB, len: 100 * KiB }),
+        encodeGetRangeFrame(2, { object: obj("missing"), offset: 0, len: 1 }),
+        encodeFrame(MsgType.Ping, 3, new Uint8Array(0)),
+        encodeGetRangeFrame(4, { object: obj("b"), offset: 199 * KiB, len: 2 * KiB }),
+        encodeGetRangeFrame(5, { object: obj("b"), offset: 0, len: 200 * KiB })
+      ])
+    )
+    const f1 = await c.next()
+    const f2 = await c.next()
+    const f3 = await c.next()
+    const f4 = await c.next()
+    const f5 = await c.next()
+    expect([f1, f2, f3, f4, f5].map((f) => f.header.requestId)).toEqual([1, 2, 3, 4, 5])
+    expect(Buffer.compare(f1.payload, small.subarray(70 * KiB, 170 * KiB))).toBe(0)
+    expect(f2.header.flags & Flags.Error).toBe(Flags.Error)
+    expect(f2.payload.toString("utf8")).toBe("object s3://bkt/missing does not exist at the origin")
+    expect(f3.header.type).toBe(MsgType.Ping)
+    expect(f4.payload.toString("utf8")).toBe(`range out of bounds: offset ${199 * KiB} + len ${2 * KiB} exceeds object size ${200 * KiB}`)
+    expect(Buffer.compare(f5.payload, small)).toBe(0)
+  }, 120_000)
+
+  it("eviction never unlinks a file a loop is still sending; the unlink waits for the reader", async () => {
+    // X fills most of the cache; a stalled reader keeps a loop sending from it while Y, Z and X2 need room.
+    const x = pattern(16 * MiB, 1)
+    const y = pattern(4 * MiB, 2)
+    const z = pattern(4 * MiB, 3)
+    const x2 = pattern(16 * MiB, 4)
+    const origin = await originWith(cleanup, { x, y, z, x2 })
+    const cache = await tempDir(cleanup, "talon-cache-")
+    const w = await startLoops(cleanup, origin.layer, { cacheDirs: [cache], blockSize: 16 * MiB, pageSize: 0, capacity: 20 * MiB })
+
+    // The stalled reader: asks for all of X and reads nothing, so the loop's sendfile blocks part-way.
+    const slow = await connect(w.dataPort)
+    cleanup.add(async () => slow.close())
+    slow.socket.pause()
+    slow.send(encodeGetRangeFrame(1, { object: obj("x"), offset: 0, len: x.length }))
+    await eventually(() => w.loops.report().busy >= 1, "the loop reports X's lease as being read", 30_000)
+    const stat = await Effect.runPromise(Effect.flatMap(BackendStore, (b) => b.stat(obj("x"))).pipe(Effect.provide(origin.layer)))
+    const xEntry = w.store.lookup(blockKey({ object: obj("x"), offset: 0, blockSize: 16 * MiB, version: stat.version }))
+    expect(xEntry).toBeDefined()
+    const xFile = xEntry!.unitPath(0)
+
+    // Y then Z on another connection: 16 + 4 + 4 MiB > 20 MiB, so the owner must evict; X is not eligible.
+    const other = await connect(w.dataPort)
+    cleanup.add(async () => other.close())
+    expect(Buffer.compare(await readAll(other, 2, obj("y"), 0, y.length), y)).toBe(0)
+    expect(Buffer.compare(await readAll(other, 3, obj("z"), 0, z.length), z)).toBe(0)
+    await eventually(() => w.stats.evictions >= 1, "the owner evicted to make room")
+    expect(fs.existsSync(xFile)).toBe(true)
+    expect(w.store.stats().residentBytes).toBeLessThanOrEqual(20 * MiB)
+
+    // The reader drains X completely: every byte intact.
+    const payload = new Promise<Buffer>((resolve) => void slow.next().then((f) => resolve(f.payload)))
+    slow.socket.resume()
+    expect(Buffer.compare(await payload, x)).toBe(0)
+
+    // Now X is only a cached block: a 16 MiB newcomer needs its room, and X's file goes.
+    expect(Buffer.compare(await readAll(other, 4, obj("x2"), 0, x2.length), x2)).toBe(0)
+    await eventually(() => !fs.existsSync(xFile), "X's file is unlinked once nobody reads it")
+    expect(origin.counters.gets).toBe(4)
+  }, 180_000)
+})
