@@ -98,7 +98,7 @@ const deadAddress = Effect.promise(
 
 const getChecked = (gw: GatewayShape, originUrl: string, range?: string) =>
   Effect.gen(function* () {
-    const headers = range === undefined ? {} : { Range: range }
+    const headers: Record<string, string> = range === undefined ? {} : { Range: range }
     const r = yield* send(() => raw(gw.url, "GET", `/${BUCKET}/obj.bin`, headers))
     const ref = yield* send(() => raw(originUrl, "GET", `/${BUCKET}/obj.bin`, headers))
     expect(r.status).toBe(ref.status)
