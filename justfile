@@ -29,3 +29,47 @@ bench-check *args:
 # Start the embedded local cluster.
 up *args:
     node bin/talon.mjs up "$@"
+
+# Run one component (each accepts --help).
+origin *args:
+    node bin/talon.mjs origin "$@"
+
+coordinator *args:
+    node bin/talon.mjs coordinator "$@"
+
+worker *args:
+    node bin/talon.mjs worker "$@"
+
+gateway *args:
+    node bin/talon.mjs gateway "$@"
+
+loadgen *args:
+    node bin/talon.mjs loadgen "$@"
+
+# Render bench/data/*.json into docs/assets/bench/*.svg and BENCHMARKS.md tables (--check: fail when stale).
+bench-charts *args:
+    npx tsx scripts/bench-charts.ts "$@"
+
+# Native vs portable, pipelined vs multiplexed, 1 vs 2 loops, against the C ceiling server (C pound client).
+dataplane-bench *args:
+    npx tsx scripts/dataplane-bench.ts "$@"
+
+# The same arms driven by our own loadgen, swept over connection counts.
+dataplane-loadtest *args:
+    npx tsx scripts/dataplane-loadtest.ts "$@"
+
+# Proof that loadgen is not the bottleneck: loadgen vs C pound against the ceiling server.
+loadgen-vs-pound *args:
+    npx tsx scripts/loadgen-vs-pound.ts "$@"
+
+# Per-call cost of the native data plane's syscalls.
+plane-measure:
+    taskset -c 0 npx tsx scripts/plane-measure.ts
+
+# Gateway runtime under controlled delays, and the slow-consumer RSS run (JSON Lines).
+gateway-bench *args:
+    npx tsx scripts/gateway-bench.ts "$@"
+
+# S3/Azure x cache/origin routes + a control arm, paired order-swapped rounds.
+gateway-proxy-bench *args:
+    npx tsx scripts/gateway-proxy-bench.ts "$@"
