@@ -12,7 +12,7 @@
  */
 import { execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -38,6 +38,7 @@ const spin = has("spin")
 const machineName = flag("machine", "2-vCPU KVM VM (AMD EPYC), shared with other workloads")
 const SIZE = 64 * 1024 * 1024
 const OBJECT = "az://bench/blob"
+const KEY_METRICS = ["rps", "p50_us", "p99_us", "server_cpu_us_per_req", "client_cores", "client_us_per_req"]
 
 class ArmFailed extends Data.TaggedError("ArmFailed")<{ readonly message: string }> {}
 
@@ -55,7 +56,16 @@ interface Metrics {
   readonly server_kernel_share: number
   readonly server_cpu_us_per_req: number
   readonly client_cores: number
+  /** Client CPU per request (µs): what sets rps once the client core is the limit. */
+  readonly client_us_per_req: number
 }
+
+const withClientCost = (m: Omit<Metrics, "client_us_per_req">): Metrics => ({
+  ...m,
+  client_us_per_req: m.rps > 0 ? Math.round((m.client_cores * 1e6 * 100) / m.rps) / 100 : NaN
+})
+
+const loadavg = (): number => Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0])
 
 const run = (cmd: string, argv: ReadonlyArray<string>): Effect.Effect<string, ArmFailed> =>
   Effect.async<string, ArmFailed>((resume) => {
@@ -101,7 +111,7 @@ const main = Effect.gen(function* () {
     run: () =>
       run("taskset", ["-c", "1", join(dir, "pound"), ...common, ...target, ...(spin ? ["--spin"] : [])]).pipe(
         Effect.map(lastJson),
-        Effect.map((j) => ({
+        Effect.map((j) => withClientCost({
           rps: j["rps"]!,
           mib_s: j["mib_s"]!,
           p50_us: j["p50_us"]!,
@@ -122,7 +132,7 @@ const main = Effect.gen(function* () {
     run: () =>
       run("taskset", ["-c", "1", process.execPath, "--import", "tsx", "src/loadgen/main.ts", ...common, ...target]).pipe(
         Effect.map(lastJson),
-        Effect.map((j) => ({
+        Effect.map((j) => withClientCost({
           rps: j["rps"]!,
           mib_s: j["mib_s"]!,
           p50_us: j["p50_us"]!,
@@ -139,6 +149,7 @@ const main = Effect.gen(function* () {
       )
   }
 
+  const load1Before = loadavg()
   const report = yield* runRounds([pound, loadgen], {
     rounds,
     coolDown: `${cooldown} seconds`,
@@ -151,10 +162,11 @@ const main = Effect.gen(function* () {
         )
       )
   })
+  const load1After = loadavg()
   const ratio = report.ratios["loadgen"]!
   console.log("\n| metric | pound median | loadgen median | median loadgen/pound | per-round |")
   console.log("|---|--:|--:|--:|---|")
-  for (const m of ["rps", "p50_us", "p99_us", "server_cpu_us_per_req", "client_cores"]) {
+  for (const m of KEY_METRICS) {
     console.log(
       `| ${m} | ${report.summary["pound"]![m]!.median} | ${report.summary["loadgen"]![m]!.median} | ${ratio[m]!.median.toFixed(3)} | ${ratio[m]!.perRound.map((v) => v.toFixed(3)).join(" ")} |`
     )
@@ -162,6 +174,8 @@ const main = Effect.gen(function* () {
   const verdict = ratio["rps"]!.median >= 0.9 ? "PASS" : "FAIL"
   console.log(`\nloadgen/pound rps, median of per-round ratios: ${ratio["rps"]!.median.toFixed(3)} (target ≥ 0.9): ${verdict}`)
 
+  const medianCores = report.summary["pound"]!["client_cores"]!.median
+  const clientBound = medianCores >= 0.9
   const data: BenchData = {
     schema: BENCH_DATA_SCHEMA,
     id: "loadgen_vs_pound",
@@ -170,14 +184,30 @@ const main = Effect.gen(function* () {
       "Requests per second that each client drives through the C ceiling server (epoll + sendfile, pinned to CPU 0) with both clients pinned to the same core (CPU 1). " +
       "Shows whether talon loadgen can load a server as hard as a C client on the same CPU budget. It does not measure any Talon server.",
     caveats: [
-      "At 64×16 the client core is the limit (client_cores ≈ 1), so rps is the clients' ceiling, not the server's.",
+      clientBound
+        ? "The client core was the limit (median client_cores ≥ 0.9), so rps is each client's ceiling on one core."
+        : `The clients were not the limit: median client_cores ${medianCores.toFixed(2)} (pound) / ${report.summary["loadgen"]!["client_cores"]!.median.toFixed(2)} (loadgen), with the machine's 1-minute load average at ${load1Before} before and ${load1After} after the rounds. CPU 1 was shared with other work, so rps reflects the share of CPU each client got; client_us_per_req (client CPU per request) is the number that sets the ratio once a client owns its core.`,
       "The VM is shared with other work; single runs drift 20–30 % between minutes, so only the per-round ratios are compared.",
       "pound copies payloads into user space with recv(); loadgen reads through libuv into one reused buffer; neither verifies bytes here."
     ],
     command: `npx tsx scripts/loadgen-vs-pound.ts --rounds ${rounds} --seconds ${seconds} --warmup ${warmup} --conns ${conns} --depth ${depth}${spin ? " --spin" : ""}`,
     date: today(),
     machine: describeMachine(machineName),
-    params: { conns, depth, range: 65536, object_size: SIZE, seconds, warmup, rounds, cooldown_s: cooldown, pound_spin: spin, target_ratio: 0.9 },
+    params: {
+      conns,
+      depth,
+      range: 65536,
+      object_size: SIZE,
+      seconds,
+      warmup,
+      rounds,
+      cooldown_s: cooldown,
+      pound_spin: spin,
+      target_ratio: 0.9,
+      loadavg_1m_before: load1Before,
+      loadavg_1m_after: load1After,
+      verdict
+    },
     ...rowsFromRounds(report, (m) => ({ ...m })),
     charts: [
       {
@@ -204,19 +234,20 @@ const main = Effect.gen(function* () {
         id: "summary",
         title: "Medians over rounds",
         data: "summary",
-        filter: {},
+        filter: { metric: KEY_METRICS },
         columns: [
           { field: "arm", title: "client" },
           { field: "metric", title: "metric" },
-          { field: "median", title: "median", digits: 1 },
-          { field: "min", title: "min", digits: 1 },
-          { field: "max", title: "max", digits: 1 }
+          { field: "median", title: "median", digits: 2 },
+          { field: "min", title: "min", digits: 2 },
+          { field: "max", title: "max", digits: 2 }
         ]
       },
       {
         id: "ratios",
         title: "loadgen / pound, per round",
         data: "ratios",
+        filter: { metric: KEY_METRICS },
         columns: [
           { field: "metric", title: "metric" },
           { field: "median", title: "median ratio", digits: 3 },

@@ -6,12 +6,12 @@
  */
 import * as vega from "vega"
 import * as vl from "vega-lite"
-import type { BenchData, Cell, ChartSpec, Row, TableSpec } from "./chartsData.js"
+import { type BenchData, type Cell, type ChartSpec, type Filter, matches, type Row, type TableSpec } from "./chartsData.js"
 
 export const FONT = "DejaVu Sans, Verdana, sans-serif"
 
-const rowsOf = (data: BenchData, which: ChartSpec["data"], filter?: Readonly<Record<string, Cell>>): ReadonlyArray<Row> =>
-  data[which].filter((row) => Object.entries(filter ?? {}).every(([k, v]) => row[k] === v))
+const rowsOf = (data: BenchData, which: ChartSpec["data"], filter?: Filter): ReadonlyArray<Row> =>
+  data[which].filter((row) => matches(row, filter))
 
 /** The vega-lite spec of one chart of a data file. */
 export const vegaLiteSpec = (data: BenchData, chart: ChartSpec): vl.TopLevelSpec => {

@@ -26,6 +26,12 @@ export interface Machine {
   readonly node: string
 }
 
+export type Filter = Readonly<Record<string, Cell | ReadonlyArray<Cell>>>
+
+/** True when `row` passes `filter`. */
+export const matches = (row: Row, filter: Filter | undefined): boolean =>
+  Object.entries(filter ?? {}).every(([k, v]) => (Array.isArray(v) ? v.includes(row[k] ?? null) : row[k] === v))
+
 export interface ChartSpec {
   /** File name stem: `docs/assets/bench/<dataset id>-<chart id>.svg`. */
   readonly id: string
@@ -37,8 +43,8 @@ export interface ChartSpec {
   readonly y: AxisSpec
   /** Field whose values get one colour each. */
   readonly color?: string
-  /** Keep only rows whose fields equal these values. */
-  readonly filter?: Readonly<Record<string, Cell>>
+  /** Keep only rows whose fields equal these values (or one of a list of values). */
+  readonly filter?: Filter
   /** Horizontal reference line, e.g. a target ratio. */
   readonly rule?: { readonly y: number; readonly label: string }
   /** For `summary` bar charts: draw [min, max] whiskers from these fields. */
@@ -57,7 +63,7 @@ export interface TableSpec {
   readonly title: string
   readonly data: "runs" | "summary" | "ratios"
   readonly columns: ReadonlyArray<{ readonly field: string; readonly title: string; readonly digits?: number }>
-  readonly filter?: Readonly<Record<string, Cell>>
+  readonly filter?: Filter
 }
 
 export interface BenchData {

@@ -1,0 +1,371 @@
+/**
+ * Data-plane load test (`just dataplane-loadtest`): an origin stub, a coordinator
+ * and one worker per data plane × serve mode (native/portable × pipelined/
+ * multiplexed), plus the C ceiling server as the yardstick, all pinned to CPU 0;
+ * `talon loadgen` pinned to CPU 1. Every worker is warmed with the whole object
+ * (all hits), then for each connection count the arms run in paired,
+ * order-swapped rounds. Prints a markdown table and writes bench/data/dataplane.json.
+ *
+ * Environment (all optional):
+ *   CONNS=1,64,256,1024   connection counts swept
+ *   DEPTH=16              requests in flight per connection
+ *   SECONDS_PER=10        measured seconds per run
+ *   WARMUP=3              warmup seconds per run
+ *   ROUNDS=2              paired rounds per connection count
+ *   COOLDOWN=1            seconds between runs
+ *   ARMS=ceiling,native-pipelined,native-multiplexed,portable-pipelined,portable-multiplexed
+ *   LOOPS=1               worker --loops
+ *   SIZE=64M              object size
+ *   SERVER_CPU=0 CLIENT_CPU=1
+ *   NO_WRITE=1            do not write bench/data/dataplane.json
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import * as net from "node:net"
+import { tmpdir } from "node:os"
+import { dirname, join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Data, Effect, Either } from "effect"
+import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, today } from "../src/bench/chartsData.js"
+import { type Arm, runRounds } from "../src/bench/rounds.js"
+import { parseIntList, parseSize } from "../src/loadgen/options.js"
+import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../src/protocol/index.js"
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..")
+const env = (name: string, def: string) => process.env[name] ?? def
+const orDie = <A>(e: Either.Either<A, string>): A =>
+  Either.getOrElse(e, (msg) => {
+    console.error(msg)
+    return process.exit(2)
+  })
+const CONNS = orDie(parseIntList("CONNS", env("CONNS", "1,64,256,1024")))
+const DEPTH = Number(env("DEPTH", "16"))
+const SECONDS = Number(env("SECONDS_PER", "10"))
+const WARMUP = Number(env("WARMUP", "3"))
+const ROUNDS = Number(env("ROUNDS", "2"))
+const COOLDOWN = Number(env("COOLDOWN", "1"))
+const LOOPS = Number(env("LOOPS", "1"))
+const SIZE = orDie(parseSize("SIZE", env("SIZE", "64M")))
+const SERVER_CPU = env("SERVER_CPU", "0")
+const CLIENT_CPU = env("CLIENT_CPU", "1")
+const ARMS = env("ARMS", "ceiling,native-pipelined,native-multiplexed,portable-pipelined,portable-multiplexed").split(",")
+const RANGE = 65536
+const BUCKET = "bench"
+const KEY = "dataplane/blob"
+const OBJECT = `s3://${BUCKET}/${KEY}`
+
+class BenchFailed extends Data.TaggedError("BenchFailed")<{ readonly message: string }> {}
+
+interface Server {
+  readonly name: string
+  readonly addr: string
+  readonly pids: ReadonlyArray<number>
+  readonly plane: string
+  readonly mode: string
+}
+
+const talon = [join(root, "bin", "talon.mjs")]
+
+/** Starts a pinned child and resolves with the first match of `ready` in its output. */
+const startChild = (
+  label: string,
+  cmd: ReadonlyArray<string>,
+  ready: RegExp,
+  extraEnv: Record<string, string> = {}
+): Effect.Effect<{ child: ChildProcess; match: RegExpMatchArray }, BenchFailed, import("effect").Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.async<{ child: ChildProcess; match: RegExpMatchArray }, BenchFailed>((resume) => {
+      const child = spawn("taskset", ["-c", SERVER_CPU, ...cmd], {
+        cwd: root,
+        env: { ...process.env, ...extraEnv },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let out = ""
+      let done = false
+      const onData = (d: Buffer) => {
+        out += d.toString()
+        const m = ready.exec(out)
+        if (m && !done) {
+          done = true
+          resume(Effect.succeed({ child, match: m }))
+        }
+      }
+      child.stdout!.on("data", onData)
+      child.stderr!.on("data", onData)
+      child.once("exit", (code) => {
+        if (!done) {
+          done = true
+          resume(Effect.fail(new BenchFailed({ message: `${label} exited (${code}) before it was ready:\n${out}` })))
+        }
+      })
+    }),
+    ({ child }) =>
+      Effect.promise(
+        () =>
+          new Promise<void>((done) => {
+            if (child.exitCode !== null || child.signalCode !== null) return done()
+            child.once("exit", () => done())
+            child.kill("SIGTERM")
+            setTimeout(() => child.kill("SIGKILL"), 5000).unref()
+          })
+      )
+  )
+
+/** Reads the whole object through a worker in 1 MiB GetRanges, so every later read is a hit. */
+const warm = (addr: string): Effect.Effect<void, BenchFailed> =>
+  Effect.async<void, BenchFailed>((resume) => {
+    const [host, port] = [addr.slice(0, addr.lastIndexOf(":")), Number(addr.slice(addr.lastIndexOf(":") + 1))]
+    const socket = net.connect({ host, port })
+    const decoder = new FrameDecoder(RESPONSE_CAPS)
+    const step = 1024 * 1024
+    let offset = 0
+    let id = 1
+    const fail = (message: string) => {
+      socket.destroy()
+      resume(Effect.fail(new BenchFailed({ message: `warming ${addr}: ${message}` })))
+    }
+    const ask = () =>
+      socket.write(encodeGetRangeFrame(id++, { object: { backend: 0, bucket: BUCKET, objectPath: KEY }, offset, len: Math.min(step, SIZE - offset) }))
+    socket.on("connect", ask)
+    socket.on("error", (e) => fail(e.message))
+    socket.on("data", (chunk: Buffer) => {
+      decoder.push(chunk)
+      for (let f = decoder.next(); f !== undefined; f = decoder.next()) {
+        if (!("header" in f)) return fail(f.message)
+        if ((f.header.flags & Flags.Error) !== 0) return fail(f.payload.toString("utf8"))
+        offset += f.payload.length
+        if (offset >= SIZE) {
+          socket.end()
+          return resume(Effect.void)
+        }
+        ask()
+      }
+    })
+  })
+
+interface Result {
+  readonly rps: number
+  readonly p50_us: number
+  readonly p90_us: number
+  readonly p99_us: number
+  readonly p999_us: number
+  readonly max_us: number
+  readonly cpu_percent: number
+  readonly kernel_share: number
+  readonly cpu_us_per_req: number
+  readonly rss_kb: number
+  readonly client_cores: number
+  readonly samples: number
+  readonly errors: number
+}
+
+const loadgen = (server: Server, conns: number): Effect.Effect<Result, BenchFailed> =>
+  Effect.async<Result, BenchFailed>((resume) => {
+    const args = [
+      "-c", CLIENT_CPU, process.execPath, "--import", "tsx", "src/loadgen/main.ts",
+      "--addr", server.addr, "--conns", String(conns), "--depth", String(DEPTH), "--range", String(RANGE),
+      "--seconds", String(SECONDS), "--warmup", String(WARMUP), "--object", OBJECT, "--size", String(SIZE),
+      "--server-pid", server.pids.join(","), "--json"
+    ]
+    const child = spawn("taskset", args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
+    let out = ""
+    let err = ""
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()))
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()))
+    child.on("exit", (code) => {
+      if (code !== 0) return resume(Effect.fail(new BenchFailed({ message: `loadgen against ${server.name} (${conns} conns) failed: ${err.trim()}` })))
+      resume(Effect.succeed(JSON.parse(out.trim().split("\n").pop()!) as Result))
+    })
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+const r2 = (x: number) => Math.round(x * 100) / 100
+
+const main = Effect.gen(function* () {
+  const dir = mkdtempSync(join(tmpdir(), "dataplane-loadtest-"))
+  yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+  const originRoot = join(dir, "origin")
+  mkdirSync(join(originRoot, BUCKET, "dataplane"), { recursive: true })
+  const blob = join(originRoot, BUCKET, "dataplane", "blob")
+  writeFileSync(blob, randomBytes(SIZE))
+
+  const origin = yield* startChild("origin", [process.execPath, ...talon, "origin", "--root", originRoot, "--port", "0"], /listening on (http:\/\/[\d.]+:\d+)/)
+  const backendEnv = {
+    TALON_S3_ENDPOINT: origin.match[1]!,
+    TALON_S3_REGION: "us-east-1",
+    TALON_S3_ACCESS_KEY_ID: "bench",
+    TALON_S3_SECRET_ACCESS_KEY: "bench"
+  }
+  const coordinator = yield* startChild(
+    "coordinator",
+    [process.execPath, ...talon, "coordinator", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"],
+    /coordinator control on ([\d.]+:\d+)/,
+    backendEnv
+  )
+  const coord = coordinator.match[1]!
+  console.log(`origin ${origin.match[1]}, coordinator ${coord}; object ${OBJECT} (${SIZE} bytes)`)
+
+  const servers: Array<Server> = []
+  for (const arm of ARMS) {
+    if (arm === "ceiling") {
+      const bin = join(dir, "ceiling-bin")
+      execFileSync("make", ["-s", "-C", resolve(root, "../shared/tools/ceiling"), `OUT=${bin}`], { stdio: "inherit" })
+      const c = yield* startChild("ceiling", [join(bin, "ceiling"), "--listen", "127.0.0.1:0", "--file", blob], /listening on ([\d.]+:\d+) pid (\d+)/)
+      servers.push({ name: "ceiling", addr: c.match[1]!, pids: [Number(c.match[2])], plane: "C epoll+sendfile", mode: "pipelined" })
+      continue
+    }
+    const [plane, mode] = arm.split("-")
+    if (!plane || !mode) return yield* Effect.fail(new BenchFailed({ message: `ARMS: ${arm} is not ceiling or PLANE-MODE` }))
+    const w = yield* startChild(
+      arm,
+      [
+        process.execPath, ...talon, "worker", "--id", `bench-${arm}`, "--data-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+        "--coordinator", coord, "--cache-dir", join(dir, `cache-${arm}`), "--data-plane", plane, "--serve-mode", mode,
+        "--loops", String(LOOPS)
+      ],
+      /worker data listener on ([\d.]+:\d+) \((\w+) plane, (\w+) mode[^)]*pids ([\d, ]+)\)/,
+      backendEnv
+    )
+    if (w.match[2] !== plane) {
+      return yield* Effect.fail(new BenchFailed({ message: `${arm}: the worker runs the ${w.match[2]} plane, not ${plane}` }))
+    }
+    const pids = w.match[4]!.split(",").map((p) => Number(p.trim()))
+    servers.push({ name: arm, addr: w.match[1]!, pids: [...new Set([w.child.pid!, ...pids])], plane, mode })
+  }
+  for (const s of servers) {
+    yield* warm(s.addr)
+    console.log(`${s.name}: ${s.addr} (pids ${s.pids.join(", ")}) warmed`)
+  }
+
+  const baseline = servers.some((s) => s.name === "ceiling") ? "ceiling" : servers[0]!.name
+  const runs: Array<Row> = []
+  const summary: Array<Row> = []
+  const ratios: Array<Row> = []
+  for (const conns of CONNS) {
+    const arms: Array<Arm<Result, BenchFailed>> = servers.map((s) => ({ name: s.name, run: () => loadgen(s, conns) }))
+    const report = yield* runRounds(arms, {
+      rounds: ROUNDS,
+      coolDown: `${COOLDOWN} seconds`,
+      baseline,
+      onRun: (r) =>
+        Effect.sync(() =>
+          console.log(`${conns}×${DEPTH} round ${r.round} ${r.arm.padEnd(21)} rps ${r.result.rps.toFixed(0).padStart(7)}  p99 ${r.result.p99_us} µs  srv ${r.result.cpu_us_per_req} µs/req`)
+        )
+    })
+    for (const r of report.runs) runs.push({ conns, depth: DEPTH, round: r.round, position: r.position, arm: r.arm, ...(r.result as unknown as Row) })
+    for (const s of servers) {
+      const m = report.summary[s.name]!
+      summary.push({
+        conns,
+        depth: DEPTH,
+        arm: s.name,
+        plane: s.plane,
+        mode: s.mode,
+        rounds: m["rps"]!.n,
+        rps: Math.round(m["rps"]!.median),
+        rps_min: Math.round(m["rps"]!.min),
+        rps_max: Math.round(m["rps"]!.max),
+        p50_us: m["p50_us"]!.median,
+        p99_us: m["p99_us"]!.median,
+        max_us: m["max_us"]!.median,
+        cpu_percent: r2(m["cpu_percent"]!.median),
+        kernel_share: r2(m["kernel_share"]!.median),
+        cpu_us_per_req: r2(m["cpu_us_per_req"]!.median),
+        rss_mib: r2(m["rss_kb"]!.median / 1024),
+        client_cores: r2(m["client_cores"]!.median)
+      })
+      const q = report.ratios[s.name]
+      if (q) {
+        ratios.push({
+          conns,
+          depth: DEPTH,
+          arm: s.name,
+          baseline,
+          rps_ratio: r2(q["rps"]!.median),
+          cpu_per_req_ratio: r2(q["cpu_us_per_req"]!.median),
+          p99_ratio: r2(q["p99_us"]!.median),
+          rps_ratio_per_round: q["rps"]!.perRound.map((v) => v.toFixed(3)).join(" ")
+        })
+      }
+    }
+  }
+
+  console.log("\n| conns | arm | plane | mode | rps | p50 µs | p99 µs | CPU % | kernel | µs/req | RSS MiB |")
+  console.log("|--:|---|---|---|--:|--:|--:|--:|--:|--:|--:|")
+  for (const s of summary) {
+    console.log(`| ${s["conns"]} | ${s["arm"]} | ${s["plane"]} | ${s["mode"]} | ${s["rps"]} | ${s["p50_us"]} | ${s["p99_us"]} | ${s["cpu_percent"]} | ${s["kernel_share"]} | ${s["cpu_us_per_req"]} | ${s["rss_mib"]} |`)
+  }
+  if (ratios.length > 0) {
+    console.log(`\n| conns | arm | rps / ${baseline} | CPU per req / ${baseline} | p99 / ${baseline} |`)
+    console.log("|--:|---|--:|--:|--:|")
+    for (const r of ratios) console.log(`| ${r["conns"]} | ${r["arm"]} | ${r["rps_ratio"]} | ${r["cpu_per_req_ratio"]} | ${r["p99_ratio"]} |`)
+  }
+
+  const data: BenchData = {
+    schema: BENCH_DATA_SCHEMA,
+    id: "dataplane",
+    title: `Worker data plane: ${SIZE / 2 ** 20} MiB object, 64 KiB ranges, all hits, depth ${DEPTH}`,
+    measures:
+      "GetRange throughput, latency percentiles and server CPU/RSS of one worker per data plane × serve mode, against the C ceiling server, " +
+      "server pinned to CPU 0 and talon loadgen to CPU 1, all reads hitting the worker's cache. It does not measure misses, the origin, placement, or more than one worker.",
+    caveats: [
+      "On a 2-core machine the client core can be the limit at 64+ connections: compare server CPU per request as well as rps.",
+      "The VM is shared with other work; arms are compared per round (ratios to the ceiling), never across rounds.",
+      "CPU is sampled from /proc in 10 ms ticks; short windows make CPU numbers coarse."
+    ],
+    command: `CONNS=${CONNS.join(",")} DEPTH=${DEPTH} SECONDS_PER=${SECONDS} ROUNDS=${ROUNDS} LOOPS=${LOOPS} npx tsx scripts/dataplane-loadtest.ts`,
+    date: today(),
+    machine: describeMachine(env("MACHINE", "2-vCPU KVM VM (AMD EPYC), shared with other workloads")),
+    params: { depth: DEPTH, range: RANGE, object_size: SIZE, seconds: SECONDS, warmup: WARMUP, rounds: ROUNDS, loops: LOOPS, baseline },
+    runs,
+    summary,
+    ratios,
+    charts: [
+      { id: "rps", title: "rps by connections", data: "summary", mark: "line", x: { field: "conns", title: "connections", type: "ordinal" }, y: { field: "rps", title: "requests / s" }, color: "arm" },
+      { id: "cpu", title: "server CPU per request", data: "summary", mark: "line", x: { field: "conns", title: "connections", type: "ordinal" }, y: { field: "cpu_us_per_req", title: "µs of server CPU / request" }, color: "arm" },
+      { id: "p99", title: "p99 latency", data: "summary", mark: "line", x: { field: "conns", title: "connections", type: "ordinal" }, y: { field: "p99_us", title: "p99 µs", scale: "log" }, color: "arm" }
+    ],
+    tables: [
+      {
+        id: "summary",
+        title: "Medians over rounds",
+        data: "summary",
+        columns: [
+          { field: "conns", title: "conns" },
+          { field: "arm", title: "arm" },
+          { field: "rps", title: "rps" },
+          { field: "p50_us", title: "p50 µs" },
+          { field: "p99_us", title: "p99 µs" },
+          { field: "cpu_percent", title: "CPU %", digits: 1 },
+          { field: "kernel_share", title: "kernel", digits: 2 },
+          { field: "cpu_us_per_req", title: "µs/req", digits: 1 },
+          { field: "rss_mib", title: "RSS MiB", digits: 1 }
+        ]
+      },
+      {
+        id: "ratios",
+        title: `Per-round ratios to ${baseline} (median)`,
+        data: "ratios",
+        columns: [
+          { field: "conns", title: "conns" },
+          { field: "arm", title: "arm" },
+          { field: "rps_ratio", title: "rps", digits: 2 },
+          { field: "cpu_per_req_ratio", title: "CPU/req", digits: 2 },
+          { field: "p99_ratio", title: "p99", digits: 2 },
+          { field: "rps_ratio_per_round", title: "rps per round" }
+        ]
+      }
+    ]
+  }
+  if (env("NO_WRITE", "") === "") {
+    const path = join(root, "bench", "data", "dataplane.json")
+    writeFileSync(path, JSON.stringify(data, null, 2) + "\n")
+    console.log(`wrote ${path}`)
+  }
+})
+
+Effect.runPromise(Effect.scoped(main)).catch((e: unknown) => {
+  console.error(e instanceof Error ? e.message : String(e))
+  process.exit(1)
+})
