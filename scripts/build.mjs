@@ -1,0 +1,44 @@
+// Transpiles src/**/*.ts to dist/ (same tree, .js) so `talon` starts without a TypeScript
+// loader: through tsx every one of effect's hundreds of modules goes through loader hooks on
+// another thread, which cost ~3x the CPU of a plain start. dist/ mirrors src/ at the same depth,
+// so paths relative to a module (../../../build/Release/*.node) resolve the same from both.
+// Runs at `npm install` / `npm ci` (prepare); bin/talon.mjs falls back to src/ through tsx
+// whenever a source file is newer than the build.
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { build } from "esbuild"
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..")
+const src = path.join(root, "src")
+const dist = path.join(root, "dist")
+
+const walk = (dir) =>
+  fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name)
+    return e.isDirectory() ? walk(p) : [p]
+  })
+
+fs.rmSync(dist, { recursive: true, force: true })
+const files = walk(src)
+await build({
+  entryPoints: files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")),
+  outdir: dist,
+  outbase: src,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  logLevel: "warning"
+})
+// Thread/process entries (*.mjs) register tsx and import a sibling .ts; in dist/ the sibling is
+// already JavaScript, so the entry imports it directly.
+for (const f of files.filter((f) => f.endsWith(".mjs"))) {
+  const out = path.join(dist, path.relative(src, f))
+  const text = fs
+    .readFileSync(f, "utf8")
+    .replace(/^import \{ register \} from "tsx\/esm\/api"\n/m, "")
+    .replace(/^register\(\)\n/m, "")
+    .replace(/(import\(\s*"\.[^"]*)\.ts"/g, '$1.js"')
+  fs.mkdirSync(path.dirname(out), { recursive: true })
+  fs.writeFileSync(out, text)
+}
+fs.writeFileSync(path.join(dist, ".stamp"), `${new Date().toISOString()}\n`)
