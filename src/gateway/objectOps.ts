@@ -12,6 +12,7 @@ import { sendEmpty } from "../origin/context.js"
 import { decideRead, type ReadFailure } from "../origin/objectRead.js"
 import { Aborted, type GwCtx, run, writeChunk } from "./context.js"
 import type { ByteReader, RouteError } from "./Route.js"
+import { noteRelayed } from "./scavenge.js"
 
 export interface Dialect {
   /** Provider-specific headers on every successful read. */
@@ -146,6 +147,7 @@ const streamBody = async (
     while (chunk !== undefined) {
       g.counters.bytesOut += chunk.length
       if (!(await writeChunk(res, chunk))) return
+      noteRelayed(chunk.length, g.options.scavengeEveryBytes)
       chunk = await reader.next()
     }
     res.end()

@@ -4,7 +4,7 @@
  * window of them ahead of the writer, each falling back to the origin on its own when
  * its workers are unreachable or slow.
  */
-import { Effect, Either, Layer, Runtime } from "effect"
+import { Chunk, Effect, Either, Layer, Runtime, Stream } from "effect"
 import { BackendStore } from "../backend/BackendStore.js"
 import { TalonClient } from "../client/TalonClient.js"
 import { GATEWAY_DEFAULTS } from "./config.js"
@@ -35,6 +35,17 @@ export interface CacheRouteOptions {
 }
 
 type Settled = Either.Either<Uint8Array, RouteError>
+
+const joinChunks = (chunks: Chunk.Chunk<Uint8Array>, length: number): Uint8Array => {
+  const out = new Uint8Array(length)
+  let at = 0
+  for (const c of chunks) {
+    if (at + c.length > length) break
+    out.set(c, at)
+    at += c.length
+  }
+  return at === length ? out : out.subarray(0, at)
+}
 
 export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
   Effect.gen(function* () {
@@ -78,7 +89,10 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
       const piece = (offset: number, length: number): Effect.Effect<Uint8Array, RouteError> =>
         Effect.gen(function* () {
           if (!(yield* agree())) return yield* originPiece(backend, object, offset, length, stat.version)
-          const fromCache = yield* client.read(object, offset, length).pipe(
+          // readStream hands over the worker's reply buffer itself (read() would copy it once more).
+          const fromCache = yield* client.readStream(object, offset, length).pipe(
+            Stream.runCollect,
+            Effect.map((chunks) => (Chunk.size(chunks) === 1 ? Chunk.unsafeHead(chunks) : joinChunks(chunks, length))),
             Effect.timeout(workerTimeoutMs),
             Effect.either
           )
