@@ -10,6 +10,9 @@ import { Context, Data, Effect, Layer, type Scope } from "effect"
 import { BackendStore } from "../backend/BackendStore.js"
 import * as Router from "../backend/Router.js"
 import { Coordinator, type CoordinatorShape } from "../coordinator/Coordinator.js"
+import { DEFAULT_BLOCK_SIZE } from "../core/ids.js"
+import { Gateway, type GatewayShape } from "../gateway/Gateway.js"
+import { CredentialsConfig, type RouteName } from "../gateway/config.js"
 import { OriginStub, type OriginStubShape } from "../origin/OriginStub.js"
 import { seed } from "../origin/seed.js"
 import { Worker, type WorkerShape } from "../worker/Worker.js"
@@ -27,6 +30,8 @@ export interface LocalClusterOptions {
   /** Per-worker settings applied to every worker (block size, page size, capacity, plane, mode...). */
   readonly worker?: Partial<WorkerSettings>
   readonly heartbeatIntervalMs?: number
+  /** The gateway's route (default cache); `false` starts no gateway. */
+  readonly gateway?: RouteName | false
 }
 
 export interface LocalClusterShape {
@@ -34,11 +39,12 @@ export interface LocalClusterShape {
   readonly origin: OriginStubShape
   readonly coordinator: CoordinatorShape
   readonly workers: ReadonlyArray<WorkerShape>
+  readonly gateway: GatewayShape | undefined
 }
 
 export class LocalClusterError extends Data.TaggedError("LocalClusterError")<{ readonly message: string }> {}
 
-const DEFAULT_PORTS = { origin: 9100, control: 7000, admin: 8000, workerData: 7001, workerAdmin: 8001 }
+const DEFAULT_PORTS = { origin: 9100, gateway: 9000, control: 7000, admin: 8000, workerData: 7001, workerAdmin: 8001 }
 
 const workDir = (options: LocalClusterOptions): Effect.Effect<string, LocalClusterError, Scope.Scope> => {
   if (options.dir !== undefined) {
@@ -93,7 +99,31 @@ const make = (options: LocalClusterOptions = {}) =>
       )
       workers.push(Context.get(ctx, Worker))
     }
-    return { dir, origin, coordinator, workers } satisfies LocalClusterShape
+    const route = options.gateway ?? "cache"
+    let gateway: GatewayShape | undefined
+    if (route !== false) {
+      // As in a real deployment, the gateway checks callers only against configured
+      // credentials (TALON_GATEWAY_*); with none, a local demo runs open and says so.
+      const credentials = yield* CredentialsConfig
+      gateway = Context.get(
+        yield* Layer.build(
+          Gateway.layerWith({
+            gateway: {
+              listen: `${host}:${port(DEFAULT_PORTS.gateway)}`,
+              auth: credentials.s3 !== undefined || credentials.azure !== undefined
+            },
+            route,
+            router: Router.localOptions(origin.url),
+            client: {
+              coordinator: coordinator.controlAddress,
+              blockSize: options.worker?.blockSize ?? DEFAULT_BLOCK_SIZE
+            }
+          })
+        ),
+        Gateway
+      )
+    }
+    return { dir, origin, coordinator, workers, gateway } satisfies LocalClusterShape
   })
 
 export class LocalCluster extends Context.Tag("talon/LocalCluster")<LocalCluster, LocalClusterShape>() {

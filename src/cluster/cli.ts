@@ -1,7 +1,7 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect, Option } from "effect"
 import { SAMPLE_KEY, SEED_BUCKET } from "../origin/seed.js"
-import { LocalCluster } from "./LocalCluster.js"
+import { LocalCluster, type LocalClusterShape } from "./LocalCluster.js"
 
 const dir = Options.directory("dir").pipe(
   Options.optional,
@@ -20,6 +20,25 @@ const pageSize = Options.integer("page-size").pipe(
   Options.withDescription("Worker page size in bytes (0 = whole blocks; default 1 MiB).")
 )
 
+const gatewayHowTo = (gateway: LocalClusterShape["gateway"]): Array<string> => {
+  if (gateway === undefined) return []
+  const open = !gateway.options.auth
+  return [
+    "",
+    "Through the gateway with unmodified S3 / Azure clients:",
+    `  AWS_ACCESS_KEY_ID=${open ? "any" : "<key>"} AWS_SECRET_ACCESS_KEY=${open ? "any" : "<secret>"} aws --endpoint-url ${gateway.url} --region us-east-1 s3 cp s3://${SEED_BUCKET}/${SAMPLE_KEY} -`,
+    `  new S3Client({ endpoint: "${gateway.url}", forcePathStyle: true, region: "us-east-1", credentials })   // @aws-sdk/client-s3`,
+    `  new BlobServiceClient("${gateway.azureUrl("devstoreaccount1")}", new StorageSharedKeyCredential(account, key))   // @azure/storage-blob`,
+    ...(open
+      ? [
+          "",
+          "WARNING: the gateway does NOT check credentials (no TALON_GATEWAY_ACCESS_KEY_ID/SECRET_ACCESS_KEY or",
+          "TALON_GATEWAY_AZURE_ACCOUNT/KEY set): anyone who can reach it can read and write. Fine on loopback for a demo."
+        ]
+      : [`  (auth on: ${gateway.authSummary})`])
+  ]
+}
+
 export const up = Command.make("up", { dir, keep, workers, ephemeral, pageSize }, (o) =>
   Effect.scoped(
     Effect.gen(function* () {
@@ -35,6 +54,11 @@ export const up = Command.make("up", { dir, keep, workers, ephemeral, pageSize }
         "talon up: a local cache cluster is running (Ctrl-C stops it)",
         `  origin stub   ${cluster.origin.url}  (S3 path-style; Azure at ${cluster.origin.azureUrl})`,
         `  coordinator   control ${coord}, admin http://${cluster.coordinator.adminAddress}`,
+        ...(cluster.gateway === undefined
+          ? []
+          : [
+              `  gateway       ${cluster.gateway.url}  (${cluster.gateway.route} route; S3 path-style, Azure at ${cluster.gateway.azureUrl("devstoreaccount1")})`
+            ]),
         ...cluster.workers.map(
           (w) => `  ${w.node.id.padEnd(13)} data ${w.dataAddress}, admin http://${w.adminAddress} (${w.dataPlane} plane, ${w.serveMode})`
         ),
@@ -43,6 +67,7 @@ export const up = Command.make("up", { dir, keep, workers, ephemeral, pageSize }
         "Read through the cache:",
         `  npx talon read s3://${SEED_BUCKET}/${SAMPLE_KEY} --offset 0 --length 64 --coordinator ${coord} | xxd | head`,
         `  npx talon cluster --coordinator ${coord}`,
+        ...gatewayHowTo(cluster.gateway),
         `  npx talon loadgen --addr ${cluster.workers[0]?.dataAddress ?? "127.0.0.1:7001"} --object s3://${SEED_BUCKET}/${SAMPLE_KEY} --size 64M --conns 64 --seconds 5`
       ]
       yield* Console.log(lines.join("\n"))
@@ -51,6 +76,6 @@ export const up = Command.make("up", { dir, keep, workers, ephemeral, pageSize }
   )
 ).pipe(
   Command.withDescription(
-    "Start a whole local cluster in one process: an origin stub seeded with sample data, a coordinator and N workers with their own cache dirs."
+    "Start a whole local cluster in one process: an origin stub seeded with sample data, a coordinator, N workers with their own cache dirs, and the S3/Azure gateway on the cache route."
   )
 )

@@ -4,6 +4,9 @@ import { afterAll, describe, expect, it } from "vitest"
 import { Effect } from "effect"
 import { SAMPLE_KEY, SEED_BUCKET, sampleBytes } from "../../src/origin/seed.js"
 import { TalonClient } from "../../src/client/TalonClient.js"
+import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3"
+import { BlobServiceClient, StorageSharedKeyCredential } from "@azure/storage-blob"
+import { AZURITE_ACCOUNT, AZURITE_KEY } from "../../src/origin/OriginStub.js"
 
 // `npm start` = `talon up`: a real child process, read through it with the client library,
 // then Ctrl-C (SIGINT) must stop everything and remove the temp dir.
@@ -45,6 +48,30 @@ describe("talon up", () => {
       }).pipe(Effect.provide(TalonClient.layer({ coordinator: coordinator!, membershipTtlMs: 200 })))
     )
     expect(Buffer.from(bytes).equals(sampleBytes(offset, 4096))).toBe(true)
+
+    // The gateway on the cache route, driven by the unmodified SDKs.
+    const gateway = /gateway\s+(http:\/\/\S+)/.exec(banner)?.[1]
+    expect(gateway).toBeDefined()
+    expect(banner).toContain("WARNING: the gateway does NOT check credentials")
+    const s3 = new S3Client({
+      endpoint: gateway!,
+      forcePathStyle: true,
+      region: "us-east-1",
+      credentials: { accessKeyId: "any", secretAccessKey: "any" }
+    })
+    const got = await s3.send(
+      new GetObjectCommand({ Bucket: SEED_BUCKET, Key: SAMPLE_KEY, Range: `bytes=${offset}-${offset + 65535}` })
+    )
+    expect(Buffer.from(await got.Body!.transformToByteArray()).equals(sampleBytes(offset, 65536))).toBe(true)
+    s3.destroy()
+    const blob = new BlobServiceClient(
+      `${gateway}/${AZURITE_ACCOUNT}`,
+      new StorageSharedKeyCredential(AZURITE_ACCOUNT, AZURITE_KEY)
+    )
+      .getContainerClient(SEED_BUCKET)
+      .getBlobClient(SAMPLE_KEY)
+    const azureBytes = await blob.downloadToBuffer(offset, 4096)
+    expect(azureBytes.equals(sampleBytes(offset, 4096))).toBe(true)
 
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
     child.kill("SIGINT")
