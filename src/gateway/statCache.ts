@@ -1,6 +1,8 @@
 /**
  * Object size and version as the origin last said, trusted for a short TTL, one
- * origin HEAD in flight per object. A write through the gateway invalidates the
+ * origin HEAD in flight per object. Past half the TTL a read still gets the cached
+ * answer while one HEAD refreshes it in the background, so steady traffic never waits
+ * for the origin's latency just because an entry aged out. A write through the gateway invalidates the
  * entry (and any HEAD already in flight cannot put the old answer back), and marks
  * the object "recently written" so reads bypass caches that may still hold the old
  * version downstream.
@@ -14,7 +16,7 @@ const MAX_ENTRIES = 10_000
 export const objectKey = (o: ObjectId): string => `${o.backend}\0${o.bucket}\0${o.objectPath}`
 
 export class StatCache {
-  readonly #entries = new Map<string, { readonly stat: ObjectStat; readonly expiresAt: number }>()
+  readonly #entries = new Map<string, { readonly stat: ObjectStat; readonly expiresAt: number; readonly refreshAt: number }>()
   readonly #inflight = new Map<string, Promise<Either.Either<ObjectStat, BackendError>>>()
   readonly #generation = new Map<string, number>()
   readonly #written = new Map<string, number>()
@@ -36,24 +38,27 @@ export class StatCache {
       const key = objectKey(object)
       if (!fresh) {
         const hit = this.#entries.get(key)
-        if (hit !== undefined && hit.expiresAt > this.now()) return Effect.succeed(hit.stat)
+        const now = this.now()
+        if (hit !== undefined && hit.expiresAt > now) {
+          if (hit.refreshAt <= now && !this.#inflight.has(key)) this.#load(object, key, true)
+          return Effect.succeed(hit.stat)
+        }
       }
-      let pending = fresh ? undefined : this.#inflight.get(key)
-      if (pending === undefined) {
-        const generation = this.#generation.get(key) ?? 0
-        const started = this.#run(Effect.either(this.backend.stat(object))).then((r) => {
-          if (this.#inflight.get(key) === started) this.#inflight.delete(key)
-          if (Either.isRight(r) && this.ttlMs > 0 && (this.#generation.get(key) ?? 0) === generation) {
-            this.#remember(key, r.right)
-          }
-          return r
-        })
-        pending = started
-        if (!fresh) this.#inflight.set(key, started)
-      }
-      const settled = pending
-      return Effect.flatMap(Effect.promise(() => settled), (r) => r)
+      const pending = (fresh ? undefined : this.#inflight.get(key)) ?? this.#load(object, key, !fresh)
+      return Effect.flatMap(Effect.promise(() => pending), (r) => r)
     })
+  }
+
+  /** One origin HEAD; its answer is remembered unless the object was invalidated meanwhile. */
+  #load(object: ObjectId, key: string, shared: boolean): Promise<Either.Either<ObjectStat, BackendError>> {
+    const generation = this.#generation.get(key) ?? 0
+    const started: Promise<Either.Either<ObjectStat, BackendError>> = this.#run(Effect.either(this.backend.stat(object))).then((r) => {
+      if (this.#inflight.get(key) === started) this.#inflight.delete(key)
+      if (Either.isRight(r) && this.ttlMs > 0 && (this.#generation.get(key) ?? 0) === generation) this.#remember(key, r.right)
+      return r
+    })
+    if (shared) this.#inflight.set(key, started)
+    return started
   }
 
   /** Forget what is known about `object` (after a write or a read that found it changed). */
@@ -89,6 +94,7 @@ export class StatCache {
       for (const [k, v] of this.#entries) if (v.expiresAt <= now) this.#entries.delete(k)
       if (this.#entries.size >= MAX_ENTRIES) this.#entries.clear()
     }
-    this.#entries.set(key, { stat, expiresAt: this.now() + this.ttlMs })
+    const now = this.now()
+    this.#entries.set(key, { stat, expiresAt: now + this.ttlMs, refreshAt: now + this.ttlMs / 2 })
   }
 }
