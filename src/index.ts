@@ -7,6 +7,7 @@
  *   Worker.layerFrom({ pageSize: 0 })            // + a BackendStore layer
  *   Coordinator.layer({ listen: "127.0.0.1:7000" }) // + a BackendStore layer
  *   TalonClient.layer({ coordinator: "127.0.0.1:7000" })
+ *   Gateway.layerWith({ route: "cache", router, client })
  */
 export { LocalCluster, type LocalClusterOptions, type LocalClusterShape } from "./cluster/LocalCluster.js"
 export { Coordinator } from "./coordinator/Coordinator.js"
@@ -17,6 +18,7 @@ export { ServeMode } from "./worker/server/ServeMode.js"
 export { TalonClient, createTalonClient } from "./client/TalonClient.js"
 export { BackendStore } from "./backend/BackendStore.js"
 export { OriginStub } from "./origin/OriginStub.js"
+export { Gateway } from "./gateway/Gateway.js"
 export { Maglev, Rendezvous } from "./placement/index.js"
 
 export * as Core from "./core/index.js"
@@ -27,3 +29,4 @@ export * as Origin from "./origin/index.js"
 export * as CoordinatorApi from "./coordinator/index.js"
 export * as WorkerApi from "./worker/index.js"
 export * as Client from "./client/index.js"
+export * as GatewayApi from "./gateway/index.js"
