@@ -19,6 +19,14 @@
  * are kept as `pound_*` for a cross-check.
  *
  * Writes bench/data/dataplane.json (BenchData shape, src/bench/chartsData.ts).
+ *
+ *   npx tsx scripts/dataplane-bench.ts --alloc [--seconds 5] [--configs 16x16]
+ *
+ * instead measures JS heap allocation per request on the hit path: a worker in
+ * this process (pinned to CPU 0) per plane × mode, driven by pound (CPU 1),
+ * with v8.GCProfiler over the window: bytes allocated = growth of the used heap
+ * between collections plus what each collection freed, divided by the hits
+ * the worker counted in the window.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -27,12 +35,20 @@ import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import { Effect, ManagedRuntime } from "effect"
+import * as inspector from "node:inspector"
+import * as v8 from "node:v8"
+import { Effect, Layer, ManagedRuntime } from "effect"
 import { type BenchData, BENCH_DATA_SCHEMA, type ChartSpec, describeMachine, type Row, rowsFromRounds, today } from "../src/bench/chartsData.js"
 import { type Arm, type RoundsReport, runRounds, summarise } from "../src/bench/rounds.js"
 import { Backend } from "../src/core/ids.js"
 import { OriginStub } from "../src/origin/OriginStub.js"
 import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../src/protocol/index.js"
+import * as Router from "../src/backend/Router.js"
+import { WorkerConfig } from "../src/worker/config.js"
+import { nativeCounters } from "../src/worker/plane/Native.js"
+import { Sendfile } from "../src/worker/plane/Sendfile.js"
+import { ServeMode } from "../src/worker/server/ServeMode.js"
+import { Worker } from "../src/worker/Worker.js"
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..")
 
@@ -582,7 +598,153 @@ const main = async () => {
   }
 }
 
-main().then(
+/** Where the hit path allocates: V8's sampling heap profiler over one pound window, bytes per request by function. */
+const allocationSites = async (target: Target, conns: number, depth: number, hits: () => number) => {
+  const session = new inspector.Session()
+  session.connect()
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((res, rej) => session.post(method, params ?? {}, (e, r) => (e ? rej(e) : res(r))))
+  await post("HeapProfiler.startSampling", { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
+  const h0 = hits()
+  await measure(target, conns, depth)
+  const n = hits() - h0
+  const { profile } = (await post("HeapProfiler.stopSampling")) as {
+    profile: { head: Node }
+  }
+  interface Node {
+    callFrame: { functionName: string; url: string; lineNumber: number }
+    selfSize: number
+    children: Array<Node>
+  }
+  const bySite = new Map<string, number>()
+  const walk = (node: Node) => {
+    if (node.selfSize > 0) {
+      const f = node.callFrame
+      const site = `${f.functionName || "(anonymous)"} ${f.url.replace(/^.*\/(src|node_modules)\//, "$1/")}:${f.lineNumber + 1}`
+      bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize)
+    }
+    for (const c of node.children) walk(c)
+  }
+  walk(profile.head)
+  session.disconnect()
+  const top = [...bySite.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25)
+  for (const [site, bytes] of top) console.log(`    ${fmt(bytes / n, 1).padStart(7)} B/req  ${site}`)
+}
+
+/** Where the hit path spends user CPU: V8's sampling CPU profiler over one pound window, self µs per request by function. */
+const cpuSites = async (target: Target, conns: number, depth: number, hits: () => number) => {
+  const session = new inspector.Session()
+  session.connect()
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((res, rej) => session.post(method, params ?? {}, (e, r) => (e ? rej(e) : res(r))))
+  await post("Profiler.enable")
+  await post("Profiler.setSamplingInterval", { interval: 100 })
+  await post("Profiler.start")
+  const h0 = hits()
+  await measure(target, conns, depth)
+  const n = hits() - h0
+  const { profile } = (await post("Profiler.stop")) as {
+    profile: { nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number } }>; samples: Array<number>; timeDeltas: Array<number> }
+  }
+  session.disconnect()
+  const byNode = new Map<number, number>()
+  profile.samples.forEach((id, i) => byNode.set(id, (byNode.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)))
+  const bySite = new Map<string, number>()
+  for (const node of profile.nodes) {
+    const t = byNode.get(node.id)
+    if (t === undefined) continue
+    const f = node.callFrame
+    const site = `${f.functionName || "(anonymous)"} ${f.url.replace(/^.*\/(src|node_modules)\//, "$1/")}:${f.lineNumber + 1}:${f.columnNumber + 1}`
+    bySite.set(site, (bySite.get(site) ?? 0) + t)
+  }
+  const top = [...bySite.entries()].sort((a, b) => b[1] - a[1]).slice(0, 30)
+  for (const [site, us] of top) console.log(`    ${fmt(us / n, 2).padStart(7)} µs/req  ${site}`)
+}
+
+/** Allocation per hit request, per plane × mode, in this process. */
+const allocMain = async () => {
+  execFileSync("taskset", ["-pc", "0", String(process.pid)], { stdio: "ignore" })
+  const dir = mkdtempSync(join(tmpdir(), "dataplane-alloc-"))
+  cleanupDirs.push(dir)
+  execFileSync("make", ["-s", "-C", resolve(root, "../shared/tools/ceiling"), `OUT=${dir}`], { stdio: "inherit" })
+  poundPath = join(dir, "pound")
+  const originRoot = join(dir, "origin")
+  mkdirSync(join(originRoot, BUCKET), { recursive: true })
+  blobPath = join(originRoot, BUCKET, KEY)
+  writeFileSync(blobPath, randomBytes(SIZE))
+  const stubRuntime = ManagedRuntime.make(OriginStub.layer({ root: originRoot }))
+  const stub = await stubRuntime.runPromise(OriginStub)
+  const config = configs[0]!
+  console.log(
+    `| plane | mode | conns×depth | hits | bytes/req | GCs | scavenges/100k req | rps | user µs/req | sys µs/req |\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|`
+  )
+  for (const plane of ["native", "portable"] as const) {
+    for (const mode of ["pipelined", "multiplexed"] as const) {
+      const layer = Worker.layerWith.pipe(
+        Layer.provide(
+          Layer.mergeAll(
+            plane === "native" ? Sendfile.Native : Sendfile.Portable,
+            mode === "pipelined" ? ServeMode.Pipelined : ServeMode.Multiplexed,
+            Router.layerLocal(stub.url)
+          )
+        ),
+        Layer.provide(
+          WorkerConfig.layerOf({
+            dataAddress: "127.0.0.1:0",
+            adminAddress: "127.0.0.1:0",
+            coordinator: "",
+            cacheDirs: [join(dir, `cache-${plane}-${mode}`)],
+            versionTtlMs: 86_400_000,
+            maxInflightPerConnection: 4096
+          })
+        )
+      )
+      const rt = ManagedRuntime.make(layer)
+      const w = await rt.runPromise(Worker)
+      await warmObject(w.dataPort, 1)
+      const target: Target = { name: `${plane}-${mode}`, port: w.dataPort, pids: () => [process.pid], mainPid: process.pid, cpus: "0" }
+      // JIT warm-up: the hit path should be optimised code before anything is counted.
+      await measure(target, config.conns, config.depth)
+      const profiler = new v8.GCProfiler()
+      const hits0 = w.stats.hits
+      const used0 = v8.getHeapStatistics().used_heap_size
+      const cpu0 = process.cpuUsage()
+      const nc0 = nativeCounters()
+      profiler.start()
+      const m = await measure(target, config.conns, config.depth)
+      const cpu = process.cpuUsage(cpu0)
+      const nc1 = nativeCounters()
+      const used1 = v8.getHeapStatistics().used_heap_size
+      const hits = w.stats.hits - hits0
+      const prof = profiler.stop() as unknown as {
+        statistics: Array<{ gcType: string; beforeGC: { heapStatistics: { usedHeapSize: number } }; afterGC: { heapStatistics: { usedHeapSize: number } } }>
+      }
+      let allocated = 0
+      let prev = used0
+      for (const g of prof.statistics) {
+        allocated += g.beforeGC.heapStatistics.usedHeapSize - prev
+        prev = g.afterGC.heapStatistics.usedHeapSize
+      }
+      allocated += used1 - prev
+      const scavenges = prof.statistics.filter((g) => g.gcType === "Scavenge").length
+      console.log(
+        `| ${plane} | ${mode} | ${config.name} | ${hits} | ${fmt(allocated / hits, 0)} | ${prof.statistics.length} | ${fmt((scavenges * 100_000) / hits, 1)} | ${fmt(m.rps)} | ${fmt(cpu.user / hits, 2)} | ${fmt(cpu.system / hits, 2)} |`
+      )
+      if (plane === "native" && nc0 !== undefined && nc1 !== undefined) {
+        const per = (k: keyof typeof nc0) => fmt((nc1[k] - nc0[k]) / hits, 3)
+        console.log(
+          `    native per request: send ${per("sendCalls")}, sendfile ${per("sendfileCalls")}, eagain ${per("eagain")}, waits ${per("waits")}, wakeups ${per("wakeups")}, pushes ${per("pushes")}`
+        )
+      }
+      if (has("alloc-sites")) await allocationSites(target, config.conns, config.depth, () => w.stats.hits)
+      if (has("cpu-sites")) await cpuSites(target, config.conns, config.depth, () => w.stats.hits)
+      await rt.dispose()
+    }
+  }
+  await stubRuntime.dispose()
+}
+
+;(has("alloc") ? allocMain() : main()).then(
   () => process.exit(0),
   (e: unknown) => {
     console.error(e instanceof Error ? e.message : String(e))

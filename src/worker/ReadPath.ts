@@ -59,9 +59,11 @@ export class ReadPathImpl {
     this.#capacity = capacity
   }
 
-  /** Reads `[offset, offset+len)` of `object`: synchronously on a hit, else a promise. Never rejects. */
-  read(object: ObjectId, offset: number, len: number): ReadOutcome | Promise<ReadOutcome> {
-    const okey = objectKey(object)
+  /**
+   * Reads `[offset, offset+len)` of `object`: synchronously on a hit, else a promise. Never rejects.
+   * `okey` is `objectKey(object)`, when the caller already holds it (the serve loop caches it).
+   */
+  read(object: ObjectId, offset: number, len: number, okey: string = objectKey(object)): ReadOutcome | Promise<ReadOutcome> {
     const st = this.#miss.versions.fresh(okey)
     if (st !== undefined) {
       const fast = this.#tryHit(object, st, offset, len)
@@ -144,6 +146,27 @@ export class ReadPathImpl {
     return undefined
   }
 
+  /**
+   * Block keys of one object version, built once: the cached stat is one object per version, so
+   * a hit neither concatenates nor re-hashes a key string. Checked against the object, so a stat
+   * object shared by two objects could only cost a rebuild, never a wrong block.
+   */
+  readonly #keys = new WeakMap<ObjectStat, { object: ObjectId; keys: Map<number, string> }>()
+
+  #keyOf(object: ObjectId, st: ObjectStat, blockOffset: number): string {
+    let memo = this.#keys.get(st)
+    if (memo === undefined || (memo.object !== object && !sameObject(memo.object, object))) {
+      memo = { object, keys: new Map() }
+      this.#keys.set(st, memo)
+    }
+    let key = memo.keys.get(blockOffset)
+    if (key === undefined) {
+      key = blockKey({ object, offset: blockOffset, blockSize: this.#blockSize, version: st.version })
+      memo.keys.set(blockOffset, key)
+    }
+    return key
+  }
+
   #blockId(object: ObjectId, st: ObjectStat, seg: Segment): BlockId {
     return { object, offset: seg.blockOffset, blockSize: this.#blockSize, version: st.version }
   }
@@ -156,7 +179,7 @@ export class ReadPathImpl {
   #pinAll(object: ObjectId, st: ObjectStat, segs: ReadonlyArray<Segment>, units: Array<Unit>): boolean {
     for (let i = 0; i < segs.length; i++) {
       const seg = segs[i]!
-      const entry = this.#store.lookup(blockKey(this.#blockId(object, st, seg)))
+      const entry = this.#store.lookup(this.#keyOf(object, st, seg.blockOffset))
       if (entry === undefined) return false
       const [p0, p1] = this.#span(seg)
       if (!this.#store.pin(entry, p0, p1, units)) return false
@@ -196,6 +219,9 @@ export class ReadPathImpl {
     return { _tag: "RangeReply", length: len, segments: out, units }
   }
 }
+
+const sameObject = (a: ObjectId, b: ObjectId): boolean =>
+  a.backend === b.backend && a.bucket === b.bucket && a.objectPath === b.objectPath
 
 const asFailure = (e: unknown): ReadFailed =>
   e instanceof ReadFailed ? e : new ReadFailed({ reason: `internal error: ${describeUnknown(e)}` })

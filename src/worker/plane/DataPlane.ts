@@ -1,6 +1,14 @@
 import type * as net from "node:net"
 import { Context } from "effect"
 
+/**
+ * The promise a writer returns when the bytes were fully handed to the kernel before the call
+ * returned (the native plane's common case). Callers may compare against it and finish the
+ * response synchronously instead of paying a `.then` (a promise, two closures, a microtask)
+ * per request.
+ */
+export const WRITTEN: Promise<void> = Promise.resolve()
+
 /** A byte range of an open file, handed to the kernel (native) or read through a pooled buffer (portable). */
 export interface FileSegment {
   readonly fd: number

@@ -1,5 +1,5 @@
 import type * as net from "node:net"
-import type { ConnectionWriter, DataPlaneShape, FileSegment } from "./DataPlane.js"
+import { type ConnectionWriter, type DataPlaneShape, type FileSegment, WRITTEN } from "./DataPlane.js"
 import { loadNativeAddon, type NativeAddon, type NativeCounters } from "./NativeAddon.js"
 import { makePortablePlane } from "./Portable.js"
 import { ConnectionWriteError } from "./WriteError.js"
@@ -8,7 +8,7 @@ const EAGAIN = 11
 const DONE = 1
 const BLOCKED = 0
 
-const RESOLVED: Promise<void> = Promise.resolve()
+const RESOLVED: Promise<void> = WRITTEN
 
 /** One response (or frame) in flight: how far the header and the segments have got. */
 interface Job {

@@ -42,6 +42,7 @@ import type { MissPathShape } from "../miss/MissPath.js"
 import { objectKey } from "../miss/VersionCache.js"
 import type { ReadyState } from "../membership/Readiness.js"
 import type { RangeReply, ReadOutcome, ReadPathImpl } from "../ReadPath.js"
+import { ObjectIdCache } from "./ObjectIdCache.js"
 
 export type Reply =
   | { readonly _tag: "Frame"; readonly bytes: Uint8Array; readonly closeAfter: boolean }
@@ -50,6 +51,9 @@ export type Reply =
 const EMPTY = new Uint8Array(0)
 
 export class RequestHandler {
+  /** Recently seen ObjectIds by their wire bytes (the hit path skips decoding them). */
+  private readonly ids = new ObjectIdCache()
+
   constructor(
     private readonly reader: ReadPathImpl,
     private readonly miss: MissPathShape,
@@ -73,12 +77,19 @@ export class RequestHandler {
         return this.frame(encodeFrame(MsgType.Ping, requestId, EMPTY))
       case MsgType.GetRange: {
         if (!this.ready.ready) return this.error(type, requestId, "worker is not ready")
+        const known = this.ids.match(frame.payload)
+        if (known !== undefined) {
+          if (known.problem !== undefined) return this.error(type, requestId, known.problem)
+          return this.range(type, requestId, this.reader.read(known.object, this.ids.offset, this.ids.len, known.key))
+        }
         const req = decodeRangeRequest(frame.payload)
         if (Either.isLeft(req)) return this.error(type, requestId, `malformed GetRange body: ${req.left.message}`)
         const { object, offset, len } = req.right
         const bad = invalidObject(object)
+        const key = objectKey(object)
+        this.ids.remember(frame.payload, object, key, bad)
         if (bad !== undefined) return this.error(type, requestId, bad)
-        return this.range(type, requestId, this.reader.read(object, offset, len))
+        return this.range(type, requestId, this.reader.read(object, offset, len, key))
       }
       case MsgType.Get: {
         if (!this.ready.ready) return this.error(type, requestId, "worker is not ready")

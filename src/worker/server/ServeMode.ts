@@ -9,7 +9,7 @@
  *   hold back hits; clients match replies by request id).
  */
 import { Context, Layer } from "effect"
-import type { ConnectionWriter } from "../plane/DataPlane.js"
+import { type ConnectionWriter, WRITTEN } from "../plane/DataPlane.js"
 import type { Reply } from "./RequestHandler.js"
 
 /** What a connection's serve loop needs from the rest of the server. */
@@ -67,8 +67,15 @@ const openPipelined = (ctx: ConnectionContext): ServeConnection => {
       ctx.done(reply)
       return
     }
+    const sent = ctx.send(reply)
+    if (sent === WRITTEN) {
+      // Fully written already (native hit path): finish now, no promise callbacks per request.
+      ctx.done(reply)
+      ctx.onSettled()
+      return
+    }
     writing++
-    ctx.send(reply).then(
+    sent.then(
       () => {
         writing--
         ctx.done(reply)
@@ -139,7 +146,14 @@ const openMultiplexed = (ctx: ConnectionContext): ServeConnection => {
       ctx.done(reply)
       return
     }
-    ctx.send(reply).then(
+    const sent = ctx.send(reply)
+    if (sent === WRITTEN) {
+      outstanding--
+      ctx.done(reply)
+      ctx.onSettled()
+      return
+    }
+    sent.then(
       () => {
         outstanding--
         ctx.done(reply)
