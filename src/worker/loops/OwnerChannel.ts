@@ -37,6 +37,9 @@ export class OwnerChannel {
   readonly #onDisconnect = () => this.close()
   store: LeaseStore | undefined
   ready: ReadyState | undefined
+  #sawReady!: () => void
+  /** Resolves at the owner's first readiness message (a loop listens only after it, so it never answers "not ready" by mistake). */
+  readonly firstReady = new Promise<void>((resolve) => (this.#sawReady = resolve))
 
   constructor(port: IpcPort) {
     this.#port = port
@@ -84,6 +87,7 @@ export class OwnerChannel {
           this.ready.registered = m.registered
           this.ready.detail = m.detail
         }
+        this.#sawReady()
         return
       default: {
         const p = this.#pending.get(m.id)

@@ -52,8 +52,10 @@ const LoopServices = Layer.scopedContext(
     const timer = setInterval(report, REPORT_MS)
     timer.unref()
     yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(timer)))
-    // Asks for the owner's readiness (messages sent before this listener existed would be lost).
+    // Asks for the owner's readiness (messages sent before this listener existed would be lost),
+    // and waits for it before the DataServer listens.
     port.send({ t: "hello" })
+    yield* Effect.promise(() => channel.firstReady)
     return Context.make(MissPath, miss).pipe(Context.add(ReadPath, reader))
   })
 )

@@ -12,6 +12,7 @@ import * as path from "node:path"
 import { Duration, Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { BackendStore } from "../../../src/backend/BackendStore.js"
+import { Coordinator } from "../../../src/coordinator/Coordinator.js"
 import { Backend, type ObjectId } from "../../../src/core/ids.js"
 import { encodeFrame, encodeGetRangeFrame, Flags, MsgType } from "../../../src/protocol/index.js"
 import type { WorkerSettings } from "../../../src/worker/config.js"
@@ -204,5 +205,49 @@ describe("--loops 2", () => {
     expect(Buffer.compare(await readAll(other, 4, obj("x2"), 0, x2.length), x2)).toBe(0)
     await eventually(() => !fs.existsSync(xFile), "X's file is unlinked once nobody reads it")
     expect(origin.counters.gets).toBe(4)
+  }, 180_000)
+
+  it("registers once with the coordinator (one node id for the port), and a killed loop is replaced", async () => {
+    const data = pattern(100 * KiB, 5)
+    const origin = await originWith(cleanup, { c: data })
+    const coordRuntime = ManagedRuntime.make(
+      Coordinator.layer({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", heartbeatIntervalMs: 100, missedHeartbeats: 50 }).pipe(
+        Layer.provide(origin.layer)
+      )
+    )
+    cleanup.add(() => coordRuntime.dispose())
+    const coordinator = await coordRuntime.runPromise(Coordinator)
+    const w = await startLoops(cleanup, origin.layer, {
+      id: "",
+      coordinator: coordinator.controlAddress,
+      heartbeatIntervalMs: 100,
+      cacheDirs: [await tempDir(cleanup, "talon-cache-")]
+    })
+    const members = () => Effect.runPromise(coordinator.members)
+    await eventually(() => w.readiness.ready, "registered")
+    const listed = await members()
+    expect(listed.map((n) => [n.id, n.address])).toEqual([[`worker-${w.dataAddress}`, w.dataAddress]])
+
+    const read = async () => {
+      const c = await connect(w.dataPort)
+      try {
+        expect(Buffer.compare(await readAll(c, 1, obj("c"), 0, data.length), data)).toBe(0)
+      } finally {
+        c.close()
+      }
+    }
+    // Readiness reached the loops: reads on fresh connections (round-robin: both loops) succeed.
+    await read()
+    await read()
+    const victim = w.loops.running()[0]!
+    process.kill(victim.pid, "SIGKILL")
+    await eventually(
+      () => w.loops.restarts() === 1 && w.loops.running().length === 2 && w.loops.running().every((l) => l.pid !== victim.pid),
+      "the killed loop is replaced"
+    )
+    // The replacement is ready and serving (it asked the owner for readiness when it started).
+    await eventually(() => w.loops.report().loops.filter((l) => l.counters.connectionsTotal >= 0).length >= 3, "the new loop joined")
+    for (let i = 0; i < 4; i++) await read()
+    expect((await members()).map((n) => n.id)).toEqual([`worker-${w.dataAddress}`])
   }, 180_000)
 })
