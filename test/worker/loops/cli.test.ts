@@ -1,0 +1,129 @@
+/**
+ * `talon worker --loops 2` as real processes: the primary logs one data
+ * listener line with its loops' pids, serves reads filled from the origin
+ * stub, and leaves no loop behind when it is stopped (SIGTERM) or killed
+ * (SIGKILL: the loops see their IPC channel close and exit).
+ * Start-up transpiles and loads the worker in three processes: slow on a
+ * loaded machine, hence the long bounds; nothing here asserts on speed.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fsp from "node:fs/promises"
+import * as path from "node:path"
+import { Effect, ManagedRuntime } from "effect"
+import { afterEach, describe, expect, it } from "vitest"
+import { Backend } from "../../../src/core/ids.js"
+import { OriginStub } from "../../../src/origin/index.js"
+import { encodeGetRangeFrame, Flags } from "../../../src/protocol/index.js"
+import { pattern } from "../support/dirBackend.js"
+import { makeCleanup, tempDir } from "../support/harness.js"
+import { connect, within } from "../support/rawClient.js"
+
+const cleanup = makeCleanup()
+afterEach(() => cleanup.run())
+
+const repoRoot = path.resolve(__dirname, "../../..")
+const script = path.join(__dirname, "..", "fixtures", "workerCli.ts")
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const start = (args: ReadonlyArray<string>, env: Record<string, string>) => {
+  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout!.on("data", (d) => (out += d))
+  child.stderr!.on("data", (d) => (out += d))
+  const exited = new Promise<void>((r) => child.once("exit", () => r()))
+  const pids: Array<number> = []
+  cleanup.add(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL")
+      await exited
+    }
+    for (const pid of pids) if (alive(pid)) process.kill(pid, "SIGKILL")
+  })
+  const waitFor = async (re: RegExp, ms = 240_000): Promise<RegExpExecArray> => {
+    const deadline = Date.now() + ms
+    for (;;) {
+      const m = re.exec(out)
+      if (m !== null) return m
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${re} in output:\n${out}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  return { child: child as ChildProcess, exited, waitFor, pids }
+}
+
+const allGone = async (pids: ReadonlyArray<number>, ms = 30_000) => {
+  const deadline = Date.now() + ms
+  while (pids.some(alive)) {
+    if (Date.now() > deadline) return false
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return true
+}
+
+describe("talon worker --loops 2 (processes)", () => {
+  it("serves through its loops, and leaves none behind on SIGTERM or SIGKILL", async () => {
+    const root = await tempDir(cleanup, "talon-stub-")
+    const stubRuntime = ManagedRuntime.make(OriginStub.layer({ root }))
+    cleanup.add(() => stubRuntime.dispose())
+    const stub = await stubRuntime.runPromise(OriginStub)
+    const data = pattern(300 * 1024, 11)
+    await fsp.mkdir(path.join(root, "loops-bucket"), { recursive: true })
+    await fsp.writeFile(path.join(root, "loops-bucket", "obj.bin"), data)
+    const env = {
+      TALON_S3_ENDPOINT: stub.url,
+      TALON_S3_ACCESS_KEY_ID: "talon",
+      TALON_S3_SECRET_ACCESS_KEY: "talon-secret",
+      TALON_WORKER_LOOPS: "2"
+    }
+    const args = (cache: string) => [
+      "--coordinator", "", "--data-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+      "--cache-dir", cache, "--block-size", "128K", "--page-size", "32K", "--data-plane", "portable"
+    ]
+    const listening = /worker data listener on 127\.0\.0\.1:(\d+) \(portable plane, pipelined mode, 2 loops, ([a-z-]+); pids (\d+), (\d+)\)/
+    const read = async (port: number) => {
+      for (let i = 0; i < 2; i++) {
+        const c = await connect(port)
+        c.send(encodeGetRangeFrame(1, { object: { backend: Backend.S3, bucket: "loops-bucket", objectPath: "obj.bin" }, offset: 1000, len: 200_000 }))
+        const f = await c.next()
+        c.close()
+        expect(f.header.flags & Flags.Error).toBe(0)
+        expect(Buffer.compare(f.payload, data.subarray(1000, 201_000))).toBe(0)
+      }
+    }
+
+    // TALON_WORKER_LOOPS=2 from the environment; SIGTERM stops the primary and both loops.
+    const first = start(args(await tempDir(cleanup, "talon-cache-")), env)
+    const m1 = await first.waitFor(listening)
+    expect(m1[2]).toBe("round-robin")
+    first.pids.push(first.child.pid!, Number(m1[3]), Number(m1[4]))
+    await read(Number(m1[1]))
+    first.child.kill("SIGTERM")
+    expect(await within(first.exited, 60_000)).toBe(true)
+    expect(await allGone(first.pids)).toBe(true)
+
+    // --loops on the command line wins over the environment; SIGKILL of the primary takes the loops with it.
+    const second = start([...args(await tempDir(cleanup, "talon-cache-")), "--loops", "2"], { ...env, TALON_WORKER_LOOPS: "1" })
+    const m2 = await second.waitFor(listening)
+    second.pids.push(second.child.pid!, Number(m2[3]), Number(m2[4]))
+    await read(Number(m2[1]))
+    second.child.kill("SIGKILL")
+    await second.exited
+    expect(await allGone(second.pids)).toBe(true)
+    // Each worker filled [1000, 201000) once for both its loops: one GET per block's page run (blocks 0 and 1), one HEAD.
+    const stats = await Effect.runPromise(stub.stats())
+    expect(stats.requests.get).toBe(4)
+    expect(stats.requests.head).toBe(2)
+  }, 600_000)
+})
