@@ -51,6 +51,7 @@ const SERVER_CPU = env("SERVER_CPU", "0")
 const CLIENT_CPU = env("CLIENT_CPU", "1")
 const ARMS = env("ARMS", "ceiling,native-pipelined,native-multiplexed,portable-pipelined,portable-multiplexed").split(",")
 const RANGE = 65536
+const STARTUP_TIMEOUT_S = Number(env("STARTUP_TIMEOUT", "180"))
 const BUCKET = "bench"
 const KEY = "dataplane/blob"
 const OBJECT = `s3://${BUCKET}/${KEY}`
@@ -88,12 +89,22 @@ const startChild = (
         const m = ready.exec(out)
         if (m && !done) {
           done = true
+          clearTimeout(timer)
           resume(Effect.succeed({ child, match: m }))
         }
       }
       child.stdout!.on("data", onData)
       child.stderr!.on("data", onData)
+      // A child that never says it is ready (a changed log line, a hang) must not hang the bench.
+      const timer = setTimeout(() => {
+        if (!done) {
+          done = true
+          child.kill("SIGKILL")
+          resume(Effect.fail(new BenchFailed({ message: `${label} did not print ${ready} within ${STARTUP_TIMEOUT_S} s:\n${out}` })))
+        }
+      }, STARTUP_TIMEOUT_S * 1000)
       child.once("exit", (code) => {
+        clearTimeout(timer)
         if (!done) {
           done = true
           resume(Effect.fail(new BenchFailed({ message: `${label} exited (${code}) before it was ready:\n${out}` })))
@@ -224,13 +235,13 @@ const main = Effect.gen(function* () {
         "--coordinator", coord, "--cache-dir", join(dir, `cache-${arm}`), "--data-plane", plane, "--serve-mode", mode,
         "--loops", String(LOOPS)
       ],
-      /worker data listener on ([\d.]+:\d+) \((\w+) plane, (\w+) mode[^)]*pids ([\d, ]+)\)/,
+      /worker data listener on ([\d.]+:\d+) \((\w+) plane, (\w+) mode(?:[^)]*pids ([\d, ]+))?\)/,
       backendEnv
     )
     if (w.match[2] !== plane) {
       return yield* Effect.fail(new BenchFailed({ message: `${arm}: the worker runs the ${w.match[2]} plane, not ${plane}` }))
     }
-    const pids = w.match[4]!.split(",").map((p) => Number(p.trim()))
+    const pids = (w.match[4] ?? "").split(",").filter((p) => p.trim() !== "").map((p) => Number(p.trim()))
     servers.push({ name: arm, addr: w.match[1]!, pids: [...new Set([w.child.pid!, ...pids])], plane, mode })
   }
   for (const s of servers) {
