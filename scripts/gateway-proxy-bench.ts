@@ -69,7 +69,14 @@ interface Proc {
 }
 
 const procs: Array<Proc> = []
-const tsx = (script: string, argv: ReadonlyArray<string>) => [process.execPath, "--import", "tsx", script, ...argv]
+const tsx = (script: string, argv: ReadonlyArray<string>) => [
+  process.execPath,
+  ...(process.env.GW_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.GW_PROF] : []),
+  "--import",
+  "tsx",
+  script,
+  ...argv
+]
 
 const start = (name: string, argv: ReadonlyArray<string>, env: Record<string, string> = {}): Proc => {
   const cmd = pin ? ["taskset", "-c", "0", ...argv] : [...argv]
@@ -83,7 +90,7 @@ const start = (name: string, argv: ReadonlyArray<string>, env: Record<string, st
 }
 
 const stopAll = () => {
-  for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL")
+  for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill(process.env.GW_PROF ? "SIGTERM" : "SIGKILL")
 }
 process.on("exit", stopAll)
 

@@ -3,7 +3,7 @@
  * head promised (If-Match), so a changed object fails the read instead of splicing
  * two versions into one body.
  */
-import { Chunk, Effect, Either, type Runtime, Stream } from "effect"
+import { Chunk, Effect, Either, Exit, Option, Runtime, Scope, Stream } from "effect"
 import type { BackendError, BackendStoreShape } from "../backend/BackendStore.js"
 import type { ObjectId } from "../core/ids.js"
 import { type ByteReader, RouteError } from "./Route.js"
@@ -51,7 +51,11 @@ export const originPiece = (
     })
   )
 
-/** A streamed read: the backend's own backpressure (it reads the socket only as chunks are pulled). */
+/**
+ * A streamed read: the backend's own backpressure (it reads the socket only as chunks
+ * are pulled). Pulled a batch at a time (whatever the socket delivered since the last
+ * pull), not a runtime call per chunk.
+ */
 export const originReader = (
   runtime: Runtime.Runtime<never>,
   backend: BackendStoreShape,
@@ -60,24 +64,41 @@ export const originReader = (
   length: number,
   version: string
 ): ByteReader => {
-  const stream = backend.getRange(object, offset, length, { version }).pipe(
-    Stream.mapError(routeErrorOf),
-    Stream.either
+  const run = Runtime.runPromise(runtime)
+  const scope = Effect.runSync(Scope.make())
+  const pull = run(
+    Stream.toPull(backend.getRange(object, offset, length, { version }).pipe(Stream.mapError(routeErrorOf))).pipe(
+      Scope.extend(scope)
+    )
   )
-  const iterator = Stream.toAsyncIterableRuntime(stream, runtime)[Symbol.asyncIterator]()
+  let batch: Array<Uint8Array> = []
+  let done = false
   let closed = false
+  const close = () => {
+    if (closed) return
+    closed = true
+    void run(Scope.close(scope, Exit.void)).catch(() => undefined)
+  }
   return {
     next: async () => {
-      if (closed) return undefined
-      const r = await iterator.next()
-      if (r.done === true) return undefined
-      if (Either.isLeft(r.value)) throw r.value.left
-      return r.value.right
+      while (batch.length === 0) {
+        if (done || closed) return undefined
+        const r = await run(Effect.either((await pull).pipe(Effect.map(Chunk.toReadonlyArray)))).catch(
+          (): Either.Either<ReadonlyArray<Uint8Array>, Option.Option<RouteError>> =>
+            Either.left(Option.some(new RouteError({ kind: "unavailable", detail: "read cancelled" })))
+        )
+        if (Either.isLeft(r)) {
+          if (Option.isNone(r.left)) {
+            done = true
+            return undefined
+          }
+          close()
+          throw r.left.value
+        }
+        batch = [...r.right].reverse()
+      }
+      return batch.pop()
     },
-    close: () => {
-      if (closed) return
-      closed = true
-      void iterator.return?.().catch(() => undefined)
-    }
+    close
   }
 }
