@@ -39,8 +39,11 @@ export const vegaLiteSpec = (data: BenchData, chart: ChartSpec): vl.TopLevelSpec
     })
   }
   if (chart.rule) {
-    layers.push({ mark: { type: "rule", color: "#c0392b", strokeDash: [4, 3] }, encoding: { y: { datum: chart.rule.y } } })
+    // One datum of their own, or the rule and its label repeat once per data row.
+    const once = { values: [{}] }
+    layers.push({ data: once, mark: { type: "rule", color: "#c0392b", strokeDash: [4, 3] }, encoding: { y: { datum: chart.rule.y } } })
     layers.push({
+      data: once,
       mark: { type: "text", align: "left", dx: 4, dy: -6, color: "#c0392b" },
       encoding: { y: { datum: chart.rule.y }, x: { value: 0 }, text: { value: chart.rule.label } }
     })
@@ -53,7 +56,7 @@ export const vegaLiteSpec = (data: BenchData, chart: ChartSpec): vl.TopLevelSpec
     padding: 8,
     data: { values: rows as Array<Row> },
     layer: layers,
-    config: { font: FONT, title: { fontSize: 13, subtitleFontSize: 10, anchor: "start" }, axis: { labelFontSize: 10, titleFontSize: 11 } }
+    config: { font: FONT, title: { fontSize: 13, subtitleFontSize: 10, anchor: "start" }, axis: { labelFontSize: 10, titleFontSize: 11 }, legend: { labelLimit: 240 } }
   } as unknown as vl.TopLevelSpec
 }
 

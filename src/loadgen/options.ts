@@ -1,6 +1,6 @@
 /** Parsers for loadgen's flag values; each returns a value or a message a user can act on. */
 import { Either } from "effect"
-import { Backend, type ObjectId } from "../core/ids.js"
+import type { ObjectId } from "../core/ids.js"
 import { objectIdFromUri } from "../core/objectId.js"
 
 /** `65536`, `64K`, `64KiB`, `1M`, `2G` (binary suffixes, as pound takes them). */
@@ -49,5 +49,3 @@ export const parseObject = (
   const scheme = backend === "az" ? "az" : "s3"
   return Either.mapLeft(objectIdFromUri(`${scheme}://${container}/${object.replace(/^\/+/, "")}`), (e) => `${flag}: ${e.message}`)
 }
-
-export const backendTag = (b: "s3" | "az"): Backend => (b === "az" ? Backend.Azure : Backend.S3)
