@@ -7,7 +7,7 @@
  * SHA-256-checked: a wrong byte fails the run. Not a CI gate.
  *
  *   npx tsx scripts/gateway-proxy-bench.ts [--rounds 5] [--requests 200] [--concurrency 8]
- *       [--latency-ms 30] [--sigma 0.8] [--cooldown 1] [--no-pin] [--no-write]
+ *       [--latency-ms 50] [--sigma 0.8] [--cooldown 1] [--no-pin] [--no-write]
  *
  * Processes: origin stub, coordinator, two workers, and one `talon gateway` per route,
  * all pinned to CPU 0; this script (the client) pins itself to CPU 1. Writes
@@ -41,7 +41,7 @@ const has = (name: string) => args.includes(`--${name}`)
 const rounds = Number(flag("rounds", "5"))
 const requests = Number(flag("requests", "200"))
 const concurrency = Number(flag("concurrency", "8"))
-const latencyMs = Number(flag("latency-ms", "30"))
+const latencyMs = Number(flag("latency-ms", "50"))
 const sigma = Number(flag("sigma", "0.8"))
 const cooldown = Number(flag("cooldown", "1"))
 const pin = !has("no-pin")

@@ -31,18 +31,25 @@ const resolveGc = (): Gc | undefined => {
 
 let gc: Gc | undefined | null = null
 let relayed = 0
+/** Lowest ArrayBuffer memory seen since the last collection: roughly what is live, not garbage. */
+let floor = Number.POSITIVE_INFINITY
 
 /**
  * Counts `bytes` relayed; every `everyBytes` (0 = never) looks at the ArrayBuffer memory
- * and starts a collection only when more than `everyBytes × 1.5` of it has built up, so a
- * process whose garbage V8 already collects pays nothing.
+ * and starts a collection only when it has grown more than `everyBytes × 1.5` above its
+ * recent floor, so long-lived buffers do not count and a process whose garbage V8
+ * already collects pays nothing.
  */
 export const noteRelayed = (bytes: number, everyBytes: number): void => {
   if (everyBytes <= 0) return
   relayed += bytes
   if (relayed < everyBytes) return
   relayed = 0
-  if (process.memoryUsage().arrayBuffers < everyBytes * 1.5) return
+  const now = process.memoryUsage().arrayBuffers
+  if (now < floor) floor = now
+  if (now - floor < everyBytes * 1.5) return
   if (gc === null) gc = resolveGc()
   gc?.({ type: "major", execution: "async" })
+  // The collection finishes later; the next lower reading becomes the floor again.
+  floor = now
 }
