@@ -41,7 +41,10 @@ interface Lease {
   revokedAt: number
 }
 
-/** A revoked, not busy lease normally comes back within one IPC round trip; after this it no longer counts as coming. */
+/**
+ * A revoked, not busy lease normally comes back within one IPC round trip; after this it no
+ * longer counts as coming and is revoked again (a revoke can overtake the grant it revokes).
+ */
 const REVOKE_PENDING_MS = 1000
 
 export interface LoopReport {
@@ -179,15 +182,14 @@ export class LeaseOwner {
       for (const [unit, leases] of byUnit) {
         pinned += unit.bytes
         let busy = false
-        let live = false
+        let revocable = false
         let newest = 0
         for (const l of leases) {
           if (l.busy) busy = true
-          if (l.revokedAt === 0) live = true
-          else if (now - l.revokedAt >= REVOKE_PENDING_MS) busy = true
+          if (l.revokedAt === 0 || now - l.revokedAt >= REVOKE_PENDING_MS) revocable = true
           newest = Math.max(newest, l.touched)
         }
-        if (live) candidates.push({ unit, leases, busy, newest })
+        if (revocable) candidates.push({ unit, leases, busy, newest })
         else if (!busy) coming += unit.bytes
       }
       // Leases are the only long-lived pins in the owner (fills pin nothing), so the rest is evictable.
@@ -199,7 +201,7 @@ export class LeaseOwner {
         if (toFree <= 0) break
         toFree -= c.unit.bytes
         for (const l of c.leases) {
-          if (l.revokedAt !== 0) continue
+          if (l.revokedAt !== 0 && now - l.revokedAt < REVOKE_PENDING_MS) continue
           l.revokedAt = now
           const list = revoke.get(l.loop)
           if (list === undefined) revoke.set(l.loop, [l.id])
