@@ -4,7 +4,8 @@
  * multiplexed), plus the C ceiling server as the yardstick, all pinned to CPU 0;
  * `talon loadgen` pinned to CPU 1. Every worker is warmed with the whole object
  * (all hits), then for each connection count the arms run in paired,
- * order-swapped rounds. Prints a markdown table and writes bench/data/dataplane.json.
+ * order-swapped rounds. Prints a markdown table and writes bench/data/dataplane_loadtest.json
+ * (scripts/dataplane-bench.ts, the pound-driven bench, owns bench/data/dataplane.json).
  *
  * Environment (all optional):
  *   CONNS=1,64,256,1024   connection counts swept
@@ -17,7 +18,7 @@
  *   LOOPS=1               worker --loops
  *   SIZE=64M              object size
  *   SERVER_CPU=0 CLIENT_CPU=1
- *   NO_WRITE=1            do not write bench/data/dataplane.json
+ *   NO_WRITE=1            do not write bench/data/dataplane_loadtest.json
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -315,7 +316,7 @@ const main = Effect.gen(function* () {
 
   const data: BenchData = {
     schema: BENCH_DATA_SCHEMA,
-    id: "dataplane",
+    id: "dataplane_loadtest",
     title: `Worker data plane: ${SIZE / 2 ** 20} MiB object, 64 KiB ranges, all hits, depth ${DEPTH}`,
     measures:
       "GetRange throughput, latency percentiles and server CPU/RSS of one worker per data plane × serve mode, against the C ceiling server, " +
@@ -370,7 +371,7 @@ const main = Effect.gen(function* () {
     ]
   }
   if (env("NO_WRITE", "") === "") {
-    const path = join(root, "bench", "data", "dataplane.json")
+    const path = join(root, "bench", "data", "dataplane_loadtest.json")
     writeFileSync(path, JSON.stringify(data, null, 2) + "\n")
     console.log(`wrote ${path}`)
   }
