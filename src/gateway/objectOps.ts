@@ -85,7 +85,8 @@ const nextOrAbort = (reader: ByteReader, signal: AbortSignal): Promise<Uint8Arra
 export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeHeader: string | undefined): Promise<void> => {
   const g = ctx.g
   for (let attempt = 0; ; attempt++) {
-    const st = await run(ctx, g.stats.stat(object, attempt > 0))
+    const cached = attempt === 0 ? g.stats.peek(object) : undefined
+    const st = cached === undefined ? await run(ctx, g.stats.stat(object, attempt > 0)) : Either.right(cached)
     if (Either.isLeft(st)) return answerBackendError(ctx, d, st.left, object)
     const stat = st.right
     const decision = decideRead(

@@ -4,8 +4,9 @@
  * window of them ahead of the writer, each falling back to the origin on its own when
  * its workers are unreachable or slow.
  */
-import { Chunk, Effect, Either, Layer, Runtime, Stream } from "effect"
-import { BackendStore } from "../backend/BackendStore.js"
+import { Effect, Either, Layer, Runtime } from "effect"
+import { BackendStore, type ObjectStat } from "../backend/BackendStore.js"
+import type { ObjectId } from "../core/ids.js"
 import { TalonClient } from "../client/TalonClient.js"
 import { GATEWAY_DEFAULTS } from "./config.js"
 import { originPiece, originReader } from "./originRead.js"
@@ -36,17 +37,6 @@ export interface CacheRouteOptions {
 
 type Settled = Either.Either<Uint8Array, RouteError>
 
-const joinChunks = (chunks: Chunk.Chunk<Uint8Array>, length: number): Uint8Array => {
-  const out = new Uint8Array(length)
-  let at = 0
-  for (const c of chunks) {
-    if (at + c.length > length) break
-    out.set(c, at)
-    at += c.length
-  }
-  return at === length ? out : out.subarray(0, at)
-}
-
 export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
   Effect.gen(function* () {
     const pieceBytes = options.pieceBytes ?? GATEWAY_DEFAULTS.pieceBytes
@@ -58,6 +48,47 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
     const runPromise = Runtime.runPromise(runtime)
     const counters = newCounters()
 
+    // The cluster must agree on the version the head promised; otherwise its workers could
+    // serve another version's bytes, so the whole read goes to the origin (pinned) instead.
+    // Asked on every read (the client answers from its own short-lived stat cache), so the
+    // answer is the one the client's read itself uses, not an older one remembered here.
+    const agrees = async (object: ObjectId, stat: ObjectStat): Promise<boolean> => {
+      const info = await runPromise(Effect.either(client.stat(object)))
+      return Either.isRight(info) && info.right.version === stat.version && info.right.size === stat.size
+    }
+
+    const fromOrigin = (object: ObjectId, offset: number, length: number, version: string, signal: AbortSignal): Promise<Settled> =>
+      runPromise(Effect.either(originPiece(backend, object, offset, length, version)), { signal }).catch(() =>
+        Either.left(new RouteError({ kind: "unavailable", detail: "read cancelled" }))
+      )
+
+    /**
+     * One piece: from the cluster within `workerTimeoutMs`, else from the origin. Plain
+     * promises around one runtime call each (a piece is the hot path; no fiber per timer).
+     */
+    const piece = async (object: ObjectId, stat: ObjectStat, offset: number, length: number, agreed: Promise<boolean>, signal: AbortSignal): Promise<Settled> => {
+      if (signal.aborted) return Either.left(new RouteError({ kind: "unavailable", detail: "read cancelled" }))
+      if (!(await agreed)) return fromOrigin(object, offset, length, stat.version, signal)
+      const deadline = new AbortController()
+      const onAbort = () => deadline.abort()
+      signal.addEventListener("abort", onAbort, { once: true })
+      const timer = setTimeout(() => deadline.abort(), workerTimeoutMs)
+      const fromCache = await runPromise(Effect.either(client.read(object, offset, length)), { signal: deadline.signal }).catch(() => undefined)
+      clearTimeout(timer)
+      signal.removeEventListener("abort", onAbort)
+      if (fromCache !== undefined && Either.isRight(fromCache) && fromCache.right.length === length) {
+        counters.cachePieces++
+        return Either.right(fromCache.right)
+      }
+      if (fromCache !== undefined && Either.isLeft(fromCache) && fromCache.left._tag === "ObjectNotFound") {
+        return Either.left(new RouteError({ kind: "not-found", detail: fromCache.left.message }))
+      }
+      if (signal.aborted) return Either.left(new RouteError({ kind: "unavailable", detail: "read cancelled" }))
+      // Unreachable or slow workers, no workers, the coordinator down, a short reply: this piece from the origin.
+      counters.fallbackPieces++
+      return fromOrigin(object, offset, length, stat.version, signal)
+    }
+
     const open = (read: RouteRead): ByteReader => {
       const { object, stat } = read
       if (!read.cacheable) {
@@ -65,49 +96,10 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
         return originReader(runtime, backend, object, read.offset, read.length, stat.version)
       }
       const abort = new AbortController()
-      const settle = (effect: Effect.Effect<Uint8Array, RouteError>): Promise<Settled> =>
-        runPromise(Effect.either(effect), { signal: abort.signal }).catch(() =>
-          Either.left(new RouteError({ kind: "unavailable", detail: "read cancelled" }))
-        )
-
-      // The cluster must agree on the version the head promised; otherwise its workers could
-      // serve another version's bytes, so the whole read goes to the origin (pinned) instead.
-      let agreed: Effect.Effect<boolean> | undefined
-      const agree = () =>
-        (agreed ??= client.stat(object).pipe(
-          Effect.map((info) => info.version === stat.version && info.size === stat.size),
-          Effect.orElseSucceed(() => false),
-          Effect.tap((ok) =>
-            Effect.sync(() => {
-              if (!ok) counters.originReads++
-            })
-          ),
-          Effect.cached,
-          Effect.runSync
-        ))
-
-      const piece = (offset: number, length: number): Effect.Effect<Uint8Array, RouteError> =>
-        Effect.gen(function* () {
-          if (!(yield* agree())) return yield* originPiece(backend, object, offset, length, stat.version)
-          // readStream hands over the worker's reply buffer itself (read() would copy it once more).
-          const fromCache = yield* client.readStream(object, offset, length).pipe(
-            Stream.runCollect,
-            Effect.map((chunks) => (Chunk.size(chunks) === 1 ? Chunk.unsafeHead(chunks) : joinChunks(chunks, length))),
-            Effect.timeout(workerTimeoutMs),
-            Effect.either
-          )
-          if (Either.isRight(fromCache) && fromCache.right.length === length) {
-            counters.cachePieces++
-            return fromCache.right
-          }
-          if (Either.isLeft(fromCache) && fromCache.left._tag === "ObjectNotFound") {
-            return yield* Effect.fail(new RouteError({ kind: "not-found", detail: fromCache.left.message }))
-          }
-          // Unreachable or slow workers, no workers, the coordinator down, a short reply: this piece from the origin.
-          counters.fallbackPieces++
-          return yield* originPiece(backend, object, offset, length, stat.version)
-        })
-
+      const agreed = agrees(object, stat).then((ok) => {
+        if (!ok) counters.originReads++
+        return ok
+      })
       const end = read.offset + read.length
       let pos = read.offset
       const window: Array<Promise<Settled>> = []
@@ -116,7 +108,7 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
           // Pieces are aligned to multiples of pieceBytes within the object, so they never straddle blocks
           // (block sizes are multiples of the piece size) and repeated reads hit the same pieces.
           const len = Math.min(end, (Math.floor(pos / pieceBytes) + 1) * pieceBytes) - pos
-          window.push(settle(piece(pos, len)))
+          window.push(piece(object, stat, pos, len, agreed, abort.signal))
           pos += len
         }
       }

@@ -32,6 +32,17 @@ export class StatCache {
     this.#run = Runtime.runPromise(runtime)
   }
 
+  /** The cached stat when it is still trusted (refreshing ahead as `stat` does); no Effect, for the hot path. */
+  peek(object: ObjectId): ObjectStat | undefined {
+    const key = objectKey(object)
+    const hit = this.#entries.get(key)
+    if (hit === undefined) return undefined
+    const now = this.now()
+    if (hit.expiresAt <= now) return undefined
+    if (hit.refreshAt <= now && !this.#inflight.has(key)) this.#load(object, key, true)
+    return hit.stat
+  }
+
   /** The cached stat, or one HEAD shared by every concurrent caller. `fresh` skips the cache. */
   stat(object: ObjectId, fresh = false): Effect.Effect<ObjectStat, BackendError> {
     return Effect.suspend(() => {
