@@ -69,7 +69,7 @@ export const GATEWAY_DEFAULTS: Omit<GatewayOptions, "credentials"> = {
   workerTimeoutMs: 5000,
   maxListKeys: 1000,
   clockSkewMs: 15 * 60 * 1000,
-  scavengeEveryBytes: 16 * 1024 * 1024
+  scavengeEveryBytes: 8 * 1024 * 1024
 }
 
 export const GATEWAY_ENV = {

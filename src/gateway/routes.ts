@@ -4,7 +4,7 @@
  * window of them ahead of the writer, each falling back to the origin on its own when
  * its workers are unreachable or slow.
  */
-import { Effect, Either, Layer, Runtime } from "effect"
+import { Chunk, Effect, Either, Layer, Runtime, Stream } from "effect"
 import { BackendStore, type ObjectStat } from "../backend/BackendStore.js"
 import type { ObjectId } from "../core/ids.js"
 import { TalonClient } from "../client/TalonClient.js"
@@ -36,6 +36,18 @@ export interface CacheRouteOptions {
 }
 
 type Settled = Either.Either<Uint8Array, RouteError>
+
+const joinChunks = (chunks: Chunk.Chunk<Uint8Array>, length: number): Uint8Array => {
+  if (Chunk.size(chunks) === 1) return Chunk.unsafeHead(chunks)
+  const out = new Uint8Array(length)
+  let at = 0
+  for (const c of chunks) {
+    if (at + c.length > length) break
+    out.set(c, at)
+    at += c.length
+  }
+  return at === length ? out : out.subarray(0, at)
+}
 
 export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
   Effect.gen(function* () {
@@ -73,7 +85,11 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
       const onAbort = () => deadline.abort()
       signal.addEventListener("abort", onAbort, { once: true })
       const timer = setTimeout(() => deadline.abort(), workerTimeoutMs)
-      const fromCache = await runPromise(Effect.either(client.read(object, offset, length)), { signal: deadline.signal }).catch(() => undefined)
+      // readStream hands over the worker's reply buffer itself; read() would copy it once more,
+      // doubling the garbage a relayed byte leaves behind.
+      const fromCache = await runPromise(Effect.either(Effect.map(Stream.runCollect(client.readStream(object, offset, length)), (chunks) => joinChunks(chunks, length))), {
+        signal: deadline.signal
+      }).catch(() => undefined)
       clearTimeout(timer)
       signal.removeEventListener("abort", onAbort)
       if (fromCache !== undefined && Either.isRight(fromCache) && fromCache.right.length === length) {
