@@ -7,11 +7,11 @@
  * `TALON_AZURE_*`; the cluster client from `TALON_CLIENT_*`.
  */
 import { Command, Options } from "@effect/cli"
-import { Config, Console, Data, Effect, Layer, Option } from "effect"
+import { Config, type ConfigError, Console, Data, Effect, Layer, Option } from "effect"
 import * as Router from "../backend/Router.js"
 import type { TalonClientOptions } from "../client/config.js"
-import type { GatewayOptions, RouteName } from "./config.js"
-import { Gateway } from "./Gateway.js"
+import { CredentialsConfig, type GatewayOptions, type RouteName } from "./config.js"
+import { Gateway, type GatewayShape } from "./Gateway.js"
 
 export class GatewayConfigError extends Data.TaggedError("GatewayConfigError")<{ readonly message: string }> {}
 
@@ -89,29 +89,43 @@ export const gatewayLayerFromFlags = (flags: Flags) =>
     return { route, router, layer: Gateway.layerWith({ gateway: explicit, route, router, client }) }
   })
 
-const announce = (route: RouteName, router: Router.RouterOptions) =>
+/** What a running gateway prints: where it listens, whether auth is on (loudly when off), how to point clients at it. */
+export const gatewayBanner = (gw: GatewayShape, router: Router.RouterOptions): ReadonlyArray<string> => {
+  const lines = [`talon gateway listening on ${gw.url} (${gw.route} route)`]
+  lines.push(
+    gw.options.auth
+      ? `  ${gw.authSummary}`
+      : "  !!! AUTH IS OFF: anyone who can reach this port can read and write through it (local demo only) !!!"
+  )
+  const s3Key = gw.options.credentials.s3?.accessKeyId ?? "<any>"
+  const azAccount = gw.options.credentials.azure?.account ?? "devstoreaccount1"
+  if (router.s3 !== undefined) {
+    lines.push(`  AWS CLI: aws --endpoint-url ${gw.url} s3 ls s3://<bucket>/   (access key ${s3Key})`)
+    lines.push(`  S3 SDK:  new S3Client({ endpoint: "${gw.url}", forcePathStyle: true, region: "${gw.options.region}" })`)
+  }
+  if (router.azure !== undefined) {
+    lines.push(`  Azure:   new BlobServiceClient("${gw.azureUrl(azAccount)}", new StorageSharedKeyCredential("${azAccount}", key))`)
+  }
+  return lines
+}
+
+/** True when `TALON_GATEWAY_*` credentials are set: `talon up` turns auth on only then. */
+export const gatewayCredentialsConfigured: Effect.Effect<boolean, ConfigError.ConfigError> = Effect.map(
+  CredentialsConfig,
+  (c) => c.s3 !== undefined || c.azure !== undefined
+)
+
+const announce = (router: Router.RouterOptions) =>
   Effect.gen(function* () {
     const gw = yield* Gateway
-    yield* Console.log(`talon gateway listening on ${gw.url} (${route} route)`)
-    if (!gw.options.auth) {
-      yield* Console.log("  !!! AUTH IS OFF: anyone who can reach this port can read and write through it (local demo only) !!!")
-    } else yield* Console.log(`  ${gw.authSummary}`)
-    const s3Key = gw.options.credentials.s3?.accessKeyId ?? "<any>"
-    const azAccount = gw.options.credentials.azure?.account ?? "devstoreaccount1"
-    if (router.s3 !== undefined) {
-      yield* Console.log(`  AWS CLI: aws --endpoint-url ${gw.url} s3 ls s3://<bucket>/   (access key ${s3Key})`)
-      yield* Console.log(`  S3 SDK:  new S3Client({ endpoint: "${gw.url}", forcePathStyle: true, region: "${gw.options.region}" })`)
-    }
-    if (router.azure !== undefined) {
-      yield* Console.log(`  Azure:   new BlobServiceClient("${gw.azureUrl(azAccount)}", new StorageSharedKeyCredential("${azAccount}", key))`)
-    }
+    for (const line of gatewayBanner(gw, router)) yield* Console.log(line)
     return yield* Effect.never
   })
 
 export const gateway = Command.make("gateway", gatewayOptions, (flags) =>
   Effect.gen(function* () {
-    const { route, router, layer } = yield* gatewayLayerFromFlags(flags as Flags)
-    return yield* announce(route, router).pipe(Effect.provide(Layer.fresh(layer)))
+    const { router, layer } = yield* gatewayLayerFromFlags(flags as Flags)
+    return yield* announce(router).pipe(Effect.provide(Layer.fresh(layer)))
   })
 ).pipe(
   Command.withDescription(

@@ -3,4 +3,4 @@ export { Route, RouteError, type RouteShape, type RouteRead, type ByteReader } f
 export { CacheRoute, OriginRoute, type CacheRouteOptions } from "./routes.js"
 export { OriginHttp } from "./OriginHttp.js"
 export { GATEWAY_DEFAULTS, GATEWAY_ENV, resolveGatewayOptions, type GatewayOptions, type GatewayCredentials, type RouteName } from "./config.js"
-export { gateway } from "./cli.js"
+export { gateway, gatewayBanner, gatewayCredentialsConfigured, gatewayLayerFromFlags } from "./cli.js"
