@@ -43,11 +43,14 @@ export type Scheduling = "round-robin" | "shared"
 
 /**
  * Round-robin unless NODE_CLUSTER_SCHED_POLICY says otherwise. Measured on the
- * 2-core bench VM with `scripts/dataplane-bench.ts` (see bench/data/dataplane.json
- * and the report of issue 5): with long-lived connections the accept path is
- * not on the request path either way, and round-robin spreads 64 connections
- * evenly (32/32), whereas with a shared socket whichever loop wakes first
- * takes most of a burst of connects, leaving one core's loop idle.
+ * 2-core VM with `scripts/dataplane-bench.ts` (arm native-pipelined-x2-shared vs
+ * native-pipelined-x2, bench/data/dataplane.json; median of 4 paired rounds,
+ * shared/round-robin rps): 64×1 0.80, 1024×1 0.88, 1×1 1.08, 64×16 1.01 (CPU
+ * per request within noise). With long-lived connections the accept path is
+ * not on the request path either way; what matters is the spread: round-robin
+ * deals a burst of connects evenly, while on a shared socket whichever loop
+ * wakes first takes most of it and the other core's loop idles. One connection
+ * (1×1) lands on one loop under either policy.
  */
 export const DEFAULT_SCHEDULING: Scheduling = "round-robin"
 
