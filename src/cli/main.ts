@@ -1,9 +1,19 @@
-import { Command, ValidationError } from "@effect/cli"
+import * as path from "node:path"
+import { Command, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, Console, Effect } from "effect"
 import { subcommands } from "./commands.js"
+import * as ConfigFile from "./configFile.js"
 
-const talon = Command.make("talon", {}, () =>
+// Declared so help lists it and the parser accepts it; the value is read ahead (configPathFrom).
+const config = Options.file("config").pipe(
+  Options.withDescription(
+    `Config file (TOML, or JSON by extension) with one table per component, e.g. [worker] cache_dirs = ["/a"]; flags and TALON_* variables override it (env ${ConfigFile.CONFIG_ENV}).`
+  ),
+  Options.optional
+)
+
+const talon = Command.make("talon", { config }, () =>
   Console.log("talon: a distributed read cache for S3 and Azure Blob. Run `talon --help` for the subcommands.")
 ).pipe(
   Command.withDescription("Talon: a distributed read cache for object storage (S3, Azure Blob)."),
@@ -22,7 +32,14 @@ const report = (cause: Cause.Cause<unknown>) => {
   return Console.error(`talon: ${message}`)
 }
 
+const configPath = ConfigFile.configPathFrom(process.argv.slice(2), process.env)
+if (configPath !== undefined) {
+  // Child processes (talon up's workers, --loops) inherit the same file.
+  process.env[ConfigFile.CONFIG_ENV] = path.resolve(configPath)
+}
+
 cli(process.argv).pipe(
+  configPath === undefined ? (self) => self : Effect.provide(ConfigFile.layer(configPath)),
   Effect.tapErrorCause(report),
   Effect.provide(NodeContext.layer),
   NodeRuntime.runMain({ disableErrorReporting: true })

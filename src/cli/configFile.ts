@@ -1,0 +1,137 @@
+/**
+ * The config file: the third source of every setting, after flags and the environment
+ * (DESIGN.md: flag > `TALON_<COMPONENT>_<NAME>` > file > default).
+ *
+ * A file is TOML (or JSON when it ends in `.json`) with one table per component whose keys
+ * are the environment names without their prefix, e.g. `[worker] cache_dirs = ["/a", "/b"]`
+ * is `TALON_WORKER_CACHE_DIRS=/a,/b`. Because the file becomes a ConfigProvider behind the
+ * environment, every component reads it through the Effect `Config` it already uses; no
+ * component knows the file exists.
+ */
+import * as fs from "node:fs/promises"
+import { ConfigProvider, Data, Effect, Layer } from "effect"
+import { parse as parseToml } from "smol-toml"
+
+export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{
+  readonly path: string
+  readonly detail: string
+}> {
+  override get message() {
+    return `config file ${this.path}: ${this.detail}`
+  }
+}
+
+/** Tables a file may hold: each maps to the `TALON_<TABLE>_` environment prefix. */
+export const CONFIG_SECTIONS = [
+  "coordinator",
+  "worker",
+  "gateway",
+  "client",
+  "cluster",
+  "origin",
+  "loadgen",
+  "s3",
+  "azure"
+] as const
+
+/** The environment variable that names a config file (set for child processes too). */
+export const CONFIG_ENV = "TALON_CONFIG"
+
+const envName = (...parts: ReadonlyArray<string>) =>
+  ["TALON", ...parts].map((p) => p.toUpperCase().replace(/-/g, "_")).join("_")
+
+const scalar = (value: unknown): string | undefined => {
+  if (typeof value === "string") return value
+  if (typeof value === "number" || typeof value === "bigint") return String(value)
+  if (typeof value === "boolean") return value ? "true" : "false"
+  return undefined
+}
+
+/** A setting's value as the environment would spell it: lists comma-joined, like `TALON_WORKER_CACHE_DIRS`. */
+const render = (value: unknown): string | undefined => {
+  if (Array.isArray(value)) {
+    const items = value.map(scalar)
+    return items.every((i): i is string => i !== undefined) ? items.join(",") : undefined
+  }
+  return scalar(value)
+}
+
+/**
+ * Flattens a parsed document into environment-style names. Errors name the offending key
+ * and say how to fix it: a typo in a table name would otherwise be silently ignored.
+ */
+export const flattenConfig = (doc: unknown): { readonly settings: Map<string, string> } | { readonly error: string } => {
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) return { error: "expected a table of sections at the top level" }
+  const settings = new Map<string, string>()
+  const sections: ReadonlyArray<string> = CONFIG_SECTIONS
+  for (const [key, value] of Object.entries(doc)) {
+    if (/^TALON_[A-Z0-9_]+$/.test(key)) {
+      const v = render(value)
+      if (v === undefined) return { error: `${key} must be a string, number, boolean or list of them` }
+      settings.set(key, v)
+      continue
+    }
+    if (!sections.includes(key)) {
+      return { error: `unknown section [${key}]; sections are ${CONFIG_SECTIONS.map((s) => `[${s}]`).join(", ")}` }
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      return { error: `[${key}] must be a table of settings, e.g. [${key}] followed by name = value lines` }
+    }
+    for (const [name, v] of Object.entries(value)) {
+      const rendered = render(v)
+      if (rendered === undefined) {
+        return { error: `${key}.${name} must be a string, number, boolean or list of them (nested tables are not settings)` }
+      }
+      settings.set(envName(key, name), rendered)
+    }
+  }
+  return { settings }
+}
+
+const parseDocument = (file: string, text: string): unknown =>
+  file.endsWith(".json") ? JSON.parse(text) : parseToml(text)
+
+/** Reads and validates a config file into a provider answering the `TALON_*` names it sets. */
+export const readConfigFile = (file: string): Effect.Effect<ConfigProvider.ConfigProvider, ConfigFileError> =>
+  Effect.gen(function* () {
+    const text = yield* Effect.tryPromise({
+      try: () => fs.readFile(file, "utf8"),
+      catch: (e) =>
+        new ConfigFileError({
+          path: file,
+          detail: `cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)}); check the path given to --config or ${CONFIG_ENV}`
+        })
+    })
+    const doc = yield* Effect.try({
+      try: () => parseDocument(file, text),
+      catch: (e) => new ConfigFileError({ path: file, detail: `not valid ${file.endsWith(".json") ? "JSON" : "TOML"}: ${(e as Error).message}` })
+    })
+    const flat = flattenConfig(doc)
+    if ("error" in flat) return yield* Effect.fail(new ConfigFileError({ path: file, detail: flat.error }))
+    // "_" joins nested Config paths (Config.nested("TALON_ORIGIN")) the way the environment provider does.
+    return ConfigProvider.fromMap(flat.settings, { pathDelim: "_" })
+  })
+
+/** Environment first, then the file: what every component's Config reads. */
+export const layer = (file: string): Layer.Layer<never, ConfigFileError> =>
+  Layer.unwrapEffect(
+    Effect.map(readConfigFile(file), (fromFile) =>
+      Layer.setConfigProvider(ConfigProvider.fromEnv().pipe(ConfigProvider.orElse(() => fromFile)))
+    )
+  )
+
+/**
+ * The file named by `--config FILE` / `--config=FILE` before the subcommand, else by
+ * `TALON_CONFIG`. Read ahead of @effect/cli because the provider must be in place
+ * before any option falls back to Config.
+ */
+export const configPathFrom = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv): string | undefined => {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!
+    if (a === "--config") return args[i + 1]
+    if (a.startsWith("--config=")) return a.slice("--config=".length)
+    if (!a.startsWith("-")) break
+  }
+  const fromEnv = env[CONFIG_ENV]
+  return fromEnv === undefined || fromEnv === "" ? undefined : fromEnv
+}
