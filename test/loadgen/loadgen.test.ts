@@ -138,6 +138,48 @@ describe("loadgen against scripted servers", () => {
       expect(r.samples).toBeGreaterThan(0)
     }))
 
+  it.live("reassembles replies cut at every byte of header and body", () =>
+    Effect.gen(function* () {
+      const range = 32
+      const fake = yield* Effect.promise(() =>
+        startFake({ chunking: "split", answer: (o, l) => scratch.bytes.subarray(o, o + l) })
+      )
+      const r = yield* runLoad(spec(fake.port, { range, depth: 2, conns: 2, threads: 1, verify: scratch.blob, seconds: 0.5 })).pipe(
+        Effect.ensuring(Effect.promise(() => fake.stop()))
+      )
+      expect(r.first_error).toBeNull()
+      // Reply n is cut at byte n mod (16 + range + 1): more replies than cuts means every cut was served.
+      expect(fake.stats.replies).toBeGreaterThan(16 + range + 1)
+      expect(r.samples).toBeGreaterThan(0)
+      expect(r.bytes).toBe(r.samples * range)
+    }))
+
+  it.live("takes several whole replies from one read", () =>
+    Effect.gen(function* () {
+      const range = 1024
+      const fake = yield* Effect.promise(() =>
+        startFake({ chunking: "coalesce", reverse: true, answer: (o, l) => scratch.bytes.subarray(o, o + l) })
+      )
+      const r = yield* runLoad(spec(fake.port, { range, depth: 16, conns: 2, threads: 1, verify: scratch.blob, seconds: 0.5 })).pipe(
+        Effect.ensuring(Effect.promise(() => fake.stop()))
+      )
+      expect(r.first_error).toBeNull()
+      expect(fake.stats.outOfOrder).toBeGreaterThan(0)
+      expect(r.samples).toBeGreaterThan(0)
+      expect(r.bytes).toBe(r.samples * range)
+    }))
+
+  it.live("rejects a reply longer than the range asked", () =>
+    Effect.gen(function* () {
+      const fake = yield* Effect.promise(() =>
+        startFake({ lengthDelta: 1, answer: (o, l) => scratch.bytes.subarray(o, o + l) })
+      )
+      const r = yield* runLoad(spec(fake.port, { conns: 1, threads: 1, seconds: 0.3, warmup: 0 })).pipe(
+        Effect.ensuring(Effect.promise(() => fake.stop()))
+      )
+      expect(failureOf(r)).toMatch(/reply length 65537 \(expected 65536 for offset \d+\)/)
+    }))
+
   it.live("counts zero samples from a silent server as a failed run", () =>
     Effect.gen(function* () {
       const fake = yield* Effect.promise(() => startFake({}))

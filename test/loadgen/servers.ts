@@ -71,18 +71,44 @@ export interface FakeOptions {
   readonly reverse?: boolean
   /** Lie about the length: header promises `len + lengthDelta` bytes and sends that many. */
   readonly lengthDelta?: number
+  /**
+   * How replies meet the socket: "split" writes reply n in two parts cut at byte
+   * n mod (frame length + 1), the second part a moment later, so a reader sees
+   * every cut of header and body; "coalesce" writes each batch's replies at once,
+   * so one read holds several replies. Default: one write per reply.
+   */
+  readonly chunking?: "split" | "coalesce"
 }
 
 export interface FakeServer extends Running {
   readonly offsets: Array<number>
-  readonly stats: { outOfOrder: number; requests: number }
+  readonly stats: { outOfOrder: number; requests: number; replies: number }
+}
+
+const splitQueue = new WeakMap<net.Socket, Array<Buffer>>()
+const pumping = new WeakSet<net.Socket>()
+
+/** Writes queued parts one at a time, a timer tick apart, so consecutive parts rarely share a read. */
+const pump = (socket: net.Socket, queue: Array<Buffer>): void => {
+  if (pumping.has(socket)) return
+  pumping.add(socket)
+  const next = (): void => {
+    const part = queue.shift()
+    if (part === undefined || socket.destroyed) {
+      pumping.delete(socket)
+      return
+    }
+    if (part.length > 0) socket.write(part)
+    setTimeout(next, 1)
+  }
+  next()
 }
 
 /** A Talon GetRange server in plain JS, for behaviour ceiling does not have (reordering, lies, silence). */
 export const startFake = (opts: FakeOptions): Promise<FakeServer> =>
   new Promise((resolveServer) => {
     const offsets: Array<number> = []
-    const stats = { outOfOrder: 0, requests: 0 }
+    const stats = { outOfOrder: 0, requests: 0, replies: 0 }
     const sockets = new Set<net.Socket>()
     const server = net.createServer((socket) => {
       sockets.add(socket)
@@ -108,6 +134,7 @@ export const startFake = (opts: FakeOptions): Promise<FakeServer> =>
           batch.reverse()
           stats.outOfOrder += batch.length - 1
         }
+        const frames: Array<Buffer> = []
         for (const r of batch) {
           const payload = opts.answer?.(r.offset, r.len + (opts.lengthDelta ?? 0))
           if (payload === undefined) continue
@@ -117,7 +144,22 @@ export const startFake = (opts: FakeOptions): Promise<FakeServer> =>
           h[3] = 2
           h.writeUInt32BE(r.id, 8)
           h.writeUInt32BE(payload.length, 12)
-          socket.write(Buffer.concat([h, payload]))
+          frames.push(Buffer.concat([h, payload]))
+        }
+        if (opts.chunking === "coalesce") {
+          if (frames.length > 0) socket.write(Buffer.concat(frames))
+        } else if (opts.chunking === "split") {
+          // Each part goes out as its own segment (no Nagle); the pause lets the reader take it alone.
+          socket.setNoDelay(true)
+          const queue = splitQueue.get(socket) ?? []
+          splitQueue.set(socket, queue)
+          for (const f of frames) {
+            const cut = stats.replies++ % (f.length + 1)
+            queue.push(f.subarray(0, cut), f.subarray(cut))
+          }
+          pump(socket, queue)
+        } else {
+          for (const f of frames) socket.write(f)
         }
       })
     })
