@@ -33,6 +33,7 @@ import { BackendStore } from "../src/backend/BackendStore.js"
 import * as Router from "../src/backend/Router.js"
 import { ControlChannel } from "../src/client/ControlChannel.js"
 import { CLIENT_DEFAULTS } from "../src/client/config.js"
+import { Payload } from "../src/client/SlabPool.js"
 import { TalonClient, type TalonClientShape } from "../src/client/TalonClient.js"
 import { makeCoordinator } from "../src/coordinator/Coordinator.js"
 import { Backend, NodeRole } from "../src/core/ids.js"
@@ -95,9 +96,15 @@ const emit = (record: Record<string, unknown>) => {
 const delayedClient = (version: string): TalonClientShape => {
   const piece = (offset: number, length: number) =>
     Effect.as(Effect.sleep(Duration.millis(delayMs)), object.subarray(offset, offset + length) as Uint8Array)
+  const info = { object: { backend: Backend.S3, bucket: BUCKET, objectPath: KEY }, size: OBJECT_SIZE, version }
   return {
     options: { ...CLIENT_DEFAULTS, blockSize: BLOCK },
-    stat: () => Effect.succeed({ object: { backend: Backend.S3, bucket: BUCKET, objectPath: KEY }, size: OBJECT_SIZE, version }),
+    stat: () => Effect.succeed(info),
+    cachedStat: () => info,
+    readRaw: (_info, offset, length, done) => {
+      const timer = setTimeout(() => done({ ok: true, payloads: [Payload.of(object.subarray(offset, offset + length))] }), delayMs)
+      return () => clearTimeout(timer)
+    },
     read: (_t, offset, length) => piece(offset, length),
     readStream: (_t, offset, length) => Stream.fromEffect(piece(offset, length)),
     list: () => Effect.succeed([]),

@@ -7,7 +7,7 @@
  * SHA-256-checked: a wrong byte fails the run. Not a CI gate.
  *
  *   npx tsx scripts/gateway-proxy-bench.ts [--rounds 5] [--requests 200] [--concurrency 8]
- *       [--latency-ms 50] [--sigma 0.8] [--cooldown 1] [--no-pin] [--no-write]
+ *       [--latency-ms 50] [--sigma 0.8] [--cooldown 1] [--no-pin] [--no-write] [--arms s3-cache,azure-cache]
  *
  * Processes: origin stub, coordinator, two workers, and one `talon gateway` per route,
  * all pinned to CPU 0; this script (the client) pins itself to CPU 1. Writes
@@ -149,6 +149,103 @@ const get = (url: string, path: string, headers: Record<string, string>): Promis
     req.on("error", reject)
     req.end()
   })
+
+/**
+ * The measured client: one keep-alive HTTP/1.1 connection per in-flight request slot,
+ * reading into one static buffer (`onread`) and hashing the body as it arrives, so
+ * no body is ever allocated, concatenated or left for the GC. node:http plus a
+ * Buffer.concat and a hash cost ~2× the CPU per MiB; at a few hundred MiB/s on its one
+ * core that made the client the bottleneck. Bodies are framed by Content-Length
+ * (every server measured here sends it); anything else fails the run.
+ */
+class BenchConnection {
+  private readonly socket: net.Socket
+  private readonly buf = Buffer.allocUnsafe(256 * 1024)
+  private head = ""
+  private remaining = -1
+  private status = 0
+  private length = 0
+  private hash = createHash("sha256")
+  private errorBody: Array<Buffer> = []
+  private pending: { resolve: (r: BenchReply) => void; reject: (e: Error) => void } | undefined
+  private failure: Error | undefined
+
+  constructor(private readonly host: string, private readonly port: number) {
+    this.socket = net.connect({ host, port, onread: { buffer: this.buf, callback: (n: number) => (this.onRead(n), true) } })
+    this.socket.setNoDelay(true)
+    this.socket.on("error", (e) => this.fail(e))
+    this.socket.on("close", () => this.fail(new Error(`connection to ${host}:${port} closed`)))
+  }
+
+  get(path: string, headers: Record<string, string>): Promise<BenchReply> {
+    if (this.failure !== undefined) return Promise.reject(this.failure)
+    return new Promise((resolve, reject) => {
+      this.pending = { resolve, reject }
+      this.head = ""
+      this.remaining = -1
+      this.hash = createHash("sha256")
+      this.errorBody = []
+      let req = `GET ${path} HTTP/1.1\r\n`
+      if (!Object.keys(headers).some((k) => k.toLowerCase() === "host")) req += `Host: ${this.host}:${this.port}\r\n`
+      for (const [k, v] of Object.entries(headers)) req += `${k}: ${v}\r\n`
+      this.socket.write(req + "\r\n", "latin1")
+    })
+  }
+
+  close(): void {
+    this.socket.destroy()
+  }
+
+  private fail(e: Error): void {
+    this.failure ??= e
+    const p = this.pending
+    this.pending = undefined
+    p?.reject(e)
+  }
+
+  private onRead(n: number): void {
+    const b = this.buf
+    let p = 0
+    while (p < n) {
+      if (this.remaining < 0) {
+        const text = this.head + b.toString("latin1", p, n)
+        const at = text.indexOf("\r\n\r\n")
+        if (at < 0) {
+          this.head = text
+          return
+        }
+        p += at + 4 - this.head.length
+        this.head = ""
+        const headText = text.slice(0, at)
+        this.status = Number(headText.slice(9, 12))
+        const m = /\r\ncontent-length:[ \t]*(\d+)/i.exec(headText)
+        if (m === null) return this.fail(new Error(`response without Content-Length: ${headText.slice(0, 300)}`))
+        this.length = this.remaining = Number(m[1])
+      }
+      const take = Math.min(this.remaining, n - p)
+      // update() consumes the bytes before returning, so the static buffer can be read into again.
+      if (this.status === 206 || this.status === 200) this.hash.update(b.subarray(p, p + take))
+      else this.errorBody.push(Buffer.from(b.subarray(p, p + take)))
+      this.remaining -= take
+      p += take
+      if (this.remaining === 0) {
+        this.remaining = -1
+        const ok = this.status === 206 || this.status === 200
+        const reply = { status: this.status, length: this.length, sha256: ok ? this.hash.digest("hex") : "", errorBody: Buffer.concat(this.errorBody).toString() }
+        const pending = this.pending
+        this.pending = undefined
+        pending?.resolve(reply)
+      }
+    }
+  }
+}
+
+interface BenchReply {
+  readonly status: number
+  readonly length: number
+  readonly sha256: string
+  readonly errorBody: string
+}
 
 type Signer = (offset: number) => Promise<{ readonly path: string; readonly headers: Record<string, string> }>
 
@@ -306,26 +403,29 @@ const main = Effect.gen(function* () {
     Effect.tryPromise({
       try: async (): Promise<Metrics> => {
         const latencies: Array<number> = []
+        const u = new URL(url)
+        const connections = Array.from({ length: concurrency }, () => new BenchConnection(u.hostname, Number(u.port)))
         const gets0 = await originGets()
         const cpu0 = cpuSeconds(serverPids)
         const front0 = cpuSeconds([frontPid])
         const client0 = process.cpuUsage()
         const t0 = performance.now()
         let issued = 0
-        const loop = async () => {
+        const loop = async (connection: BenchConnection) => {
           while (issued < requests) {
             issued++
             const offset = nextOffset()
             const req = await sign(offset)
             const began = performance.now()
-            const r = await get(url, req.path, req.headers)
+            const r = await connection.get(req.path, req.headers)
             latencies.push(performance.now() - began)
-            if (r.status !== 206) throw new Error(`${url}${req.path} at ${offset}: HTTP ${r.status}: ${r.body.toString().slice(0, 300)}`)
-            const sha = createHash("sha256").update(r.body).digest("hex")
-            if (sha !== expected[offset / MiB]) throw new Error(`wrong bytes from ${url} at offset ${offset} (${r.body.length} bytes)`)
+            if (r.status !== 206) throw new Error(`${url}${req.path} at ${offset}: HTTP ${r.status}: ${r.errorBody.slice(0, 300)}`)
+            if (r.sha256 !== expected[offset / MiB]) throw new Error(`wrong bytes from ${url} at offset ${offset} (${r.length} bytes)`)
           }
         }
-        await Promise.all(Array.from({ length: concurrency }, loop))
+        await Promise.all(connections.map(loop)).finally(() => {
+          for (const c of connections) c.close()
+        })
         const wall = (performance.now() - t0) / 1000
         const cpu = cpuSeconds(serverPids) - cpu0
         const front = cpuSeconds([frontPid]) - front0
@@ -351,19 +451,22 @@ const main = Effect.gen(function* () {
       catch: (e) => new BenchFailed({ message: (e as Error).message })
     })
 
-  const arms: Array<Arm<Metrics, BenchFailed>> = [
+  const allArms: Array<Arm<Metrics, BenchFailed>> = [
     { name: "s3-cache", run: () => measure(cacheUrl, s3Signer(cacheUrl), gwCache.child.pid!) },
     { name: "s3-origin", run: () => measure(originRouteUrl, s3Signer(originRouteUrl), gwOrigin.child.pid!) },
     { name: "azure-cache", run: () => measure(cacheUrl, azureSigner(), gwCache.child.pid!) },
     { name: "azure-origin", run: () => measure(originRouteUrl, azureSigner(), gwOrigin.child.pid!) },
     { name: "control-origin", run: () => measure(originUrl, s3Signer(originUrl), origin.child.pid!) }
   ]
+  // A subset for profiling and iteration; the committed data always has every arm.
+  const only = flag("arms", "")
+  const arms = only === "" ? allArms : allArms.filter((a) => only.split(",").includes(a.name))
 
   const report = yield* runRounds(arms, {
     rounds,
     warmupRound: true,
     coolDown: `${cooldown} seconds`,
-    baseline: "s3-origin",
+    baseline: arms.some((a) => a.name === "s3-origin") ? "s3-origin" : arms[0]!.name,
     onRun: (r) =>
       Effect.sync(() =>
         console.log(
@@ -383,6 +486,11 @@ const main = Effect.gen(function* () {
     return { arm, baseline, metric, n: s.n, median: r3(s.median), min: r3(s.min), max: r3(s.max), q1: r3(s.q1), q3: r3(s.q3), per_round: perRound.map((v) => r3(v) ?? "-").join(" ") }
   }
   const pairs: Array<Row> = []
+  if (only !== "") {
+    const s = report.summary
+    for (const arm of report.arms) console.log(`${arm}: rps ${s[arm]!["rps"]!.median} p50 ${s[arm]!["p50_ms"]!.median} p99 ${s[arm]!["p99_ms"]!.median} front ${s[arm]!["front_cpu_ms_per_req"]!.median} ms/req`)
+    return
+  }
   for (const [arm, base] of [["s3-cache", "s3-origin"], ["azure-cache", "azure-origin"], ["azure-cache", "s3-cache"], ["azure-origin", "s3-origin"], ["s3-origin", "control-origin"]] as const) {
     for (const m of ["rps", "p99_ms", "p50_ms", "server_cpu_ms_per_req"] as const) pairs.push(pairRatio(arm, base, m))
   }

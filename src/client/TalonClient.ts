@@ -18,7 +18,7 @@ import {
   FiberId,
   Layer,
   ManagedRuntime,
-  Option,
+  Runtime,
   Stream,
   type ConfigError,
   type Scope
@@ -39,7 +39,8 @@ import {
   type FailedAttempt,
   type TalonClientError
 } from "./errors.js"
-import { WorkerPool } from "./WorkerPool.js"
+import type { Payload } from "./SlabPool.js"
+import { type CancelFetch, WorkerPool } from "./WorkerPool.js"
 
 export interface ObjectInfo {
   readonly object: ObjectId
@@ -65,9 +66,25 @@ export interface ReadRequestPiece {
   readonly resultOffset: number
 }
 
+export type RawRead =
+  | { readonly ok: true; readonly payloads: ReadonlyArray<Payload> }
+  | { readonly ok: false; readonly error: TalonClientError }
+
 export interface TalonClientShape {
   readonly options: TalonClientOptions
   readonly stat: (target: ObjectTarget) => Effect.Effect<ObjectInfo, TalonClientError>
+  /** The stat `stat` would answer from its cache right now, without a runtime call; `undefined` when it would ask. */
+  readonly cachedStat: (object: ObjectId) => ObjectInfo | undefined
+  /**
+   * The relay hot path: `[offset, offset+length)` (clamped at the end) of exactly the
+   * version `info` names, as the workers' reply bytes themselves — views into the
+   * client's pooled read buffers, in order, no copy and no fiber. Replica order,
+   * fallback and the one refresh-and-retry are those of `read`. `done` is called once
+   * unless the returned function cancels first. The caller must `release()` every
+   * payload once it has consumed the bytes (or may drop them unreleased: that is safe,
+   * only slower). At most `parallelism` requests are in flight.
+   */
+  readonly readRaw: (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void) => CancelFetch
   /** `[offset, offset+length)` clamped at the object's end, in one buffer. */
   readonly read: (target: ObjectTarget, offset: number, length: number) => Effect.Effect<Uint8Array, TalonClientError>
   /** The same bytes as `read`, in order, in pieces of at most `maxRequestBytes`, at most `parallelism` in flight. */
@@ -94,6 +111,8 @@ export const toListPrefix = (prefix: string): string => {
 }
 
 const MAX_STAT_ENTRIES = 10_000
+const MAX_RANK_ENTRIES = 16_384
+const noop: CancelFetch = () => {}
 
 interface Membership {
   readonly nodes: ReadonlyArray<NodeInfo>
@@ -101,6 +120,8 @@ interface Membership {
   /** Worker id → dialable address. */
   readonly addresses: ReadonlyMap<string, string>
   readonly fetchedAt: number
+  /** Replica order per block key, for this membership only. */
+  readonly ranks: Map<string, ReadonlyArray<string>>
 }
 
 export const makeTalonClient = (
@@ -141,7 +162,8 @@ export const makeTalonClient = (
         nodes: reply.nodes,
         placement: Maglev.build(workers),
         addresses: new Map(workers.map((n) => [n.id, n.address])),
-        fetchedAt: Date.now()
+        fetchedAt: Date.now(),
+        ranks: new Map()
       }
       // Connections to workers that left are closed, so a dead worker's sockets do not linger.
       if (previous !== undefined) {
@@ -219,43 +241,86 @@ export const makeTalonClient = (
       })
 
     // ---- one GetRange piece, with replica fallback and one refresh-and-retry ----
-    const fetchPiece = (piece: ReadRequestPiece): Effect.Effect<Uint8Array, TalonClientError> => {
-      const attempts: Array<FailedAttempt> = []
-      const tryOwners = (m: Membership): Effect.Effect<Option.Option<Uint8Array>, TalonClientError> => {
-        const owners = m.placement.rank(piece.block, options.replicas)
-        if (owners.length === 0) return Effect.fail(new NoWorkers({ coordinator: options.coordinator }))
-        const attempt = (i: number): Effect.Effect<Option.Option<Uint8Array>> =>
-          i >= owners.length
-            ? Effect.succeed(Option.none())
-            : pool.getRange(m.addresses.get(owners[i]!) ?? owners[i]!, piece.block.object, piece.offset, piece.length).pipe(
-                Effect.map(Option.some),
-                Effect.catchAll((e) => {
-                  attempts.push({ address: e.address, detail: e.detail })
-                  return attempt(i + 1)
-                })
-              )
-        return attempt(0)
-      }
-      return getMembership(false).pipe(
-        Effect.flatMap(tryOwners),
-        Effect.flatMap((first) =>
-          Option.isSome(first) ? Effect.succeed(first) : Effect.flatMap(getMembership(true), tryOwners)
-        ),
-        Effect.flatMap((result) =>
-          Option.isSome(result)
-            ? Effect.succeed(result.value)
-            : Effect.fail(
-                new ReadFailed({
-                  object: objectIdToUri(piece.block.object),
-                  offset: piece.offset,
-                  length: piece.length,
-                  detail: attempts[attempts.length - 1]?.detail ?? "no replica answered",
-                  attempts
-                })
-              )
-        )
-      )
+    const runtime = yield* Effect.runtime<never>()
+    const runCallback = Runtime.runCallback(runtime)
+    /** The membership without a runtime call while it is fresh. */
+    const withMembership = (refresh: boolean, onError: (e: TalonClientError) => void, k: (m: Membership) => void): void => {
+      const m = membership
+      if (!refresh && m !== undefined && Date.now() - m.fetchedAt < options.membershipTtlMs) return k(m)
+      runCallback(getMembership(refresh), {
+        onExit: (exit) => {
+          if (Exit.isSuccess(exit)) return k(exit.value)
+          const failure = Cause.failureOption(exit.cause)
+          onError(
+            failure._tag === "Some"
+              ? failure.value
+              : new CoordinatorUnavailable({ coordinator: options.coordinator, detail: `membership lookup interrupted: ${Cause.pretty(exit.cause)}` })
+          )
+        }
+      })
     }
+    // Replica order per block, remembered per membership (hashing a block id is most of a small read's CPU).
+    const owners = (m: Membership, block: BlockId): ReadonlyArray<string> => {
+      const key = `${objectIdToPath(block.object)}\0${block.offset}\0${block.blockSize}\0${block.version}`
+      const hit = m.ranks.get(key)
+      if (hit !== undefined) return hit
+      if (m.ranks.size >= MAX_RANK_ENTRIES) m.ranks.clear()
+      const ranked = m.placement.rank(block, options.replicas)
+      m.ranks.set(key, ranked)
+      return ranked
+    }
+    type PieceResult = { readonly ok: true; readonly payload: Payload } | { readonly ok: false; readonly error: TalonClientError }
+    const fetchPieceRaw = (piece: ReadRequestPiece, done: (r: PieceResult) => void): CancelFetch => {
+      const attempts: Array<FailedAttempt> = []
+      let cancelled = false
+      let current: CancelFetch = noop
+      const fail = (error: TalonClientError) => {
+        if (!cancelled) done({ ok: false, error })
+      }
+      const tryOwners = (m: Membership, retried: boolean): void => {
+        if (cancelled) return
+        const ranked = owners(m, piece.block)
+        if (ranked.length === 0) return fail(new NoWorkers({ coordinator: options.coordinator }))
+        const attempt = (i: number): void => {
+          if (cancelled) return
+          if (i >= ranked.length) {
+            if (!retried) return withMembership(true, fail, (fresh) => tryOwners(fresh, true))
+            return fail(
+              new ReadFailed({
+                object: objectIdToUri(piece.block.object),
+                offset: piece.offset,
+                length: piece.length,
+                detail: attempts[attempts.length - 1]?.detail ?? "no replica answered",
+                attempts
+              })
+            )
+          }
+          const id = ranked[i]!
+          current = pool.fetch(m.addresses.get(id) ?? id, piece.block.object, piece.offset, piece.length, (r) => {
+            current = noop
+            if (cancelled) {
+              if (r.ok) r.payload.release()
+              return
+            }
+            if (r.ok) return done(r)
+            attempts.push({ address: r.error.address, detail: r.error.detail })
+            attempt(i + 1)
+          })
+        }
+        attempt(0)
+      }
+      withMembership(false, fail, (m) => tryOwners(m, false))
+      return () => {
+        cancelled = true
+        current()
+      }
+    }
+
+    const fetchPiece = (piece: ReadRequestPiece): Effect.Effect<Payload, TalonClientError> =>
+      Effect.async<Payload, TalonClientError>((resume) => {
+        const cancel = fetchPieceRaw(piece, (r) => resume(r.ok ? Effect.succeed(r.payload) : Effect.fail(r.error)))
+        return Effect.sync(cancel)
+      })
 
     const plan = (info: ObjectInfo, offset: number, length: number): Array<ReadRequestPiece> => {
       const pieces: Array<ReadRequestPiece> = []
@@ -297,7 +362,15 @@ export const makeTalonClient = (
         const out = new Uint8Array(total)
         yield* Effect.forEach(
           pieces,
-          (piece) => Effect.map(fetchPiece(piece), (bytes) => out.set(bytes, piece.resultOffset)),
+          (piece) =>
+            Effect.map(fetchPiece(piece), (payload) => {
+              let at = piece.resultOffset
+              for (const v of payload.views) {
+                out.set(v, at)
+                at += v.length
+              }
+              payload.release()
+            }),
           { concurrency: options.parallelism, discard: true }
         )
         return out
@@ -311,7 +384,9 @@ export const makeTalonClient = (
       Stream.unwrap(
         Effect.map(validate(target, offset, length), (info) =>
           Stream.fromIterable(plan(info, offset, length)).pipe(
-            Stream.mapEffect(fetchPiece, { concurrency: options.parallelism }),
+            Stream.mapEffect((piece) => Effect.map(fetchPiece(piece), (p) => new Uint8Array(p.copyOut())), {
+              concurrency: options.parallelism
+            }),
             Stream.rechunk(1)
           )
         )
@@ -328,9 +403,60 @@ export const makeTalonClient = (
         )
       )
 
+    const cachedStat = (object: ObjectId): ObjectInfo | undefined => {
+      const hit = statCache.get(objectIdToPath(object))
+      return hit !== undefined && Date.now() - hit.at < options.statTtlMs ? hit.info : undefined
+    }
+
+    const readRaw = (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void): CancelFetch => {
+      if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(length) || length < 0) {
+        done({ ok: false, error: new InvalidRequest({ detail: `offset and length must be non-negative integers (got ${offset}, ${length})` }) })
+        return noop
+      }
+      const pieces = plan(info, offset, length)
+      const payloads: Array<Payload | undefined> = new Array(pieces.length)
+      const cancels: Array<CancelFetch> = []
+      let next = 0
+      let remaining = pieces.length
+      let finished = false
+      const finish = (result: RawRead) => {
+        if (finished) return
+        finished = true
+        for (const c of cancels) c()
+        if (!result.ok) for (const p of payloads) p?.release()
+        done(result)
+      }
+      const launch = (): void => {
+        if (finished || next >= pieces.length) return
+        const i = next++
+        cancels.push(
+          fetchPieceRaw(pieces[i]!, (r) => {
+            if (!r.ok) return finish(r)
+            if (finished) return r.payload.release()
+            payloads[i] = r.payload
+            if (--remaining === 0) return finish({ ok: true, payloads: payloads as Array<Payload> })
+            launch()
+          })
+        )
+      }
+      if (pieces.length === 0) {
+        done({ ok: true, payloads: [] })
+        return noop
+      }
+      for (let k = 0; k < options.parallelism; k++) launch()
+      return () => {
+        if (finished) return
+        finished = true
+        for (const c of cancels) c()
+        for (const p of payloads) p?.release()
+      }
+    }
+
     return {
       options,
       stat: (target) => Effect.flatMap(parseTarget(target), statObject),
+      cachedStat,
+      readRaw,
       read,
       readStream,
       list,

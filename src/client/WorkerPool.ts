@@ -5,11 +5,15 @@
  * new connection is opened while every existing one is busy and the pool is
  * below its size. A failed connection (closed, short body, undecodable reply,
  * a request that timed out on it) is discarded and replaced on demand.
+ *
+ * `fetch` is the callback-based hot path (reply bytes as views into pooled read
+ * buffers, no fiber); `getRange` is the Effect wrapper returning a copy.
  */
 import { Data, Duration, Effect } from "effect"
 import type { ObjectId } from "../core/ids.js"
 import { DEFAULT_CAPS, Flags, MsgType, encodeGetRangeFrame, type FrameCaps } from "../protocol/index.js"
-import { FramedConnection, type Reply } from "./FramedConnection.js"
+import { DataConnection, type DataReply } from "./DataConnection.js"
+import { type Payload, SlabPool } from "./SlabPool.js"
 
 /** The worker could not be reached or broke the connection; another replica may work. */
 export class WorkerUnavailable extends Data.TaggedError("WorkerUnavailable")<{
@@ -39,10 +43,18 @@ export interface WorkerPoolOptions {
   readonly connectTimeout: Duration.DurationInput
   /** Largest GetRange body this client asks for (the reply cap). */
   readonly maxRequestBytes: number
+  /** Read buffers shared by every connection (default: 256 KiB slabs, 64 kept free). */
+  readonly slabs?: SlabPool | undefined
 }
 
+export type FetchResult = { readonly ok: true; readonly payload: Payload } | { readonly ok: false; readonly error: WorkerRequestError }
+
+/** Stops a `fetch` whose result is no longer wanted; its callback is not called afterwards. */
+export type CancelFetch = () => void
+
 export class WorkerPool {
-  private readonly pools = new Map<string, Array<FramedConnection>>()
+  private readonly pools = new Map<string, Array<DataConnection>>()
+  readonly slabs: SlabPool
   private nextId = 1
   private readonly caps: FrameCaps
   private readonly requestTimeoutMs: number
@@ -53,6 +65,7 @@ export class WorkerPool {
     this.caps = { ...DEFAULT_CAPS, getRange: options.maxRequestBytes, get: options.maxRequestBytes }
     this.requestTimeoutMs = Duration.toMillis(options.requestTimeout)
     this.connectTimeoutMs = Duration.toMillis(options.connectTimeout)
+    this.slabs = options.slabs ?? new SlabPool(256 * 1024, 64)
   }
 
   /** Open connections per worker address (for status and tests). */
@@ -62,48 +75,69 @@ export class WorkerPool {
     return out
   }
 
-  /** Exactly `length` bytes of `object` from absolute `offset`, served by the worker at `address`. */
+  /**
+   * Exactly `length` bytes of `object` from absolute `offset`, served by the worker at
+   * `address`, as views into the pool's read buffers (the caller releases the payload).
+   * `done` is called exactly once unless cancelled. A reply not in within the request
+   * timeout closes its connection: replies on a pipelined connection come in order, so
+   * a stuck one blocks the rest.
+   */
+  fetch(address: string, object: ObjectId, offset: number, length: number, done: (result: FetchResult) => void): CancelFetch {
+    if (this.closed) {
+      done({ ok: false, error: new WorkerUnavailable({ address, detail: "client closed" }) })
+      return noop
+    }
+    const connection = this.pick(address)
+    const id = this.allocateId()
+    let settled = false
+    const finish = (result: FetchResult) => {
+      if (settled) {
+        if (result.ok) result.payload.release()
+        return
+      }
+      settled = true
+      clearTimeout(timer)
+      done(result)
+    }
+    const timer = setTimeout(() => {
+      if (settled) return
+      connection.close()
+      finish({ ok: false, error: new WorkerUnavailable({ address, detail: `no reply within ${this.requestTimeoutMs} ms` }) })
+    }, this.requestTimeoutMs)
+    connection.send(id, encodeGetRangeFrame(id, { object, offset, len: length }), (reply: DataReply) => {
+      if (!reply.ok) return finish({ ok: false, error: new WorkerUnavailable({ address, detail: `${reply.kind}: ${reply.detail}` }) })
+      const { header, payload } = reply
+      if ((header.flags & Flags.Error) !== 0) {
+        return finish({ ok: false, error: new WorkerRejected({ address, detail: payload.copyOut().toString("utf8") }) })
+      }
+      if (header.type !== MsgType.GetRange) {
+        payload.release()
+        connection.close()
+        return finish({ ok: false, error: new WorkerUnavailable({ address, detail: `answered GetRange with message type ${header.type}` }) })
+      }
+      if (payload.length !== length) {
+        payload.release()
+        return finish({ ok: false, error: new WorkerUnavailable({ address, detail: `sent ${payload.length} bytes for a ${length}-byte range` }) })
+      }
+      finish({ ok: true, payload })
+    })
+    return () => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      connection.cancel(id)
+    }
+  }
+
+  /** `fetch` as an Effect, the bytes copied out into a buffer the caller owns. */
   getRange(address: string, object: ObjectId, offset: number, length: number): Effect.Effect<Uint8Array, WorkerRequestError> {
-    return Effect.suspend(() => {
-      if (this.closed) return Effect.fail(new WorkerUnavailable({ address, detail: "client closed" }))
-      const connection = this.pick(address)
-      const id = this.allocateId()
-      const frame = encodeGetRangeFrame(id, { object, offset, len: length })
-      return Effect.async<Uint8Array, WorkerRequestError>((resume) => {
-        connection.send(id, frame, (reply: Reply) => {
-          if (!reply.ok) {
-            resume(Effect.fail(new WorkerUnavailable({ address, detail: `${reply.kind}: ${reply.detail}` })))
-            return
-          }
-          const { header, payload } = reply.frame
-          if ((header.flags & Flags.Error) !== 0) {
-            resume(Effect.fail(new WorkerRejected({ address, detail: payload.toString("utf8") })))
-          } else if (header.type !== MsgType.GetRange) {
-            connection.close()
-            resume(
-              Effect.fail(new WorkerUnavailable({ address, detail: `answered GetRange with message type ${header.type}` }))
-            )
-          } else if (payload.length !== length) {
-            resume(
-              Effect.fail(
-                new WorkerUnavailable({ address, detail: `sent ${payload.length} bytes for a ${length}-byte range` })
-              )
-            )
-          } else {
-            resume(Effect.succeed(new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength)))
-          }
-        })
-        return Effect.sync(() => connection.cancel(id))
-      }).pipe(
-        Effect.timeoutFail({
-          duration: Duration.millis(this.requestTimeoutMs),
-          onTimeout: () => {
-            // Replies on a pipelined connection are in order: a stuck one blocks the rest, so drop it.
-            connection.close()
-            return new WorkerUnavailable({ address, detail: `no reply within ${this.requestTimeoutMs} ms` })
-          }
-        })
-      )
+    return Effect.async<Uint8Array, WorkerRequestError>((resume) => {
+      const cancel = this.fetch(address, object, offset, length, (r) => {
+        if (!r.ok) return resume(Effect.fail(r.error))
+        const bytes = r.payload.copyOut()
+        resume(Effect.succeed(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)))
+      })
+      return Effect.sync(cancel)
     })
   }
 
@@ -120,17 +154,17 @@ export class WorkerPool {
     for (const address of [...this.pools.keys()]) this.forget(address)
   }
 
-  private pick(address: string): FramedConnection {
+  private pick(address: string): DataConnection {
     let pool = this.pools.get(address)
     if (pool === undefined) {
       pool = []
       this.pools.set(address, pool)
     }
     for (let i = pool.length - 1; i >= 0; i--) if (!pool[i]!.usable) pool.splice(i, 1)
-    let best: FramedConnection | undefined
+    let best: DataConnection | undefined
     for (const c of pool) if (best === undefined || c.inFlight < best.inFlight) best = c
     if (best === undefined || (best.inFlight > 0 && pool.length < this.options.connectionsPerWorker)) {
-      best = new FramedConnection(address, { caps: this.caps, connectTimeoutMs: this.connectTimeoutMs })
+      best = new DataConnection(address, { caps: this.caps, connectTimeoutMs: this.connectTimeoutMs, pool: this.slabs })
       pool.push(best)
     }
     return best
@@ -142,3 +176,5 @@ export class WorkerPool {
     return id
   }
 }
+
+const noop: CancelFetch = () => {}

@@ -7,6 +7,7 @@
  */
 import { Context, Data } from "effect"
 import type { ObjectStat } from "../backend/BackendStore.js"
+import type { Payload } from "../client/SlabPool.js"
 import type { ObjectId } from "../core/ids.js"
 
 export interface RouteRead {
@@ -33,9 +34,13 @@ export class RouteError extends Data.TaggedError("RouteError")<{
   }
 }
 
-/** Chunks of one read, in order. `next` resolves `undefined` at the end and rejects with `RouteError`. */
+/**
+ * Runs of bytes of one read, in order. `next` resolves `undefined` at the end and
+ * rejects with `RouteError`. Each run may be views into the cluster client's pooled
+ * read buffers: the writer releases it once the bytes are out (or drops it).
+ */
 export interface ByteReader {
-  readonly next: () => Promise<Uint8Array | undefined>
+  readonly next: () => Promise<Payload | undefined>
   /** Stops any work in flight; safe to call more than once. */
   readonly close: () => void
 }

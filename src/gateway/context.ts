@@ -8,6 +8,7 @@ import { Transform, type TransformCallback, Writable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import { Effect, Either, Runtime } from "effect"
 import type { BackendStoreShape } from "../backend/BackendStore.js"
+import type { Payload } from "../client/SlabPool.js"
 import type { HttpCtx } from "../origin/context.js"
 import type { GatewayOptions } from "./config.js"
 import type { OriginHttpShape } from "./OriginHttp.js"
@@ -57,11 +58,31 @@ export const run = <A, E>(ctx: GwCtx, effect: Effect.Effect<A, E>): Promise<Eith
     (): Either.Either<A, E | Aborted> => Either.left(new Aborted())
   )
 
-/** Writes one chunk, resolving once the socket can take more; false when the client is gone. */
-export const writeChunk = (res: ServerResponse, chunk: Uint8Array): Promise<boolean> =>
+/**
+ * Writes a run of bytes (one writev for its views) without copying them; the run is
+ * released to its pool once the socket has sent it. `true` when the socket can take more
+ * at once, else a promise of whether it drained (false: the client is gone).
+ */
+export const writePayload = (res: ServerResponse, bytes: Payload): true | Promise<boolean> => {
+  if (res.destroyed) return Promise.resolve(false)
+  const views = bytes.views
+  const last = views.length - 1
+  if (last < 0) return true
+  if (last > 0) res.cork()
+  for (let i = 0; i < last; i++) res.write(views[i])
+  // Only a write that completed without error has handed the bytes to the kernel; after an
+  // error the views are dropped instead (never recycled while a socket might still read them).
+  // The return value is what arms the response's 'drain' event, so it is the one waited on.
+  const ok = res.write(views[last], (err) => {
+    if (err == null) bytes.release()
+  })
+  if (last > 0) res.uncork()
+  return ok ? true : drained(res)
+}
+
+const drained = (res: ServerResponse): Promise<boolean> =>
   new Promise((resolve) => {
     if (res.destroyed) return resolve(false)
-    if (res.write(chunk)) return resolve(true)
     const done = (ok: boolean) => {
       res.off("drain", onDrain)
       res.off("close", onClose)

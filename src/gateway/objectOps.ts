@@ -10,9 +10,9 @@ import type { ObjectId } from "../core/ids.js"
 import { objectIdFromPath, objectIdToPath } from "../core/objectId.js"
 import { sendEmpty } from "../origin/context.js"
 import { decideRead, type ReadFailure } from "../origin/objectRead.js"
-import { Aborted, type GwCtx, run, writeChunk } from "./context.js"
+import type { Payload } from "../client/SlabPool.js"
+import { Aborted, type GwCtx, run, writePayload } from "./context.js"
 import type { ByteReader, RouteError } from "./Route.js"
-import { noteRelayed } from "./scavenge.js"
 
 export interface Dialect {
   /** Provider-specific headers on every successful read. */
@@ -63,7 +63,7 @@ export const answerBackendError = async (
 
 const cacheableId = (object: ObjectId): boolean => Either.isRight(objectIdFromPath(objectIdToPath(object)))
 
-const nextOrAbort = (reader: ByteReader, signal: AbortSignal): Promise<Uint8Array | undefined> =>
+const nextOrAbort = (reader: ByteReader, signal: AbortSignal): Promise<Payload | undefined> =>
   signal.aborted
     ? Promise.reject(new Aborted())
     : new Promise((resolve, reject) => {
@@ -109,7 +109,7 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
       length: decision.length,
       cacheable: cacheableId(object) && !g.stats.recentlyWritten(object)
     })
-    let first: Uint8Array | undefined
+    let first: Payload | undefined
     try {
       first = await nextOrAbort(reader, ctx.signal)
     } catch (e) {
@@ -132,24 +132,31 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
   }
 }
 
-/** Writes the head, then every chunk as the socket takes it; a failure after the head aborts the connection. */
+/**
+ * Writes the head, then every run of bytes as the socket takes it (the next run is
+ * awaited only once the socket took the last); a failure after the head aborts the
+ * connection.
+ */
 const streamBody = async (
   ctx: GwCtx,
   status: number,
   head: Record<string, string | number>,
   reader: ByteReader,
-  first: Uint8Array | undefined
+  first: Payload | undefined
 ): Promise<void> => {
   const { res, g } = ctx
-  if (!respondable(ctx)) return reader.close()
+  if (!respondable(ctx)) {
+    first?.release()
+    return reader.close()
+  }
   res.writeHead(status, head)
-  let chunk = first
+  let bytes = first
   try {
-    while (chunk !== undefined) {
-      g.counters.bytesOut += chunk.length
-      if (!(await writeChunk(res, chunk))) return
-      noteRelayed(chunk.length, g.options.scavengeEveryBytes)
-      chunk = await reader.next()
+    while (bytes !== undefined) {
+      g.counters.bytesOut += bytes.length
+      const taken = writePayload(res, bytes)
+      if (taken !== true && !(await taken)) return
+      bytes = await reader.next()
     }
     res.end()
   } catch {

@@ -5,6 +5,7 @@
  */
 import { Chunk, Effect, Either, Exit, Option, Runtime, Scope, Stream } from "effect"
 import type { BackendError, BackendStoreShape } from "../backend/BackendStore.js"
+import { Payload } from "../client/SlabPool.js"
 import type { ObjectId } from "../core/ids.js"
 import { type ByteReader, RouteError } from "./Route.js"
 
@@ -97,7 +98,8 @@ export const originReader = (
         }
         batch = [...r.right].reverse()
       }
-      return batch.pop()
+      const chunk = batch.pop()
+      return chunk === undefined ? undefined : Payload.of(chunk)
     },
     close
   }

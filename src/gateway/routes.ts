@@ -4,10 +4,11 @@
  * window of them ahead of the writer, each falling back to the origin on its own when
  * its workers are unreachable or slow.
  */
-import { Chunk, Effect, Either, Layer, Runtime, Stream } from "effect"
+import { Effect, Either, Layer, Runtime } from "effect"
 import { BackendStore, type ObjectStat } from "../backend/BackendStore.js"
+import { Payload } from "../client/SlabPool.js"
+import { type ObjectInfo, TalonClient } from "../client/TalonClient.js"
 import type { ObjectId } from "../core/ids.js"
-import { TalonClient } from "../client/TalonClient.js"
 import { GATEWAY_DEFAULTS } from "./config.js"
 import { originPiece, originReader } from "./originRead.js"
 import { type ByteReader, newCounters, Route, RouteError, type RouteRead, type RouteShape } from "./Route.js"
@@ -35,19 +36,9 @@ export interface CacheRouteOptions {
   readonly workerTimeoutMs: number
 }
 
-type Settled = Either.Either<Uint8Array, RouteError>
+type Settled = { readonly ok: true; readonly bytes: Payload } | { readonly ok: false; readonly error: RouteError }
 
-const joinChunks = (chunks: Chunk.Chunk<Uint8Array>, length: number): Uint8Array => {
-  if (Chunk.size(chunks) === 1) return Chunk.unsafeHead(chunks)
-  const out = new Uint8Array(length)
-  let at = 0
-  for (const c of chunks) {
-    if (at + c.length > length) break
-    out.set(c, at)
-    at += c.length
-  }
-  return at === length ? out : out.subarray(0, at)
-}
+const cancelled = (): Settled => ({ ok: false, error: new RouteError({ kind: "unavailable", detail: "read cancelled" }) })
 
 export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
   Effect.gen(function* () {
@@ -60,50 +51,66 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
     const runPromise = Runtime.runPromise(runtime)
     const counters = newCounters()
 
+    const matches = (info: ObjectInfo, stat: ObjectStat) => info.version === stat.version && info.size === stat.size
+
     // The cluster must agree on the version the head promised; otherwise its workers could
     // serve another version's bytes, so the whole read goes to the origin (pinned) instead.
-    // Asked on every read (the client answers from its own short-lived stat cache), so the
-    // answer is the one the client's read itself uses, not an older one remembered here.
-    const agrees = async (object: ObjectId, stat: ObjectStat): Promise<boolean> => {
-      const info = await runPromise(Effect.either(client.stat(object)))
-      return Either.isRight(info) && info.right.version === stat.version && info.right.size === stat.size
+    // The client's own answer is asked on every read (its short-lived stat cache, without a
+    // runtime call while fresh), and the pieces are then read with exactly that version.
+    const agreed = (object: ObjectId, stat: ObjectStat): ObjectInfo | undefined | Promise<ObjectInfo | undefined> => {
+      const cached = client.cachedStat(object)
+      if (cached !== undefined) return matches(cached, stat) ? cached : undefined
+      return runPromise(Effect.either(client.stat(object))).then(
+        (r) => (Either.isRight(r) && matches(r.right, stat) ? r.right : undefined),
+        () => undefined
+      )
     }
 
-    const fromOrigin = (object: ObjectId, offset: number, length: number, version: string, signal: AbortSignal): Promise<Settled> =>
-      runPromise(Effect.either(originPiece(backend, object, offset, length, version)), { signal }).catch(() =>
-        Either.left(new RouteError({ kind: "unavailable", detail: "read cancelled" }))
+    const fromOrigin = (object: ObjectId, offset: number, length: number, version: string, isClosed: () => boolean): Promise<Settled> => {
+      if (isClosed()) return Promise.resolve(cancelled())
+      return runPromise(Effect.either(originPiece(backend, object, offset, length, version))).then(
+        (r): Settled => (Either.isRight(r) ? { ok: true, bytes: Payload.of(r.right) } : { ok: false, error: r.left }),
+        cancelled
       )
+    }
 
     /**
-     * One piece: from the cluster within `workerTimeoutMs`, else from the origin. Plain
-     * promises around one runtime call each (a piece is the hot path; no fiber per timer).
+     * One piece from the cluster within `workerTimeoutMs`, else from the origin. Callbacks
+     * and one promise: no fiber, no copy (the bytes stay in the client's read buffers
+     * until the response writer has sent them).
      */
-    const piece = async (object: ObjectId, stat: ObjectStat, offset: number, length: number, agreed: Promise<boolean>, signal: AbortSignal): Promise<Settled> => {
-      if (signal.aborted) return Either.left(new RouteError({ kind: "unavailable", detail: "read cancelled" }))
-      if (!(await agreed)) return fromOrigin(object, offset, length, stat.version, signal)
-      const deadline = new AbortController()
-      const onAbort = () => deadline.abort()
-      signal.addEventListener("abort", onAbort, { once: true })
-      const timer = setTimeout(() => deadline.abort(), workerTimeoutMs)
-      // readStream hands over the worker's reply buffer itself; read() would copy it once more,
-      // doubling the garbage a relayed byte leaves behind.
-      const fromCache = await runPromise(Effect.either(Effect.map(Stream.runCollect(client.readStream(object, offset, length)), (chunks) => joinChunks(chunks, length))), {
-        signal: deadline.signal
-      }).catch(() => undefined)
-      clearTimeout(timer)
-      signal.removeEventListener("abort", onAbort)
-      if (fromCache !== undefined && Either.isRight(fromCache) && fromCache.right.length === length) {
-        counters.cachePieces++
-        return Either.right(fromCache.right)
-      }
-      if (fromCache !== undefined && Either.isLeft(fromCache) && fromCache.left._tag === "ObjectNotFound") {
-        return Either.left(new RouteError({ kind: "not-found", detail: fromCache.left.message }))
-      }
-      if (signal.aborted) return Either.left(new RouteError({ kind: "unavailable", detail: "read cancelled" }))
-      // Unreachable or slow workers, no workers, the coordinator down, a short reply: this piece from the origin.
-      counters.fallbackPieces++
-      return fromOrigin(object, offset, length, stat.version, signal)
-    }
+    const fromCache = (info: ObjectInfo, offset: number, length: number, isClosed: () => boolean, onCancel: (c: () => void) => void): Promise<Settled | undefined> =>
+      new Promise((resolve) => {
+        let done = false
+        const timer = setTimeout(() => {
+          if (done) return
+          done = true
+          cancel()
+          resolve(undefined)
+        }, workerTimeoutMs)
+        const cancel = client.readRaw(info, offset, length, (r) => {
+          if (done) {
+            if (r.ok) for (const p of r.payloads) p.release()
+            return
+          }
+          done = true
+          clearTimeout(timer)
+          if (!r.ok || isClosed()) return resolve(undefined)
+          const total = r.payloads.reduce((n, p) => n + p.length, 0)
+          if (total !== length) {
+            for (const p of r.payloads) p.release()
+            return resolve(undefined)
+          }
+          resolve({ ok: true, bytes: Payload.concat(r.payloads) })
+        })
+        onCancel(() => {
+          if (done) return
+          done = true
+          clearTimeout(timer)
+          cancel()
+          resolve(cancelled())
+        })
+      })
 
     const open = (read: RouteRead): ByteReader => {
       const { object, stat } = read
@@ -111,11 +118,38 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
         counters.originReads++
         return originReader(runtime, backend, object, read.offset, read.length, stat.version)
       }
-      const abort = new AbortController()
-      const agreed = agrees(object, stat).then((ok) => {
-        if (!ok) counters.originReads++
-        return ok
-      })
+      let closed = false
+      const isClosed = () => closed
+      const cancels = new Set<() => void>()
+      const agreement = agreed(object, stat)
+      let info: ObjectInfo | undefined | Promise<ObjectInfo | undefined> = agreement
+      if (agreement instanceof Promise) {
+        void agreement.then((i) => {
+          info = i
+          if (i === undefined) counters.originReads++
+        })
+      } else if (agreement === undefined) counters.originReads++
+
+      const piece = async (offset: number, length: number): Promise<Settled> => {
+        const i = info instanceof Promise ? await info : info
+        if (closed) return cancelled()
+        if (i === undefined) return fromOrigin(object, offset, length, stat.version, isClosed)
+        let cancel: (() => void) | undefined
+        const got = await fromCache(i, offset, length, isClosed, (c) => {
+          cancel = c
+          cancels.add(c)
+        })
+        if (cancel !== undefined) cancels.delete(cancel)
+        if (got !== undefined) {
+          if (got.ok) counters.cachePieces++
+          return got
+        }
+        if (closed) return cancelled()
+        // Unreachable or slow workers, no workers, the coordinator down, a short reply: this piece from the origin.
+        counters.fallbackPieces++
+        return fromOrigin(object, offset, length, stat.version, isClosed)
+      }
+
       const end = read.offset + read.length
       let pos = read.offset
       const window: Array<Promise<Settled>> = []
@@ -124,11 +158,10 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
           // Pieces are aligned to multiples of pieceBytes within the object, so they never straddle blocks
           // (block sizes are multiples of the piece size) and repeated reads hit the same pieces.
           const len = Math.min(end, (Math.floor(pos / pieceBytes) + 1) * pieceBytes) - pos
-          window.push(piece(object, stat, pos, len, agreed, abort.signal))
+          window.push(piece(pos, len))
           pos += len
         }
       }
-      let closed = false
       return {
         next: async () => {
           if (closed) return undefined
@@ -137,14 +170,21 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
           if (head === undefined) return undefined
           fill()
           const r = await head
-          if (Either.isLeft(r)) throw r.left
-          return r.right
+          if (!r.ok) throw r.error
+          if (closed) {
+            r.bytes.release()
+            return undefined
+          }
+          return r.bytes
         },
         close: () => {
           if (closed) return
           closed = true
+          for (const c of cancels) c()
+          cancels.clear()
+          // Pieces already in hand go back to the pool rather than to the GC.
+          for (const w of window) void w.then((r) => r.ok && r.bytes.release())
           window.length = 0
-          abort.abort()
         }
       }
     }
