@@ -34,6 +34,7 @@ typedef struct {
   uint64_t wakeups;
   uint64_t bytes;
   uint64_t pushes;
+  uint64_t recv_calls;
 } counters_t;
 
 typedef struct {
@@ -175,6 +176,13 @@ static napi_value SendHeaderFile(napi_env env, napi_callback_info info) {
   return make_int(env, sent);
 }
 
+/*
+ * One epoll_wait per wakeup of the loop, never a loop of them: registrations are
+ * level-triggered, so whatever is left ready fires again on the next turn, and a flood of
+ * ready connections cannot keep libuv from its timers and accepts. The ready list is
+ * copied out as (fd, events) pairs before JS runs: a registration changed by the callback
+ * can never overwrite a wakeup not handled yet.
+ */
 static void drain_epoll(state_t *st) {
   napi_env env = st->env;
   napi_handle_scope scope;
@@ -191,18 +199,24 @@ static void drain_epoll(state_t *st) {
   size_t cap = 0;
   void *data = NULL;
   napi_get_typedarray_info(env, buf_v, &type, &cap, &data, NULL, NULL);
+  cap /= 2;
   if (type != napi_int32_array || cap == 0) {
     napi_close_handle_scope(env, scope);
     return;
   }
   if (cap > 1024) cap = 1024;
   struct epoll_event events[1024];
-  for (;;) {
-    int n = epoll_wait(st->epfd, events, (int)cap, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+  int n;
+  do {
+    n = epoll_wait(st->epfd, events, (int)cap, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n > 0) {
     int32_t *out = (int32_t *)data;
-    for (int i = 0; i < n; i++) out[i] = events[i].data.fd;
+    for (int i = 0; i < n; i++) {
+      uint32_t e = events[i].events;
+      out[2 * i] = events[i].data.fd;
+      out[2 * i + 1] = ((e & EPOLLIN) ? 1 : 0) | ((e & EPOLLOUT) ? 2 : 0) | ((e & (EPOLLERR | EPOLLHUP)) ? 4 : 0);
+    }
     st->c.wakeups += (uint64_t)n;
     napi_value arg = make_int(env, n), result;
     napi_status s = napi_make_callback(env, st->async_ctx, recv, cb_v, 1, &arg, &result);
@@ -210,9 +224,7 @@ static void drain_epoll(state_t *st) {
       napi_value exc;
       napi_get_and_clear_last_exception(env, &exc);
       napi_fatal_exception(env, exc);
-      break;
     }
-    if ((size_t)n < cap) break;
   }
   napi_close_handle_scope(env, scope);
 }
@@ -223,7 +235,7 @@ static void on_epoll_readable(uv_poll_t *handle, int status, int events) {
   drain_epoll((state_t *)handle->data);
 }
 
-/* init(readyFds: Int32Array, onReady: (count) => void) -> 0 | -errno. Idempotent per env. */
+/* init(ready: Int32Array of (fd, events) pairs, onReady: (count) => void) -> 0 | -errno. Idempotent per env. */
 static napi_value Init(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -234,7 +246,7 @@ static napi_value Init(napi_env env, napi_callback_info info) {
   void *d;
   napi_valuetype cbt;
   if (argc < 2 || napi_get_typedarray_info(env, argv[0], &type, &len, &d, NULL, NULL) != napi_ok ||
-      type != napi_int32_array || len == 0 || napi_typeof(env, argv[1], &cbt) != napi_ok || cbt != napi_function) {
+      type != napi_int32_array || len < 2 || napi_typeof(env, argv[1], &cbt) != napi_ok || cbt != napi_function) {
     napi_throw_type_error(env, NULL, "init(readyFds: Int32Array, onReady: (count: number) => void)");
     return NULL;
   }
@@ -294,6 +306,63 @@ static napi_value WaitWritable(napi_env env, napi_callback_info info) {
   return make_int(env, -(int64_t)errno);
 }
 
+/*
+ * watch(fd, interest) -> 0 | -errno: the fd's level-triggered registration on the shared
+ * epoll fd, interest 1 = readable, 2 = writable (3 = both); 0 removes it. The caller keeps
+ * the current interest and calls this only when it changes (a reading connection that
+ * never blocks costs no epoll_ctl per request). A registration disappears by itself when
+ * its socket closes, and the number may come back as another connection: MOD falls back
+ * to ADD, DEL of a vanished registration is not an error.
+ */
+static napi_value Watch(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  state_t *st = get_state(env);
+  int64_t fd, interest;
+  if (argc < 2 || !arg_i64(env, argv[0], &fd) || !arg_i64(env, argv[1], &interest)) {
+    napi_throw_type_error(env, NULL, "watch(fd, interest)");
+    return NULL;
+  }
+  if (st->epfd < 0) return make_int(env, -(int64_t)EBADF);
+  if (interest == 0) {
+    if (epoll_ctl(st->epfd, EPOLL_CTL_DEL, (int)fd, NULL) == 0 || errno == ENOENT || errno == EBADF) return make_int(env, 0);
+    return make_int(env, -(int64_t)errno);
+  }
+  struct epoll_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.events = ((interest & 1) ? EPOLLIN : 0) | ((interest & 2) ? EPOLLOUT : 0);
+  ev.data.fd = (int)fd;
+  if (interest & 2) st->c.waits++;
+  if (epoll_ctl(st->epfd, EPOLL_CTL_MOD, (int)fd, &ev) == 0) return make_int(env, 0);
+  if (errno != ENOENT) return make_int(env, -(int64_t)errno);
+  if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, (int)fd, &ev) == 0) return make_int(env, 0);
+  return make_int(env, -(int64_t)errno);
+}
+
+/* recv(fd, buf, off, len) -> bytes read, 0 at end of stream, or -errno (-EAGAIN: nothing there). */
+static napi_value Recv(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  state_t *st = get_state(env);
+  int64_t fd, off, len;
+  uint8_t *buf = NULL;
+  size_t cap = 0;
+  if (argc < 4 || !arg_i64(env, argv[0], &fd) || !arg_bytes(env, argv[1], &buf, &cap) || !arg_i64(env, argv[2], &off) ||
+      !arg_i64(env, argv[3], &len) || off < 0 || len < 0 || (uint64_t)(off + len) > cap) {
+    napi_throw_type_error(env, NULL, "recv(fd, buf, off, len) with [off, off+len) inside buf");
+    return NULL;
+  }
+  ssize_t n;
+  do {
+    n = recv((int)fd, buf + off, (size_t)len, MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  st->c.recv_calls++;
+  if (n < 0) return make_int(env, -(int64_t)errno);
+  return make_int(env, n);
+}
+
 static napi_value sockopt_int(napi_env env, napi_callback_info info, int level, int name, int set) {
   size_t argc = 2;
   napi_value argv[2];
@@ -339,6 +408,7 @@ static napi_value Counters(napi_env env, napi_callback_info info) {
   set_num(env, obj, "wakeups", st->c.wakeups);
   set_num(env, obj, "bytes", st->c.bytes);
   set_num(env, obj, "pushes", st->c.pushes);
+  set_num(env, obj, "recvCalls", st->c.recv_calls);
   return obj;
 }
 
@@ -405,6 +475,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   EXPORT("sendHeaderFile", SendHeaderFile);
   EXPORT("init", Init);
   EXPORT("waitWritable", WaitWritable);
+  EXPORT("watch", Watch);
+  EXPORT("recv", Recv);
   EXPORT("setSendBuffer", SetSendBuffer);
   EXPORT("getSendBuffer", GetSendBuffer);
   EXPORT("setNoDelay", SetNoDelay);

@@ -25,7 +25,11 @@ export interface FileSegment {
 export interface ConnectionWriter {
   /** A small frame (header plus short body: Ping reply, error frame). */
   readonly writeFrame: (frame: Uint8Array) => Promise<void>
-  /** A response header followed by file bytes (one or more segments, e.g. pages). */
+  /**
+   * A response header followed by file bytes (one or more segments, e.g. pages). The header is
+   * read during the call only (the serve loop reuses one buffer for every reply header): a
+   * writer that keeps it for later copies it.
+   */
   readonly writeFile: (header: Uint8Array, segments: ReadonlyArray<FileSegment>) => Promise<void>
   /**
    * Half-closes the connection (FIN) once every write queued before it has been sent; rejects
@@ -35,11 +39,40 @@ export interface ConnectionWriter {
   readonly end?: () => Promise<void>
 }
 
+/** Where a plane that reads a connection itself delivers what it read. */
+export interface ReadSink {
+  /**
+   * Bytes read, at `buf[start, end)`. The buffer is reused by the next read: anything kept past
+   * this call must be copied.
+   */
+  readonly bytes: (buf: Buffer, start: number, end: number) => void
+  /** The peer half-closed (end of stream); nothing more will be read. */
+  readonly end: () => void
+  /** The read failed (reset, or the connection broke); nothing more will be read. */
+  readonly error: () => void
+}
+
+/** Read-side control of a connection whose reads the plane owns. */
+export interface ConnectionReader {
+  /** Stops asking for bytes (backpressure); data stays in the kernel. */
+  readonly pause: () => void
+  readonly resume: () => void
+  /** Reads so far (the serve loop's read timeout looks for activity here: libuv sees none). */
+  readonly reads: () => number
+}
+
 export interface DataPlaneShape {
   readonly name: "native" | "portable"
   /** Why this plane runs (e.g. "native addon loaded" or "native addon failed to load: ..."). */
   readonly reason: string
   readonly attach: (socket: net.Socket) => ConnectionWriter
+  /**
+   * Present when the plane reads connections itself (native: recv on the fd when the shared
+   * epoll says it is readable) instead of through libuv's 'data' events. The socket must have
+   * been accepted paused (`pauseOnConnect`) and must never be resumed: libuv and the plane
+   * must not both read it. `writer` is what `attach` returned for the socket.
+   */
+  readonly read?: (socket: net.Socket, writer: ConnectionWriter, sink: ReadSink) => ConnectionReader
 }
 
 /** How response bytes reach the socket: `Sendfile.Native` or `Sendfile.Portable`. */

@@ -1,10 +1,23 @@
 import type * as net from "node:net"
-import { type ConnectionWriter, type DataPlaneShape, type FileSegment, WRITTEN } from "./DataPlane.js"
+import {
+  type ConnectionReader,
+  type ConnectionWriter,
+  type DataPlaneShape,
+  type FileSegment,
+  type ReadSink,
+  WRITTEN
+} from "./DataPlane.js"
 import { loadNativeAddon, type NativeAddon, type NativeCounters } from "./NativeAddon.js"
 import { makePortablePlane } from "./Portable.js"
 import { ConnectionWriteError } from "./WriteError.js"
 
 const EAGAIN = 11
+/** Interest and event bits of the addon's shared epoll fd (see native/sendfile.c). */
+const IN = 1
+const OUT = 2
+const ERR = 4
+/** One read per readable connection per wakeup; a pipelined client's burst fits many times over. */
+const READ_BUFFER = 256 * 1024
 const DONE = 1
 const BLOCKED = 0
 
@@ -25,14 +38,17 @@ const noop = () => {}
 const newJob = (): Job => ({ header: null, hdrOff: 0, segments: null, segIndex: 0, segDone: 0, resolve: noop, reject: noop })
 
 /**
- * The process-wide half of the native plane: the addon, and the writers parked on the
- * shared epoll fd keyed by socket fd. The addon copies ready fds into `ready` before
- * calling back; they are copied again into a local array before any writer runs, because
- * a writer that blocks again re-arms while we are still walking the list.
+ * The process-wide half of the native plane: the addon, one read buffer shared by every
+ * connection it reads (reads are handled one at a time, each to completion), and the
+ * connections registered on the shared epoll fd keyed by socket fd. Registrations are
+ * level-triggered; the addon copies (fd, events) pairs into `ready` before calling back,
+ * and they are copied again before any connection runs, because a connection's handler
+ * changes registrations while we are still walking the list.
  */
 class NativeRuntime {
-  readonly parked = new Map<number, NativeWriter>()
-  private readonly ready = new Int32Array(1024)
+  readonly conns = new Map<number, NativeWriter>()
+  readonly readBuffer = Buffer.allocUnsafeSlow(READ_BUFFER)
+  private readonly ready = new Int32Array(2048)
 
   constructor(readonly addon: NativeAddon) {
     const r = addon.init(this.ready, (count) => this.onReady(count))
@@ -40,13 +56,70 @@ class NativeRuntime {
   }
 
   private onReady(count: number): void {
-    const fds = Array.from(this.ready.subarray(0, count))
-    for (const fd of fds) {
-      const writer = this.parked.get(fd)
-      if (writer === undefined) continue // stale: its socket closed and nothing reused the fd yet
-      this.parked.delete(fd)
-      writer.pump()
+    const events = this.ready.slice(0, 2 * count)
+    for (let i = 0; i < events.length; i += 2) {
+      const fd = events[i]!
+      const writer = this.conns.get(fd)
+      // Not ours (any more): drop the registration, or a level-triggered fd would wake us forever.
+      if (writer === undefined) this.addon.watch(fd, 0)
+      else writer.onEvents(events[i + 1]!)
     }
+  }
+}
+
+/**
+ * Reads a connection with recv(2) on its fd when the shared epoll fd reports it readable,
+ * into the runtime's one read buffer, and hands the bytes to the serve loop at once. No
+ * Buffer per read, no stream machinery, and every ready connection is served from one
+ * callback of the loop.
+ */
+class NativeReader implements ConnectionReader {
+  private reading = true
+  private finished = false
+  private count = 0
+
+  constructor(
+    private readonly rt: NativeRuntime,
+    private readonly writer: NativeWriter,
+    private readonly sink: ReadSink
+  ) {}
+
+  pause(): void {
+    if (!this.reading) return
+    this.reading = false
+    this.writer.setInterest(this.writer.interest & ~IN)
+  }
+
+  resume(): void {
+    if (this.reading || this.finished) return
+    this.reading = true
+    this.writer.setInterest(this.writer.interest | IN)
+  }
+
+  reads(): number {
+    return this.count
+  }
+
+  /**
+   * `broken`: the fd reported an error or hang-up. It is read even when paused (a paused,
+   * level-triggered fd in error would otherwise wake the loop forever), and must not stay
+   * registered: the read reports why it broke, or the connection is dropped.
+   */
+  onReadable(broken: boolean): void {
+    if (this.finished || (!this.reading && !broken) || this.writer.socketDestroyed()) return
+    const buf = this.rt.readBuffer
+    const n = this.rt.addon.recv(this.writer.fd, buf, 0, buf.length)
+    if (n > 0) {
+      this.count++
+      this.sink.bytes(buf, 0, n)
+      return
+    }
+    if (n === -EAGAIN && !broken) return
+    this.finished = true
+    this.reading = false
+    if (!this.writer.socketDestroyed()) this.writer.setInterest(this.writer.interest & ~IN)
+    if (n === 0) this.sink.end()
+    else this.sink.error()
   }
 }
 
@@ -60,6 +133,9 @@ class NativeWriter implements ConnectionWriter {
   private readonly queue: Array<Job> = []
   private head = 0
   private parked = false
+  /** The fd's current registration on the shared epoll fd (IN | OUT, 0 = none). */
+  interest = 0
+  reader: NativeReader | undefined = undefined
   private failed: ConnectionWriteError | undefined
   private scratch: Job = newJob()
   /** The promise of the newest queued job (what `end` waits for). */
@@ -68,14 +144,48 @@ class NativeWriter implements ConnectionWriter {
   constructor(
     private readonly rt: NativeRuntime,
     private readonly socket: net.Socket,
-    private readonly fd: number
+    readonly fd: number
   ) {
     socket.setNoDelay(true)
     socket.on("error", noop) // surfaced as rejections
     socket.once("close", () => {
-      if (this.rt.parked.get(this.fd) === this) this.rt.parked.delete(this.fd)
+      // The fd closed with the socket (its registration with it); the number may already be another connection's.
+      if (this.rt.conns.get(this.fd) === this) this.rt.conns.delete(this.fd)
+      this.interest = 0
       if (this.head < this.queue.length) this.fail(undefined, "the connection closed mid-response")
     })
+  }
+
+  socketDestroyed(): boolean {
+    return this.socket.destroyed
+  }
+
+  /** Changes the fd's registration (one epoll_ctl, only when it changes). */
+  setInterest(mask: number): void {
+    if (mask === this.interest) return
+    // A destroyed socket's fd may already belong to another connection: never touch it.
+    if (this.socket.destroyed) {
+      this.interest = 0
+      return
+    }
+    const r = this.rt.addon.watch(this.fd, mask)
+    if (r < 0) {
+      this.fail(r)
+      return
+    }
+    this.interest = mask
+    if (mask === 0) {
+      if (this.rt.conns.get(this.fd) === this) this.rt.conns.delete(this.fd)
+    } else this.rt.conns.set(this.fd, this)
+  }
+
+  /** Events of the fd from the shared epoll fd (IN | OUT | ERR). */
+  onEvents(events: number): void {
+    if (this.socket.destroyed) return
+    const broken = (events & ERR) !== 0
+    if (this.parked && (events & (OUT | ERR)) !== 0) this.pump()
+    if (this.reader !== undefined && ((events & IN) !== 0 || broken)) this.reader.onReadable(broken)
+    else if (broken && !this.socket.destroyed && (this.interest & OUT) === 0 && this.interest !== 0) this.socket.destroy()
   }
 
   writeFrame(frame: Uint8Array): Promise<void> {
@@ -114,6 +224,8 @@ class NativeWriter implements ConnectionWriter {
       }
       if (r !== BLOCKED && r !== -EAGAIN) return Promise.reject(this.fail(r))
     }
+    // Kept past this call: the caller's header buffer is reused for the next reply.
+    if (segments !== null && job.header !== null) job.header = Uint8Array.prototype.slice.call(job.header)
     this.scratch = newJob()
     const promise = new Promise<void>((resolve, reject) => {
       job.resolve = resolve
@@ -164,6 +276,11 @@ class NativeWriter implements ConnectionWriter {
   /** Called when the socket is writable again (or errored: the retry then reports why). */
   pump(): void {
     this.parked = false
+    this.drain()
+    if (!this.parked && (this.interest & OUT) !== 0) this.setInterest(this.interest & ~OUT)
+  }
+
+  private drain(): void {
     while (this.head < this.queue.length) {
       const job = this.queue[this.head]!
       const r = this.advance(job)
@@ -190,13 +307,8 @@ class NativeWriter implements ConnectionWriter {
       this.fail(undefined, "the connection closed mid-response")
       return
     }
-    const r = this.rt.addon.waitWritable(this.fd)
-    if (r < 0) {
-      this.fail(r)
-      return
-    }
     this.parked = true
-    this.rt.parked.set(this.fd, this)
+    this.setInterest(this.interest | OUT)
   }
 
   private fail(negErrno: number | undefined, detail?: string): ConnectionWriteError {
@@ -211,7 +323,8 @@ class NativeWriter implements ConnectionWriter {
       })
     }
     const error = this.failed
-    if (this.rt.parked.get(this.fd) === this) this.rt.parked.delete(this.fd)
+    if (this.rt.conns.get(this.fd) === this) this.rt.conns.delete(this.fd)
+    this.interest = 0
     this.parked = false
     const pending = this.queue.slice(this.head)
     this.queue.length = 0
@@ -260,7 +373,14 @@ export const makeNativePlane = (options: NativeOptions = {}): DataPlaneShape => 
   return {
     name: "native",
     reason: `native sendfile addon loaded from ${load.path}`,
-    attach: (socket) => new NativeWriter(rt, socket, socketFd(socket))
+    attach: (socket) => new NativeWriter(rt, socket, socketFd(socket)),
+    read: (_socket, writer, sink) => {
+      if (!(writer instanceof NativeWriter)) throw new Error("native data plane: read() needs the writer attach() returned")
+      const reader = new NativeReader(rt, writer, sink)
+      writer.reader = reader
+      writer.setInterest(writer.interest | IN)
+      return reader
+    }
   }
 }
 

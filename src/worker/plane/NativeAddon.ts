@@ -13,6 +13,8 @@ export interface NativeCounters {
   readonly bytes: number
   /** Headers pushed by hand: sent under MSG_MORE, then the file found the buffer full. */
   readonly pushes: number
+  /** recv(2) calls of connections the native plane reads itself. */
+  readonly recvCalls: number
 }
 
 /** The functions exported by `native/sendfile.c` (build/Release/talon_sendfile.node). */
@@ -27,8 +29,13 @@ export interface NativeAddon {
     fileOff: number,
     fileLen: number
   ) => number
-  readonly init: (readyFds: Int32Array, onReady: (count: number) => void) => number
+  /** `ready` receives (fd, events) pairs, events 1 = readable, 2 = writable, 4 = error/hang-up. */
+  readonly init: (ready: Int32Array, onReady: (count: number) => void) => number
   readonly waitWritable: (fd: number) => number
+  /** The fd's level-triggered registration: 1 readable, 2 writable, 3 both, 0 none. */
+  readonly watch: (fd: number, interest: number) => number
+  /** Bytes read, 0 at end of stream, or -errno. */
+  readonly recv: (fd: number, buf: Uint8Array, off: number, len: number) => number
   readonly setSendBuffer: (fd: number, bytes: number) => number
   readonly getSendBuffer: (fd: number) => number
   readonly setNoDelay: (fd: number) => number
@@ -42,7 +49,7 @@ export type AddonLoad =
   | { readonly _tag: "Loaded"; readonly addon: NativeAddon; readonly path: string }
   | { readonly _tag: "Unavailable"; readonly reason: string }
 
-const required = ["sendHeaderFile", "init", "waitWritable", "setSendBuffer", "getSendBuffer", "setNoDelay", "counters", "errnoName"]
+const required = ["sendHeaderFile", "init", "waitWritable", "watch", "recv", "setSendBuffer", "getSendBuffer", "setNoDelay", "counters", "errnoName"]
 
 const cache = new Map<string, AddonLoad>()
 

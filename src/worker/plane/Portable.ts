@@ -48,7 +48,8 @@ class PortableWriter implements ConnectionWriter {
   }
 
   writeFile(header: Uint8Array, segments: ReadonlyArray<FileSegment>): Promise<void> {
-    return this.serialise(() => this.sendFile(header, segments))
+    const own = Uint8Array.prototype.slice.call(header) // sent later: the caller reuses its header buffer
+    return this.serialise(() => this.sendFile(own, segments))
   }
 
   end(): Promise<void> {

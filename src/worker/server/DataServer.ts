@@ -11,8 +11,8 @@
  */
 import * as net from "node:net"
 import { Context, Data, Effect, Layer } from "effect"
-import { DEFAULT_CAPS, FrameDecoder, type FrameCaps } from "../../protocol/index.js"
-import { DataPlane, type ConnectionWriter } from "../plane/DataPlane.js"
+import { capFor, DEFAULT_CAPS, HEADER_LEN, isMsgType, MAGIC, PROTOCOL_VERSION, type FrameCaps } from "../../protocol/index.js"
+import { DataPlane, type ConnectionWriter, type DataPlaneShape } from "../plane/DataPlane.js"
 import { parseHostPort, WorkerConfig } from "../config.js"
 import { WorkerMetrics, type WorkerStats } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
@@ -64,10 +64,12 @@ export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServe
       }
       const sockets = new Set<net.Socket>()
       // allowHalfOpen: a client that half-closes after its last request still gets every reply.
-      const server = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
+      // A plane that reads connections itself gets them paused: libuv must never read them.
+      const server = net.createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: plane.read !== undefined }, (socket) => {
         sockets.add(socket)
         socket.once("close", () => sockets.delete(socket))
         serveConnection(socket, {
+          plane,
           writer: plane.attach(socket),
           handler,
           mode,
@@ -105,6 +107,8 @@ export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServe
 }
 
 interface ConnectionDeps {
+  /** When it has `read`, the plane reads the socket (which was accepted paused); else libuv's 'data' events. */
+  readonly plane?: DataPlaneShape
   readonly writer: ConnectionWriter
   readonly handler: RequestHandler
   readonly mode: ServeModeShape
@@ -113,10 +117,55 @@ interface ConnectionDeps {
   readonly maxInflight: number
 }
 
-/** Serves one accepted socket until it closes. Plain callbacks: this is the per-request hot loop. */
+const u32be = (b: Uint8Array, o: number): number => ((b[o]! << 24) >>> 0) + ((b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!)
+
+/**
+ * Length of the body announced by the header at `b[p, p+16)`, or -1 for a header that ends
+ * the connection (bad magic or version, unknown type, a length over the type's cap).
+ */
+const bodyLength = (b: Uint8Array, p: number): number => {
+  if (((b[p]! << 8) | b[p + 1]!) !== MAGIC || b[p + 2] !== PROTOCOL_VERSION) return -1
+  const type = b[p + 3]!
+  if (!isMsgType(type)) return -1
+  const length = u32be(b, p + 12)
+  return length > capFor(WORKER_CAPS, type) ? -1 : length
+}
+
+/** Every success header is written here just before its writer call (writers copy what they keep). */
+const HEADER = Buffer.alloc(HEADER_LEN)
+HEADER[0] = MAGIC >>> 8
+HEADER[1] = MAGIC & 0xff
+HEADER[2] = PROTOCOL_VERSION
+
+const replyHeader = (type: number, requestId: number, length: number): void => {
+  const h = HEADER
+  h[3] = type
+  h[8] = requestId >>> 24
+  h[9] = (requestId >>> 16) & 0xff
+  h[10] = (requestId >>> 8) & 0xff
+  h[11] = requestId & 0xff
+  h[12] = length >>> 24
+  h[13] = (length >>> 16) & 0xff
+  h[14] = (length >>> 8) & 0xff
+  h[15] = length & 0xff
+}
+
+/** A partial frame kept between reads is copied here; past this size its buffer is not kept. */
+const CARRY_KEEP = 4096
+
+/**
+ * Serves one accepted socket until it closes. Plain callbacks: this is the per-request hot loop.
+ * Frames are cut straight out of each chunk read (no frame objects, no payload views); only a
+ * frame split across reads is copied, into the connection's carry buffer.
+ */
 export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void => {
   const { writer, handler, stats } = deps
-  const decoder = new FrameDecoder(WORKER_CAPS)
+  const ownsReads = deps.plane?.read !== undefined
+  /** The bytes of an incomplete frame (header first; its body once the header passed the checks). */
+  let carry: Buffer | undefined
+  let carryLen = 0
+  /** Total bytes of the frame in `carry` once its header is in, else 0. */
+  let carryNeed = 0
   let paused = false
   let ended = false
   let dead = false
@@ -130,19 +179,32 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
     socket.destroy()
   }
 
+  /**
+   * Closes after the last reply. libuv: a FIN (end). A plane-read socket is destroyed instead:
+   * libuv never sees its end of stream, so an ended socket would stay open; its queued bytes
+   * still leave before the FIN (only unread input would turn a close into a reset, and this
+   * runs after the end of stream was read).
+   */
+  const finish = () => {
+    dead = true
+    if (ownsReads) socket.destroy()
+    else socket.end()
+  }
+
   const maybeFinish = () => {
-    if (ended && !dead && conn.pending() === 0) {
-      dead = true
-      socket.end()
-    }
+    if (ended && !dead && conn.pending() === 0) finish()
   }
 
   const send = (reply: Reply): Promise<void> => {
-    if (reply._tag === "File") return writer.writeFile(reply.header, reply.segments)
+    if (reply._tag === "File") {
+      replyHeader(reply.type, reply.requestId, reply.range.length)
+      return writer.writeFile(HEADER, reply.segments)
+    }
     const p = writer.writeFrame(reply.bytes)
     if (!reply.closeAfter) return p
     return p.then(() => {
       dead = true
+      // A plane-read socket keeps reading (and discarding) to the peer's end of stream, then is destroyed.
       socket.end()
     })
   }
@@ -154,7 +216,8 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
     onSettled: () => {
       if (paused && conn.pending() < deps.maxInflight / 2 && !dead) {
         paused = false
-        socket.resume()
+        if (reader !== undefined) reader.resume()
+        else socket.resume()
       }
       maybeFinish()
     },
@@ -164,39 +227,105 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
     }
   })
 
-  socket.on("data", (chunk: Buffer) => {
+  const pause = () => {
+    paused = true
+    if (reader !== undefined) reader.pause()
+    else socket.pause()
+  }
+
+  /** Serves one whole frame at `b[p, p+16+length)`; false when nothing after it may be read as a frame. */
+  const frame = (b: Buffer, p: number, length: number): boolean => {
+    const type = b[p + 3]!
+    const reply = handler.handleAt(type, u32be(b, p + 8), b, p + HEADER_LEN, p + HEADER_LEN + length)
+    conn.push(reply)
+    // Nothing after a Put can be trusted to be a frame.
+    if (reply instanceof Promise || reply._tag === "File" || !reply.closeAfter) return true
+    if (reader === undefined) pause()
+    return false
+  }
+
+  const onBytes = (b: Buffer, start: number, end: number) => {
     if (dead) return
-    decoder.push(chunk)
-    for (;;) {
-      const next = decoder.next()
-      if (next === undefined) break
-      if ("_tag" in next) {
-        drop()
-        return
+    let p = start
+    if (carryLen > 0) {
+      const c = carry!
+      if (carryNeed === 0) {
+        const take = Math.min(HEADER_LEN - carryLen, end - p)
+        b.copy(c, carryLen, p, p + take)
+        carryLen += take
+        p += take
+        if (carryLen < HEADER_LEN) return
+        const length = bodyLength(c, 0)
+        if (length < 0) return drop()
+        carryNeed = HEADER_LEN + length
+        if (carryNeed > c.length) {
+          const grown = Buffer.allocUnsafe(carryNeed)
+          c.copy(grown, 0, 0, carryLen)
+          carry = grown
+        }
       }
-      const reply = handler.handle(next)
-      if (reply instanceof Promise || reply._tag === "File" || !reply.closeAfter) conn.push(reply)
-      else {
-        conn.push(reply)
-        // Nothing after a Put can be trusted to be a frame.
-        socket.pause()
-        paused = true
-        return
-      }
+      const take = Math.min(carryNeed - carryLen, end - p)
+      b.copy(carry!, carryLen, p, p + take)
+      carryLen += take
+      p += take
+      if (carryLen < carryNeed) return
+      const whole = carry!
+      const length = carryNeed - HEADER_LEN
+      carryLen = 0
+      carryNeed = 0
+      if (whole.length > CARRY_KEEP) carry = undefined
+      if (!frame(whole, 0, length)) return
     }
-    if (!paused && conn.pending() >= deps.maxInflight) {
-      paused = true
-      socket.pause()
+    while (end - p >= HEADER_LEN) {
+      const length = bodyLength(b, p)
+      if (length < 0) return drop()
+      if (end - p - HEADER_LEN < length) break
+      const more = frame(b, p, length)
+      p += HEADER_LEN + length
+      if (!more) return
     }
-  })
-  socket.on("end", () => {
+    if (p < end) {
+      const rest = end - p
+      if (carry === undefined) carry = Buffer.allocUnsafe(Math.max(256, rest))
+      if (rest >= HEADER_LEN) {
+        // The header passed its checks in the loop above: size the carry for the whole frame.
+        carryNeed = HEADER_LEN + bodyLength(b, p)
+        if (carry.length < carryNeed) carry = Buffer.allocUnsafe(carryNeed)
+      } else if (carry.length < HEADER_LEN) carry = Buffer.allocUnsafe(256)
+      b.copy(carry, 0, p, end)
+      carryLen = rest
+    }
+    if (!paused && conn.pending() >= deps.maxInflight) pause()
+  }
+
+  const onEnd = () => {
     // Half-close: queued replies still go out, then the connection closes.
     ended = true
+    // A Put answered: its reply is out and the peer is done; nothing more to read.
+    if (dead && ownsReads) socket.destroy()
     maybeFinish()
-  })
+  }
+
+  const reader = deps.plane?.read?.(socket, writer, { bytes: onBytes, end: onEnd, error: drop })
+  if (reader === undefined) {
+    socket.on("data", (chunk: Buffer) => onBytes(chunk, 0, chunk.length))
+    socket.on("end", onEnd)
+    socket.resume()
+  }
   socket.setTimeout(deps.readTimeoutMs)
+  let readsAtTimeout = 0
   socket.on("timeout", () => {
-    if (decoder.buffered > 0 && !paused) drop()
+    if (reader !== undefined) {
+      if (dead) return void socket.destroy()
+      // libuv sees no reads on a plane-read socket, so its idle timer is re-armed while reads happen.
+      const reads = reader.reads()
+      if (reads !== readsAtTimeout) {
+        readsAtTimeout = reads
+        socket.setTimeout(deps.readTimeoutMs)
+        return
+      }
+    }
+    if (carryLen > 0 && !paused) drop()
   })
   socket.on("error", () => {})
   socket.once("close", () => {

@@ -35,7 +35,12 @@ export class ObjectIdCache {
 
   /** The cached object whose bytes start `body` (followed by exactly offset and len), else undefined. */
   match(body: Uint8Array): KnownObject | undefined {
-    const n = body.length - TAIL
+    return this.matchAt(body, 0, body.length)
+  }
+
+  /** `match` of the body at `buf[start, end)`, read in place (the serve loop's read buffer is reused). */
+  matchAt(buf: Uint8Array, start: number, end: number): KnownObject | undefined {
+    const n = end - start - TAIL
     if (n <= 0) return undefined
     const entries = this.#entries
     for (let i = 0; i < entries.length; i++) {
@@ -43,13 +48,14 @@ export class ObjectIdCache {
       const b = e.bytes
       if (b.length !== n) continue
       let j = 0
-      while (j < n && b[j] === body[j]) j++
+      while (j < n && b[j] === buf[start + j]) j++
       if (j !== n) continue
-      const offHi = readU32LE(body, n + 4)
-      const lenHi = readU32LE(body, n + 12)
+      const t = start + n
+      const offHi = readU32LE(buf, t + 4)
+      const lenHi = readU32LE(buf, t + 12)
       if (offHi > MAX_HI || lenHi > MAX_HI) return undefined
-      this.offset = offHi * TWO_32 + readU32LE(body, n)
-      this.len = lenHi * TWO_32 + readU32LE(body, n + 8)
+      this.offset = offHi * TWO_32 + readU32LE(buf, t)
+      this.len = lenHi * TWO_32 + readU32LE(buf, t + 8)
       if (i > 0) {
         entries[i] = entries[0]!
         entries[0] = e

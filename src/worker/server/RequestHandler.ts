@@ -27,7 +27,6 @@ import {
   encodeControlFrame,
   encodeErrorFrame,
   encodeFrame,
-  encodeHeader,
   MsgType,
   readObjectId,
   type ControlMessage,
@@ -46,7 +45,14 @@ import { ObjectIdCache } from "./ObjectIdCache.js"
 
 export type Reply =
   | { readonly _tag: "Frame"; readonly bytes: Uint8Array; readonly closeAfter: boolean }
-  | { readonly _tag: "File"; readonly header: Uint8Array; readonly segments: ReadonlyArray<FileSegment>; readonly range: RangeReply }
+  | {
+      readonly _tag: "File"
+      /** Header fields; the serve loop writes the header bytes when it sends (no Buffer per reply). */
+      readonly type: MsgType
+      readonly requestId: number
+      readonly segments: ReadonlyArray<FileSegment>
+      readonly range: RangeReply
+    }
 
 const EMPTY = new Uint8Array(0)
 
@@ -67,6 +73,30 @@ export class RequestHandler {
     // A reply promise must always settle with a reply, or the connection's reply order would stall.
     const { type, requestId } = frame.header
     return reply.catch((e: unknown) => this.error(type, requestId, `internal error: ${describeUnknown(e)}`))
+  }
+
+  /**
+   * One frame read in place: type and id from its header, body at `buf[start, end)`. `buf` is
+   * the serve loop's read buffer and is overwritten by the next read, so nothing may keep the
+   * body: a GetRange of a known object is answered from it directly (the hit path allocates
+   * no frame, header or payload view); every other type gets a copy.
+   */
+  handleAt(type: number, requestId: number, buf: Buffer, start: number, end: number): Reply | Promise<Reply> {
+    if (type === MsgType.GetRange && this.ready.ready) {
+      const known = this.ids.matchAt(buf, start, end)
+      if (known !== undefined && known.problem === undefined) {
+        const outcome = this.reader.read(known.object, this.ids.offset, this.ids.len, known.key)
+        if (!(outcome instanceof Promise)) return this.fromOutcome(type, requestId, outcome)
+        return outcome.then(
+          (o) => this.fromOutcome(type, requestId, o),
+          (e: unknown) => this.error(type, requestId, `internal error: ${describeUnknown(e)}`)
+        )
+      }
+    }
+    const view = buf.subarray(start, end)
+    // A GetRange body is decoded before this returns (remember() copies what it keeps).
+    const payload = type === MsgType.GetRange ? view : Buffer.from(view)
+    return this.handle({ header: { type: type as MsgType, flags: 0, requestId, length: end - start }, payload })
   }
 
   private dispatch(frame: Frame): Reply | Promise<Reply> {
@@ -137,12 +167,7 @@ export class RequestHandler {
 
   private fromOutcome(type: MsgType, requestId: number, o: ReadOutcome): Reply {
     if (o._tag === "ReadFailed") return this.error(type, requestId, o.reason)
-    return {
-      _tag: "File",
-      header: encodeHeader({ type, flags: 0, requestId, length: o.length }),
-      segments: o.segments,
-      range: o
-    }
+    return { _tag: "File", type, requestId, segments: o.segments, range: o }
   }
 
   private async whole(type: MsgType, requestId: number, object: ObjectId): Promise<Reply> {

@@ -56,6 +56,8 @@ interface DirState {
   resident: number
   /** Committed units, least recently used first (Set keeps insertion order; touch = delete + add). */
   readonly lru: Set<Unit>
+  /** Moves to the back of `lru` so far (see Unit.lruStamp). */
+  moves: number
   /** Block directories being removed, so a new fill of the same block waits for the rm. */
   readonly removing: Map<string, Promise<void>>
 }
@@ -89,6 +91,8 @@ export class DiskStore {
   readonly #index = new Map<string, Entry>()
   /** Units with an open fd, least recently used first. */
   readonly #open = new Set<Unit>()
+  /** Moves to the back of `#open` so far (see Unit.fdStamp). */
+  #fdMoves = 0
   readonly #maxOpen: number
   readonly #onEvict: (bytes: number) => void
   readonly #warn: (message: string) => void
@@ -105,6 +109,7 @@ export class DiskStore {
       capacity: options.capacity,
       resident: 0,
       lru: new Set<Unit>(),
+      moves: 0,
       removing: new Map()
     }))
     this.#maxOpen = options.maxOpenFiles ?? 4096
@@ -133,15 +138,21 @@ export class DiskStore {
   pin(entry: Entry, first: number, end: number, out: Array<Unit>): boolean {
     const units = entry.units
     for (let i = first; i < end; i++) if (units[i] === undefined) return false
-    const lru = this.#dirs[entry.dirIndex]!.lru
+    const dir = this.#dirs[entry.dirIndex]!
+    const lru = dir.lru
+    const open = this.#open
     for (let i = first; i < end; i++) {
       const u = units[i]!
       u.refs++
-      lru.delete(u)
-      lru.add(u)
-      if (u.fd >= 0) {
-        this.#open.delete(u)
-        this.#open.add(u)
+      if (dir.moves - u.lruStamp > lru.size >> 2) {
+        lru.delete(u)
+        lru.add(u)
+        u.lruStamp = ++dir.moves
+      }
+      if (u.fd >= 0 && this.#fdMoves - u.fdStamp > open.size >> 2) {
+        open.delete(u)
+        open.add(u)
+        u.fdStamp = ++this.#fdMoves
       }
       out.push(u)
     }
@@ -331,10 +342,12 @@ export class DiskStore {
     entry.bitmap?.set(unit.index)
     dir.resident += unit.bytes
     dir.lru.add(unit)
+    unit.lruStamp = ++dir.moves
   }
 
   #trackOpen(unit: Unit): void {
     this.#open.add(unit)
+    unit.fdStamp = ++this.#fdMoves
     if (this.#open.size <= this.#maxOpen) return
     for (const u of this.#open) {
       if (this.#open.size <= this.#maxOpen) break

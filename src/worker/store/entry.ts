@@ -18,6 +18,14 @@ export class Unit {
   opening: Promise<boolean> | undefined = undefined
   /** Removed from the index (evicted or found missing): never handed out again. */
   gone = false
+  /**
+   * The dir's LRU move count when this unit last moved to its back (and the open-fd LRU's).
+   * A unit still among the most recently moved quarter is not moved again on a hit: the order
+   * of the oldest three quarters, where eviction looks, stays exact, and a hot unit costs no
+   * Set operations.
+   */
+  lruStamp = 0
+  fdStamp = 0
 
   constructor(
     readonly entry: Entry,
