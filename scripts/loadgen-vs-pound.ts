@@ -58,9 +58,14 @@ interface Metrics {
   readonly client_cores: number
   /** Client CPU per request (µs): what sets rps once the client core is the limit. */
   readonly client_us_per_req: number
+  /** loadgen only (NaN for pound): socket reads and writes per request, the calls Node pays for. */
+  readonly client_reads_per_req: number
+  readonly client_writes_per_req: number
 }
 
-const withClientCost = (m: Omit<Metrics, "client_us_per_req">): Metrics => ({
+const withClientCost = (m: Omit<Metrics, "client_us_per_req" | "client_reads_per_req" | "client_writes_per_req"> & Partial<Metrics>): Metrics => ({
+  client_reads_per_req: NaN,
+  client_writes_per_req: NaN,
   ...m,
   client_us_per_req: m.rps > 0 ? Math.round((m.client_cores * 1e6 * 100) / m.rps) / 100 : NaN
 })
@@ -144,7 +149,9 @@ const main = Effect.gen(function* () {
           server_cpu_percent: j["cpu_percent"]!,
           server_kernel_share: j["kernel_share"]!,
           server_cpu_us_per_req: j["cpu_us_per_req"]!,
-          client_cores: j["client_cores"]!
+          client_cores: j["client_cores"]!,
+          client_reads_per_req: j["client_reads_per_req"]!,
+          client_writes_per_req: j["client_writes_per_req"]!
         }))
       )
   }
@@ -188,7 +195,8 @@ const main = Effect.gen(function* () {
         ? "The client core was the limit (median client_cores ≥ 0.9), so rps is each client's ceiling on one core."
         : `The clients were not the limit: median client_cores ${medianCores.toFixed(2)} (pound) / ${report.summary["loadgen"]!["client_cores"]!.median.toFixed(2)} (loadgen), with the machine's 1-minute load average at ${load1Before} before and ${load1After} after the rounds. CPU 1 was shared with other work, so rps reflects the share of CPU each client got; client_us_per_req (client CPU per request) is the number that sets the ratio once a client owns its core.`,
       "The VM is shared with other work; single runs drift 20–30 % between minutes, so only the per-round ratios are compared.",
-      "pound copies payloads into user space with recv(); loadgen reads through libuv into one reused buffer; neither verifies bytes here."
+      "pound copies payloads into user space with recv(); loadgen reads through libuv into one reused buffer; neither verifies bytes here.",
+      `loadgen grows its depth from 1 to ${depth} over the first half of its warmup (at most 1 s; pound starts at full depth). Without it some runs kept every TCP receive window at its initial ~230 KiB, the server then transmitted inside the client's window updates on the client's core, and loadgen paid ~38 µs/request instead of ~21. The measured window is at full depth for both.`
     ],
     command: `npx tsx scripts/loadgen-vs-pound.ts --rounds ${rounds} --seconds ${seconds} --warmup ${warmup} --conns ${conns} --depth ${depth}${spin ? " --spin" : ""}`,
     date: today(),

@@ -35,6 +35,10 @@ const options = {
   range: text("range", "65536", "Bytes per GetRange (K/M/G suffixes allowed); offsets are random multiples of it."),
   seconds: text("seconds", "10", "Measured window per run, seconds."),
   warmup: text("warmup", "3", "Warmup before the window, seconds (excluded from every number)."),
+  ramp: optionalText(
+    "ramp",
+    "Seconds at the start of the warmup over which requests in flight per connection grow from 1 to --depth, so TCP receive windows open before full load (default: half the warmup, at most 1)."
+  ),
   object: optionalText("object", "Object to read: s3://bucket/key, az://container/key, or a key with --backend/--container."),
   backend: Options.choice("backend", ["s3", "az"] as const).pipe(
     Options.withFallbackConfig(Config.literal("s3", "az")(env("BACKEND")).pipe(Config.withDefault("s3" as const))),
@@ -88,6 +92,10 @@ const run = (f: Flags) =>
     const range = yield* orFail(parseSize("--range", f.range))
     const seconds = yield* number("seconds", f.seconds, (n) => n > 0, "a number of seconds > 0")
     const warmup = yield* number("warmup", f.warmup, (n) => n >= 0, "a number of seconds ≥ 0")
+    const ramp = yield* Option.match(f.ramp, {
+      onNone: () => Effect.succeed(undefined),
+      onSome: (s) => number("ramp", s, (n) => n >= 0 && n <= warmup, `a number of seconds in [0, --warmup ${warmup}]`)
+    })
     const drainTimeout = yield* number("drain-timeout", f.drainTimeout, (n) => n > 0, "a number of seconds > 0")
     const missShare = yield* number("miss-share", f.missShare, (n) => n >= 0 && n < 1, "a share in [0, 1)")
     const missStride = yield* orFail(parseSize("--miss-stride", f.missStride))
@@ -131,6 +139,7 @@ const run = (f: Flags) =>
           range,
           seconds,
           warmup,
+          ...(ramp !== undefined ? { ramp } : {}),
           threads,
           object,
           size,

@@ -63,6 +63,8 @@ export interface ThreadSpec {
   readonly verify: string | null
   readonly failFast: boolean
   readonly readBufferBytes: number
+  /** Warmup ramp: requests in flight per connection grow from 1 to `depth` over this many ms (0: none). */
+  readonly rampMs: number
 }
 
 /** Absolute times (ms since the epoch, fractional) shared by all threads. */
@@ -85,6 +87,9 @@ export interface ThreadResult {
   readonly measuredBytes: number
   readonly errors: number
   readonly errorFrames: number
+  /** Socket reads and writes inside the window: Node pays a JS callback per read and stream work per write. */
+  readonly windowReads: number
+  readonly windowWrites: number
   readonly firstError: string | null
   /** Compressed HdrHistograms (µs) of hits and misses inside the window. */
   readonly hitHistogram: string
@@ -171,6 +176,9 @@ export const runThread = async (
   let measuredBytes = 0
   let errors = 0
   let errorFrames = 0
+  let windowReads = 0
+  let windowWrites = 0
+  let inWindow = false
   let firstError: string | null = null
   let draining = false
   let resolveDone: () => void = () => {}
@@ -285,6 +293,7 @@ export const runThread = async (
     c.queued = false
     if (c.outLen === 0 || c.dead) return
     const socket = c.socket!
+    if (inWindow) windowWrites++
     socket.write(c.out.subarray(0, c.outLen))
     c.outLen = 0
     c.pending = 0
@@ -404,6 +413,8 @@ export const runThread = async (
 
   const onData = (c: Conn, n: number, buf: Buffer): void => {
     const now = performance.now()
+    inWindow = now >= measureFrom && now < measureUntil
+    if (inWindow) windowReads++
     let p = 0
     while (p < n) {
       if (!c.inBody) {
@@ -489,14 +500,30 @@ export const runThread = async (
   measureUntil = signal.measureUntilMs - origin
 
   sending = true
-  const now = performance.now()
-  for (const c of conns) {
-    for (let slot = 0; slot < depth && sending; slot++) {
-      c.active[slot] = 1
-      c.inflight++
-      issue(c, slot, now)
+  const rampStart = performance.now()
+  let limit = spec.rampMs > 0 ? 1 : depth
+  const fill = (): void => {
+    const now = performance.now()
+    for (const c of conns) {
+      if (c.dead) continue
+      for (let slot = 0; slot < depth && sending && c.inflight < limit; slot++) {
+        if (c.active[slot] !== 0) continue
+        c.active[slot] = 1
+        c.inflight++
+        issue(c, slot, now)
+      }
+      scheduleFlush(c)
     }
-    scheduleFlush(c)
+  }
+  fill()
+  let rampTimer: ReturnType<typeof setInterval> | undefined
+  if (limit < depth) {
+    rampTimer = setInterval(() => {
+      const t = performance.now() - rampStart
+      limit = t >= spec.rampMs ? depth : Math.max(1, Math.ceil((depth * t) / spec.rampMs))
+      if (!sending || limit >= depth) clearInterval(rampTimer)
+      if (sending) fill()
+    }, 10)
   }
 
   const stopTimer = setTimeout(() => {
@@ -514,6 +541,7 @@ export const runThread = async (
   await done
   clearTimeout(stopTimer)
   clearTimeout(drainTimer)
+  clearInterval(rampTimer)
   for (const c of conns) {
     c.dead = true
     c.socket?.destroy()
@@ -528,6 +556,8 @@ export const runThread = async (
     measuredBytes,
     errors,
     errorFrames,
+    windowReads,
+    windowWrites,
     firstError,
     hitHistogram: hdr.encodeIntoCompressedBase64(hitHist.toHistogram()),
     missHistogram: hdr.encodeIntoCompressedBase64((missHist ?? new LinearRecorder()).toHistogram())

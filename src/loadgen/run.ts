@@ -23,6 +23,11 @@ export interface LoadSpec {
   readonly range: number
   readonly seconds: number
   readonly warmup: number
+  /**
+   * Seconds at the start of the warmup over which requests in flight per connection
+   * grow from 1 to `depth`. Default: half the warmup, at most 1 s. See `rampMs`.
+   */
+  readonly ramp?: number
   readonly threads: number
   readonly object: ObjectId
   /** Object size in bytes; offsets are random multiples of `range` below it. */
@@ -73,6 +78,11 @@ export interface LoadResult {
   readonly cpu_us_per_req: number | null
   /** The generator's own CPU (all threads) over the window, in cores. */
   readonly client_cores: number
+  /** The generator's CPU per request (µs): what sets rps once its core is the limit. */
+  readonly client_us_per_req: number | null
+  /** Socket reads and writes per request inside the window (Node pays per call, not per byte). */
+  readonly client_reads_per_req: number | null
+  readonly client_writes_per_req: number | null
   readonly miss_share: number
   readonly hit_samples: number
   readonly miss_samples: number
@@ -97,6 +107,19 @@ export interface RunHooks {
 
 const READ_BUFFER_BYTES = 256 * 1024
 
+/**
+ * Why a ramp: Linux grows a socket's receive buffer from what the reader drains per
+ * round trip. When every connection's `depth` replies land at once on a client that
+ * is already the bottleneck, some runs keep their windows at the initial ~230 KiB
+ * for good (seen with `ss -tmi` against ceiling; pound's grew to MiBs). The server is
+ * then window-bound, and each window update the client sends makes the server
+ * transmit inside the client's softirq, on the client's CPU: ~38 µs of client CPU
+ * per 64 KiB request instead of ~21, and ceiling idles. Growing the depth over part
+ * of the warmup let the windows open in every run measured. Never into the window.
+ */
+const rampMs = (spec: LoadSpec): number =>
+  Math.round(1000 * Math.max(0, Math.min(spec.ramp ?? Math.min(1, spec.warmup / 2), spec.warmup)))
+
 /** Checks the spec and derives the per-thread plan (hot blocks, cold region). */
 export const planThreads = (spec: LoadSpec): Effect.Effect<ReadonlyArray<ThreadSpec>, LoadgenError> =>
   Effect.gen(function* () {
@@ -107,6 +130,9 @@ export const planThreads = (spec: LoadSpec): Effect.Effect<ReadonlyArray<ThreadS
     if (!posInt(spec.range) || spec.range > 0xffffffff) return yield* bad(`--range wants 1 to 4294967295 bytes, got ${spec.range}`)
     if (!(spec.seconds > 0)) return yield* bad(`--seconds must be > 0, got ${spec.seconds}`)
     if (!(spec.warmup >= 0)) return yield* bad(`--warmup must be ≥ 0, got ${spec.warmup}`)
+    if (spec.ramp !== undefined && !(spec.ramp >= 0 && spec.ramp <= spec.warmup)) {
+      return yield* bad(`--ramp must be between 0 and --warmup (${spec.warmup} s), got ${spec.ramp}`)
+    }
     if (!(spec.missShare >= 0 && spec.missShare < 1)) return yield* bad(`--miss-share must be in [0, 1), got ${spec.missShare}`)
     if (!posInt(spec.size) || spec.size < spec.range) {
       return yield* bad(`object size ${spec.size} is smaller than --range ${spec.range} (give --size, or --coordinator to ask)`)
@@ -146,7 +172,8 @@ export const planThreads = (spec: LoadSpec): Effect.Effect<ReadonlyArray<ThreadS
       seed: spec.seed,
       verify: spec.verify ?? null,
       failFast: spec.failFast,
-      readBufferBytes: READ_BUFFER_BYTES
+      readBufferBytes: READ_BUFFER_BYTES,
+      rampMs: rampMs(spec)
     }))
   })
 
@@ -291,6 +318,9 @@ const merge = (
     rss_kb: server ? server.rss_kb : null,
     cpu_us_per_req: server && samples > 0 ? round((server.cpu_seconds * 1e6) / samples, 2) : null,
     client_cores: round(clientCpuSeconds / spec.seconds, 3),
+    client_us_per_req: samples > 0 ? round((clientCpuSeconds * 1e6) / samples, 2) : null,
+    client_reads_per_req: samples > 0 ? round(sum((r) => r.windowReads) / samples, 3) : null,
+    client_writes_per_req: samples > 0 ? round(sum((r) => r.windowWrites) / samples, 3) : null,
     miss_share: spec.missShare,
     hit_samples: sum((r) => r.hitSamples),
     miss_samples: sum((r) => r.missSamples),

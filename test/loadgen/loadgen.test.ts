@@ -180,6 +180,23 @@ describe("loadgen against scripted servers", () => {
       expect(failureOf(r)).toMatch(/reply length 65537 \(expected 65536 for offset \d+\)/)
     }))
 
+  it.live("ramps every connection up to exactly --depth requests in flight during the warmup", () =>
+    Effect.gen(function* () {
+      // A silent server keeps every request outstanding, so what it received is what was put in flight.
+      const fake = yield* Effect.promise(() => startFake({}))
+      const r = yield* runLoad(spec(fake.port, { conns: 3, depth: 5, warmup: 0.4, ramp: 0.3, seconds: 0.1, drainTimeout: 0.2 })).pipe(
+        Effect.ensuring(Effect.promise(() => fake.stop()))
+      )
+      expect(fake.stats.requests).toBe(3 * 5)
+      expect(failureOf(r)).toContain("drain timeout")
+    }))
+
+  it.live("rejects a ramp longer than the warmup", () =>
+    Effect.gen(function* () {
+      const e = yield* Effect.flip(runLoad(spec(1, { warmup: 0.5, ramp: 1 })))
+      expect(e.message).toBe("--ramp must be between 0 and --warmup (0.5 s), got 1")
+    }))
+
   it.live("counts zero samples from a silent server as a failed run", () =>
     Effect.gen(function* () {
       const fake = yield* Effect.promise(() => startFake({}))

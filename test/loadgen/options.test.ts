@@ -52,7 +52,7 @@ describe("report", () => {
     const base = {
       addr: "a", conns: 64, depth: 16, range: 65536, threads: 1, seconds: 5, rps: 1000, mib_s: 62.5, p50_us: 10, p90_us: 20,
       p99_us: 30, p999_us: 40, max_us: 50, samples: 5000, errors: 0, error_frames: 0, first_error: null, bytes: 0, cpu_percent: null,
-      kernel_share: null, rss_kb: null, cpu_us_per_req: null, client_cores: 0.5, miss_share: 0, hit_samples: 5000, miss_samples: 0,
+      kernel_share: null, rss_kb: null, cpu_us_per_req: null, client_cores: 0.5, client_us_per_req: 100, client_reads_per_req: 1, client_writes_per_req: 0.5, miss_share: 0, hit_samples: 5000, miss_samples: 0,
       hit_p50_us: 10, hit_p99_us: 30, miss_p50_us: null, miss_p99_us: null
     }
     expect(table([base])).not.toContain("miss")
