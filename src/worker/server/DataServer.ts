@@ -316,14 +316,16 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
   let readsAtTimeout = 0
   socket.on("timeout", () => {
     if (reader !== undefined) {
+      // A Put was answered and the peer never closed: nothing more is coming.
       if (dead) return void socket.destroy()
-      // libuv sees no reads on a plane-read socket, so its idle timer is re-armed while reads happen.
+      // libuv sees no reads on a plane-read socket, so its idle timer never restarts by itself:
+      // restart it here, and drop only a connection that sat a whole period on a partial frame.
       const reads = reader.reads()
-      if (reads !== readsAtTimeout) {
-        readsAtTimeout = reads
-        socket.setTimeout(deps.readTimeoutMs)
-        return
-      }
+      const idle = reads === readsAtTimeout
+      readsAtTimeout = reads
+      if (idle && carryLen > 0 && !paused) drop()
+      else socket.setTimeout(deps.readTimeoutMs)
+      return
     }
     if (carryLen > 0 && !paused) drop()
   })
