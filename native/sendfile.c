@@ -2,14 +2,15 @@
  * talon_sendfile: the native data plane's kernel calls.
  *
  * Node keeps every TCP socket non-blocking (libuv), so each call here returns at once:
- * it sends what the socket buffer accepts and reports how far it got. When the buffer
- * is full the caller arms a writability wait; all waits share ONE epoll instance with
- * EPOLLOUT|EPOLLONESHOT, and that epoll fd is itself watched by a uv_poll on the
- * event loop. The loop's own epoll_wait therefore sleeps on every blocked socket at
- * once: no thread-pool slot is held per socket, the loop is never blocked and nothing
- * spins. When it fires, the ready fds are copied into a JS-owned Int32Array before the
- * JS callback runs, so a re-arm made by the callback can never overwrite a wakeup that
- * has not been handled yet.
+ * it sends what the socket buffer accepts and reports how far it got. Connections the
+ * plane serves are registered on ONE epoll instance (level-triggered: EPOLLIN while the
+ * serve loop wants requests, EPOLLOUT while a reply waits for buffer space), and that
+ * epoll fd is itself watched by a uv_poll on the event loop. The loop's own epoll_wait
+ * therefore sleeps on every connection at once: no thread-pool slot is held per socket,
+ * the loop is never blocked and nothing spins. When it fires, one epoll_wait copies the
+ * ready (fd, events) pairs into a JS-owned Int32Array and one JS callback serves them all
+ * (recv into a reused buffer, then send/sendfile), so a busy loop turn costs one call
+ * into JS for many connections instead of a stream event per socket.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -41,9 +41,9 @@ const newJob = (): Job => ({ header: null, hdrOff: 0, segments: null, segIndex: 
  * The process-wide half of the native plane: the addon, one read buffer shared by every
  * connection it reads (reads are handled one at a time, each to completion), and the
  * connections registered on the shared epoll fd keyed by socket fd. Registrations are
- * level-triggered; the addon copies (fd, events) pairs into `ready` before calling back,
- * and they are copied again before any connection runs, because a connection's handler
- * changes registrations while we are still walking the list.
+ * level-triggered; the addon copies (fd, events) pairs into `ready` before calling back
+ * (one epoll_wait per callback), so a registration changed while the list is walked can
+ * neither overwrite nor lose an entry: anything still ready fires again next turn.
  */
 class NativeRuntime {
   readonly conns = new Map<number, NativeWriter>()
@@ -56,8 +56,9 @@ class NativeRuntime {
   }
 
   private onReady(count: number): void {
-    const events = this.ready.slice(0, 2 * count)
-    for (let i = 0; i < events.length; i += 2) {
+    // Read in place: the addon writes `ready` only right before this callback, never during it.
+    const events = this.ready
+    for (let i = 0; i < 2 * count; i += 2) {
       const fd = events[i]!
       const writer = this.conns.get(fd)
       // Not ours (any more): drop the registration, or a level-triggered fd would wake us forever.
