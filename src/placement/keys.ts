@@ -1,14 +1,19 @@
 import type { BlockId, NodeInfo } from "../core/ids.js"
-import { prefixState, sha256Into as importedSha256Into, sha256IntoAfterPrefix as importedAfterPrefix } from "./sha256.js"
+import { BE_BYTE, paddedLength, prefixState, sha256Words as importedSha256Words, sha256WordsAfterPrefix as importedAfterPrefix } from "./sha256.js"
 
 // Hot-path imports are re-bound locally: under vitest (vite-node) every access to an imported
 // binding is a getter call on the module namespace, which a per-lookup path should not pay.
-const sha256Into = importedSha256Into
-const sha256IntoAfterPrefix = importedAfterPrefix
+const sha256Words = importedSha256Words
+const sha256WordsAfterPrefix = importedAfterPrefix
+const X = BE_BYTE
 
 /**
  * Canonical byte layouts hashed by placement (DESIGN.md "Placement"): a field is a u64 LE
  * byte length followed by the UTF-8 bytes, so every language derives the same hashes.
+ *
+ * Keys are written straight into the SHA-256 message words: byte i of the key goes to byte
+ * `i ^ X` of a Uint8Array over the word array (see sha256.ts), so there is no byte buffer to
+ * convert and nothing is allocated per lookup.
  */
 
 const BLOCK_DOMAIN = Buffer.from("talon-cache-maglev-block-v1\0", "latin1")
@@ -26,54 +31,83 @@ const INV_TWO_32 = 1 / 0x1_0000_0000
 const bswap = (x: number): number =>
   (((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24)) >>> 0
 
-/** Writes a u64 LE at `off` (any safe non-negative integer). */
-const writeU64 = (buf: Uint8Array, off: number, v: number): void => {
-  const lo = v >>> 0
-  const hi = Math.floor(v * INV_TWO_32) >>> 0
-  buf[off] = lo
-  buf[off + 1] = lo >>> 8
-  buf[off + 2] = lo >>> 16
-  buf[off + 3] = lo >>> 24
-  buf[off + 4] = hi
-  buf[off + 5] = hi >>> 8
-  buf[off + 6] = hi >>> 16
-  buf[off + 7] = hi >>> 24
+/** A word array for messages of up to `bytes` bytes (padding included), whole blocks. */
+const wordsFor = (bytes: number): Int32Array => new Int32Array(paddedLength(bytes) >>> 2)
+
+/** Writes `domain` at key byte 0 of `b` (a byte view of message words). */
+const writeDomain = (b: Uint8Array, domain: Uint8Array): void => {
+  for (let i = 0; i < domain.length; i++) b[i ^ X] = domain[i]!
 }
 
 /**
- * Writes field(s) at `off` and returns the offset after it. ASCII is copied by hand (ids,
- * buckets and ETags almost always are); anything else goes through the UTF-8 encoder. The
- * caller guarantees room for 8 + 3 × s.length bytes.
+ * Writes field(s) at key byte `off` and returns the offset after it. The loop copies ASCII
+ * (ids, buckets and ETags almost always are); anything else continues in `writeUtf8`, kept
+ * separate so this stays small enough to inline into `BlockHasher.hash`. The caller
+ * guarantees room for 8 + 3 × s.length bytes.
  */
-const writeField = (buf: Buffer, off: number, s: string): number => {
+const writeField = (b: Uint8Array, off: number, s: string): number => {
   const start = off + 8
   const n = s.length
   let i = 0
   for (; i < n; i++) {
     const c = s.charCodeAt(i)
     if (c >= 0x80) break
-    buf[start + i] = c
+    b[(start + i) ^ X] = c
   }
-  const len = i === n ? n : i + buf.write(s.slice(i), start + i, "utf8")
+  const end = i === n ? start + n : writeUtf8(b, start + i, s, i)
+  const len = end - start
   // A JS string's UTF-8 length is far below 2^32: the high word is zero.
-  buf[off] = len
-  buf[off + 1] = len >>> 8
-  buf[off + 2] = len >>> 16
-  buf[off + 3] = len >>> 24
-  buf[off + 4] = 0
-  buf[off + 5] = 0
-  buf[off + 6] = 0
-  buf[off + 7] = 0
-  return start + len
+  b[off ^ X] = len
+  b[(off + 1) ^ X] = len >>> 8
+  b[(off + 2) ^ X] = len >>> 16
+  b[(off + 3) ^ X] = len >>> 24
+  b[(off + 4) ^ X] = 0
+  b[(off + 5) ^ X] = 0
+  b[(off + 6) ^ X] = 0
+  b[(off + 7) ^ X] = 0
+  return end
+}
+
+/** UTF-8 of `s` from index `i` at key byte `o`, lone surrogates as U+FFFD like Buffer's encoder; returns the end. */
+const writeUtf8 = (b: Uint8Array, o: number, s: string, i: number): number => {
+  const n = s.length
+  for (; i < n; i++) {
+    let c = s.charCodeAt(i)
+    if (c < 0x80) {
+      b[o++ ^ X] = c
+    } else if (c < 0x800) {
+      b[o++ ^ X] = 0xc0 | (c >>> 6)
+      b[o++ ^ X] = 0x80 | (c & 0x3f)
+    } else {
+      if (c >= 0xd800 && c <= 0xdfff) {
+        const d = i + 1 < n ? s.charCodeAt(i + 1) : 0
+        if (c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff) {
+          c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00)
+          i++
+          b[o++ ^ X] = 0xf0 | (c >>> 18)
+          b[o++ ^ X] = 0x80 | ((c >>> 12) & 0x3f)
+          b[o++ ^ X] = 0x80 | ((c >>> 6) & 0x3f)
+          b[o++ ^ X] = 0x80 | (c & 0x3f)
+          continue
+        }
+        c = 0xfffd
+      }
+      b[o++ ^ X] = 0xe0 | (c >>> 12)
+      b[o++ ^ X] = 0x80 | ((c >>> 6) & 0x3f)
+      b[o++ ^ X] = 0x80 | (c & 0x3f)
+    }
+  }
+  return o
 }
 
 /**
- * Hashes blocks into a reusable scratch buffer: one SHA-256, no allocation unless a key is
+ * Hashes blocks into reusable scratch words: one SHA-256, no allocation unless a key is
  * longer than any seen before. Single-threaded JS makes one shared instance safe; results
  * are read from the public fields right after `hash` returns.
  */
 export class BlockHasher {
-  private buf: Buffer = Buffer.alloc(512)
+  private words: Int32Array = wordsFor(440)
+  private bytes: Uint8Array = new Uint8Array(this.words.buffer)
   private readonly digest = new Int32Array(8)
   /** Digest bytes 0–3 read little-endian: the low 32 bits of Talon's `low64`. */
   lo = 0
@@ -83,7 +117,7 @@ export class BlockHasher {
   hi = 0
 
   constructor() {
-    BLOCK_DOMAIN.copy(this.buf, 0)
+    writeDomain(this.bytes, BLOCK_DOMAIN)
   }
 
   hash(block: BlockId): void {
@@ -91,50 +125,62 @@ export class BlockHasher {
     const bucket = object.bucket
     const path = object.objectPath
     const version = block.version
-    // Worst case UTF-8 is 3 bytes per UTF-16 unit; +72 covers fixed fields and padding.
-    const worst = BLOCK_DOMAIN.length + 1 + 24 + 12 + 72 + 3 * (bucket.length + path.length + version.length)
-    if (worst > this.buf.length) {
-      const bigger = Buffer.alloc(Math.max(worst, this.buf.length * 2))
-      BLOCK_DOMAIN.copy(bigger, 0)
-      this.buf = bigger
+    // Worst case UTF-8 is 3 bytes per UTF-16 unit; fixed fields are 1 + 3 × 8 + 4 bytes.
+    const worst = 28 + 29 + 8 + 3 * (bucket.length + path.length + version.length)
+    if (paddedLength(worst) > this.bytes.length) {
+      this.words = wordsFor(Math.max(worst, this.bytes.length * 2))
+      this.bytes = new Uint8Array(this.words.buffer)
+      writeDomain(this.bytes, BLOCK_DOMAIN)
     }
-    const buf = this.buf
-    let off = BLOCK_DOMAIN.length
-    buf[off++] = object.backend
-    off = writeField(buf, off, bucket)
-    off = writeField(buf, off, path)
-    writeU64(buf, off, block.offset)
-    off += 8
+    const b = this.bytes
+    b[28 ^ X] = object.backend
+    let off = writeField(b, 29, bucket)
+    off = writeField(b, off, path)
+    const offset = block.offset
+    const lo = offset >>> 0
+    const hi = Math.floor(offset * INV_TWO_32) >>> 0
+    b[off ^ X] = lo
+    b[(off + 1) ^ X] = lo >>> 8
+    b[(off + 2) ^ X] = lo >>> 16
+    b[(off + 3) ^ X] = lo >>> 24
+    b[(off + 4) ^ X] = hi
+    b[(off + 5) ^ X] = hi >>> 8
+    b[(off + 6) ^ X] = hi >>> 16
+    b[(off + 7) ^ X] = hi >>> 24
     const size = block.blockSize
-    buf[off] = size
-    buf[off + 1] = size >>> 8
-    buf[off + 2] = size >>> 16
-    buf[off + 3] = size >>> 24
-    off = writeField(buf, off + 4, version)
+    b[(off + 8) ^ X] = size
+    b[(off + 9) ^ X] = size >>> 8
+    b[(off + 10) ^ X] = size >>> 16
+    b[(off + 11) ^ X] = size >>> 24
+    off = writeField(b, off + 12, version)
     const d = this.digest
-    sha256IntoAfterPrefix(buf, off, d, BLOCK_MID)
+    sha256WordsAfterPrefix(this.words, off, d, BLOCK_MID)
     this.lo = bswap(d[0]!)
     this.lo2 = bswap(d[1]!)
     this.hi = bswap(d[2]!)
   }
 }
 
-let fieldScratch = Buffer.alloc(1024)
+let fieldWords = wordsFor(1024)
+let fieldBytes = new Uint8Array(fieldWords.buffer)
 const fieldDigest = new Int32Array(8)
 
 /**
  * SHA-256 of `domain ++ field(f) for each f` into `fieldDigest` (cold path: table builds).
- * Reuses one scratch buffer: a fresh zeroed Buffer per worker costs more than its hash.
+ * Reuses one scratch: a fresh array per worker costs more than its hash.
  */
 const hashFields = (domain: Buffer, fields: ReadonlyArray<string>): Int32Array => {
-  let worst = domain.length + 72
+  let worst = domain.length
   for (const f of fields) worst += 8 + 3 * f.length
-  if (worst > fieldScratch.length) fieldScratch = Buffer.alloc(Math.max(worst, fieldScratch.length * 2))
-  const buf = fieldScratch
-  domain.copy(buf, 0)
+  if (paddedLength(worst) > fieldBytes.length) {
+    fieldWords = wordsFor(Math.max(worst, fieldBytes.length * 2))
+    fieldBytes = new Uint8Array(fieldWords.buffer)
+  }
+  const b = fieldBytes
+  writeDomain(b, domain)
   let off = domain.length
-  for (const f of fields) off = writeField(buf, off, f)
-  sha256Into(buf, off, fieldDigest)
+  for (const f of fields) off = writeField(b, off, f)
+  sha256Words(fieldWords, off, fieldDigest)
   return fieldDigest
 }
 

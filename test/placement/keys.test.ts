@@ -62,6 +62,20 @@ describe("BlockHasher", () => {
     )
   })
 
+  it("encodes arbitrary UTF-16 (paired and lone surrogates, every width) the way Buffer does", () => {
+    const h = new BlockHasher()
+    const utf16 = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)), maxLength: 40 })
+    fc.assert(
+      fc.property(utf16, utf16, utf16, (bucket, objectPath, version) => {
+        const b: BlockId = { object: { backend: Backend.Gcs, bucket, objectPath }, offset: 3, blockSize: 4, version }
+        h.hash(b)
+        const d = referenceDigest(b)
+        expect([h.lo, h.lo2, h.hi]).toEqual([d.readUInt32LE(0), d.readUInt32LE(4), d.readUInt32LE(8)])
+      }),
+      { numRuns: 500 }
+    )
+  })
+
   it("handles lone surrogates the way Buffer's UTF-8 encoder does", () => {
     const h = new BlockHasher()
     const b: BlockId = { object: { backend: Backend.S3, bucket: "b\ud800", objectPath: "x\udfffy" }, offset: 1, blockSize: 2, version: "é" }

@@ -1,12 +1,25 @@
 import { describe, expect, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
 import fc from "fast-check"
-import { paddedLength, prefixState, sha256Into, sha256IntoAfterPrefix } from "../../src/placement/sha256.js"
+import { BE_BYTE, paddedLength, prefixState, sha256Into, sha256Words, sha256WordsAfterPrefix } from "../../src/placement/sha256.js"
 
 const hex = (words: Int32Array): string => Array.from(words, (w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
 
+/**
+ * `bytes` laid out as the word functions expect (byte i at `i ^ BE_BYTE`), in a scratch that
+ * starts full of garbage: stale words from a longer earlier key must not matter.
+ */
+const asWords = (bytes: Uint8Array): Int32Array => {
+  const words = new Int32Array(paddedLength(bytes.length) / 4).fill(0x5a5a5a5a)
+  const view = new Uint8Array(words.buffer)
+  bytes.forEach((b, i) => (view[i ^ BE_BYTE] = b))
+  return words
+}
+
+const oracle = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
+
 const ours = (bytes: Uint8Array): string => {
-  // Garbage after the message must not matter: the hash writes its own padding.
+  // Garbage after the message must not matter.
   const scratch = new Uint8Array(paddedLength(bytes.length)).fill(0xa5)
   scratch.set(bytes)
   const out = new Int32Array(8)
@@ -40,20 +53,53 @@ describe("sha256Into", () => {
   })
 })
 
-describe("sha256IntoAfterPrefix", () => {
+describe("sha256Words", () => {
+  it("agrees with node:crypto on every length across the padding boundaries", () => {
+    for (let len = 0; len <= 200; len++) {
+      const bytes = Uint8Array.from({ length: len }, (_, i) => (i * 131 + len) & 0xff)
+      const out = new Int32Array(8)
+      sha256Words(asWords(bytes), len, out)
+      expect(hex(out), `length ${len}`).toBe(oracle(bytes))
+    }
+  })
+
+  it("agrees with node:crypto on arbitrary bytes", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 1000 }), (bytes) => {
+        const out = new Int32Array(8)
+        sha256Words(asWords(bytes), bytes.length, out)
+        expect(hex(out)).toBe(oracle(bytes))
+      }),
+      { numRuns: 300 }
+    )
+  })
+})
+
+describe("sha256WordsAfterPrefix", () => {
   it("resumes after the constant 28-byte prefix and agrees with node:crypto", () => {
     fc.assert(
       fc.property(fc.uint8Array({ minLength: 28, maxLength: 28 }), fc.uint8Array({ maxLength: 300 }), (prefix, rest) => {
         const mid = prefixState(prefix)
-        const msg = new Uint8Array(paddedLength(28 + rest.length))
+        const msg = new Uint8Array(28 + rest.length)
         msg.set(prefix)
         msg.set(rest, 28)
         const out = new Int32Array(8)
-        sha256IntoAfterPrefix(msg, 28 + rest.length, out, mid)
-        expect(hex(out)).toBe(createHash("sha256").update(msg.subarray(0, 28 + rest.length)).digest("hex"))
+        sha256WordsAfterPrefix(asWords(msg), msg.length, out, mid)
+        expect(hex(out)).toBe(oracle(msg))
       }),
       { numRuns: 300 }
     )
+  })
+
+  it("agrees with node:crypto on every placement-sized length (one to three blocks)", () => {
+    const prefix = Buffer.from("talon-cache-maglev-block-v1\0", "latin1")
+    const mid = prefixState(prefix)
+    for (let len = 28; len <= 200; len++) {
+      const msg = Uint8Array.from({ length: len }, (_, i) => (i < 28 ? prefix[i]! : (i * 37 + len) & 0xff))
+      const out = new Int32Array(8)
+      sha256WordsAfterPrefix(asWords(msg), len, out, mid)
+      expect(hex(out), `length ${len}`).toBe(oracle(msg))
+    }
   })
 
   it("refuses a prefix shorter than 28 bytes", () => {
