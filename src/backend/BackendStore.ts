@@ -72,6 +72,16 @@ export class BackendRangeError extends Data.TaggedError("BackendRangeError")<{
 export type BackendError = BackendNotFound | BackendRequestError | BackendRangeError
 
 /**
+ * The bytes of a range read, pulled a batch at a time (whatever arrived since the last
+ * call). `next` resolves `undefined` after the last byte and rejects with a
+ * `BackendError`; `close` stops the read and is safe to call more than once.
+ */
+export interface RangeReader {
+  readonly next: () => Promise<ReadonlyArray<Uint8Array> | undefined>
+  readonly close: () => void
+}
+
+/**
  * The origin as the worker, coordinator and gateway see it. One implementation per
  * provider (`BackendStore.S3`, `BackendStore.Azure` in ./S3.ts and ./Azure.ts).
  */
@@ -84,6 +94,11 @@ export interface BackendStoreShape {
     length: number,
     options?: GetRangeOptions
   ) => Stream.Stream<Uint8Array, BackendError>
+  /**
+   * The same bytes and guarantees as `getRange` for relays: no fiber per chunk. Optional;
+   * `rangeReader` (ranged.ts) falls back to pulling `getRange`.
+   */
+  readonly openRange?: (object: ObjectId, offset: number, length: number, options?: GetRangeOptions) => RangeReader
   /** One page of a listing within `bucket`. */
   readonly list: (bucket: string, options?: ListOptions) => Effect.Effect<ListPage, BackendError>
   readonly put: (object: ObjectId, body: Uint8Array) => Effect.Effect<ObjectStat, BackendError>

@@ -1,7 +1,8 @@
-import { Config, type ConfigError, Effect, Layer, Option, type Scope, Stream } from "effect"
+import { Config, type ConfigError, Effect, Layer, Option, Runtime, type Scope, Stream } from "effect"
 import { Backend, type ObjectId } from "../core/ids.js"
 import * as Azure from "./Azure.js"
 import { BackendRequestError, BackendStore, type BackendStoreShape } from "./BackendStore.js"
+import { readerFromStream } from "./ranged.js"
 import * as S3 from "./S3.js"
 
 /** The provider stores a router dispatches to; a missing one fails requests for its objects. */
@@ -46,6 +47,12 @@ export const route = (stores: RoutedStores): BackendStoreShape => {
       return store
         ? store.getRange(object, offset, length, options)
         : Stream.fail(unconfigured(object.backend, uri(object), "getRange"))
+    },
+    openRange: (object, offset, length, options) => {
+      const store = pick(object.backend)
+      if (store?.openRange !== undefined) return store.openRange(object, offset, length, options)
+      const stream = store ? store.getRange(object, offset, length, options) : Stream.fail(unconfigured(object.backend, uri(object), "getRange"))
+      return readerFromStream(Runtime.defaultRuntime, stream)
     },
     list: (bucket, options) => {
       const backend = options?.backend ?? (configured.length === 1 ? configured[0] : undefined)

@@ -60,7 +60,7 @@ export class SlabPool {
   }
 }
 
-const EMPTY: ReadonlyArray<Buffer> = []
+const EMPTY: ReadonlyArray<Uint8Array> = []
 
 /**
  * The bytes of one reply: views into slabs, in order. `release` once they have been
@@ -70,7 +70,7 @@ export class Payload {
   private slabs: Array<Slab> | undefined
 
   constructor(
-    readonly views: ReadonlyArray<Buffer>,
+    readonly views: ReadonlyArray<Uint8Array>,
     slabs: Array<Slab> | undefined,
     readonly length: number
   ) {
@@ -81,14 +81,13 @@ export class Payload {
 
   /** Wraps bytes the pool does not own (tests, the origin fallback). */
   static of(bytes: Uint8Array): Payload {
-    const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-    return new Payload([buf], undefined, buf.length)
+    return new Payload([bytes], undefined, bytes.length)
   }
 
   /** One payload of several, in order; the parts' buffers now belong to it. */
   static concat(parts: ReadonlyArray<Payload>): Payload {
     if (parts.length === 1) return parts[0]!
-    const views: Array<Buffer> = []
+    const views: Array<Uint8Array> = []
     const slabs: Array<Slab> = []
     let length = 0
     for (const p of parts) {
@@ -115,7 +114,7 @@ export class Payload {
     const out = Buffer.allocUnsafe(this.length)
     let at = 0
     for (const v of this.views) {
-      v.copy(out, at)
+      out.set(v, at)
       at += v.length
     }
     this.release()

@@ -1,10 +1,13 @@
 /**
  * Reads from the origin through `BackendStore`, pinned to the version the response
  * head promised (If-Match), so a changed object fails the read instead of splicing
- * two versions into one body.
+ * two versions into one body. Through the store's relay reader (`openRange`): one
+ * runtime call per origin request, the body relayed batch by batch without a fiber
+ * per chunk and without copying it.
  */
-import { Chunk, Effect, Either, Exit, Option, Runtime, Scope, Stream } from "effect"
+import type { Runtime } from "effect"
 import type { BackendError, BackendStoreShape } from "../backend/BackendStore.js"
+import { rangeReader } from "../backend/ranged.js"
 import { Payload } from "../client/SlabPool.js"
 import type { ObjectId } from "../core/ids.js"
 import { type ByteReader, RouteError } from "./Route.js"
@@ -22,41 +25,16 @@ export const routeErrorOf = (e: BackendError): RouteError => {
   }
 }
 
-const concat = (chunks: Chunk.Chunk<Uint8Array>, length: number): Uint8Array => {
-  if (Chunk.size(chunks) === 1) return Chunk.unsafeHead(chunks)
-  const out = new Uint8Array(length)
-  let at = 0
-  for (const c of chunks) {
-    out.set(c, at)
-    at += c.length
-  }
-  return out
-}
+const isBackendError = (e: unknown): e is BackendError =>
+  typeof e === "object" && e !== null && "_tag" in e && ["BackendNotFound", "BackendRangeError", "BackendRequestError"].includes((e as { _tag: string })._tag)
 
-/** One bounded piece, whole. */
-export const originPiece = (
-  backend: BackendStoreShape,
-  object: ObjectId,
-  offset: number,
-  length: number,
-  version: string
-): Effect.Effect<Uint8Array, RouteError> =>
-  backend.getRange(object, offset, length, { version }).pipe(
-    Stream.runCollect,
-    Effect.mapError(routeErrorOf),
-    Effect.flatMap((chunks) => {
-      const bytes = concat(chunks, Chunk.reduce(chunks, 0, (n, c) => n + c.length))
-      return bytes.length === length
-        ? Effect.succeed(bytes)
-        : Effect.fail(new RouteError({ kind: "unavailable", detail: `origin returned ${bytes.length} of ${length} bytes at ${offset}` }))
-    })
-  )
+const asRouteError = (e: unknown): RouteError =>
+  isBackendError(e) ? routeErrorOf(e) : new RouteError({ kind: "unavailable", detail: `origin read failed: ${e instanceof Error ? e.message : String(e)}` })
 
-/**
- * A streamed read: the backend's own backpressure (it reads the socket only as chunks
- * are pulled). Pulled a batch at a time (whatever the socket delivered since the last
- * pull), not a runtime call per chunk.
- */
+const payloadOf = (batch: ReadonlyArray<Uint8Array>): Payload =>
+  new Payload(batch, undefined, batch.reduce((n, c) => n + c.length, 0))
+
+/** A streamed read with the origin's own backpressure (its socket is read only as batches are pulled). */
 export const originReader = (
   runtime: Runtime.Runtime<never>,
   backend: BackendStoreShape,
@@ -65,42 +43,50 @@ export const originReader = (
   length: number,
   version: string
 ): ByteReader => {
-  const run = Runtime.runPromise(runtime)
-  const scope = Effect.runSync(Scope.make())
-  const pull = run(
-    Stream.toPull(backend.getRange(object, offset, length, { version }).pipe(Stream.mapError(routeErrorOf))).pipe(
-      Scope.extend(scope)
-    )
-  )
-  let batch: Array<Uint8Array> = []
-  let done = false
-  let closed = false
-  const close = () => {
-    if (closed) return
-    closed = true
-    void run(Scope.close(scope, Exit.void)).catch(() => undefined)
-  }
+  const reader = rangeReader(runtime, backend, object, offset, length, { version })
   return {
     next: async () => {
-      while (batch.length === 0) {
-        if (done || closed) return undefined
-        const r = await run(Effect.either((await pull).pipe(Effect.map(Chunk.toReadonlyArray)))).catch(
-          (): Either.Either<ReadonlyArray<Uint8Array>, Option.Option<RouteError>> =>
-            Either.left(Option.some(new RouteError({ kind: "unavailable", detail: "read cancelled" })))
-        )
-        if (Either.isLeft(r)) {
-          if (Option.isNone(r.left)) {
-            done = true
-            return undefined
-          }
-          close()
-          throw r.left.value
-        }
-        batch = [...r.right].reverse()
+      try {
+        const batch = await reader.next()
+        return batch === undefined ? undefined : payloadOf(batch)
+      } catch (e) {
+        reader.close()
+        throw asRouteError(e)
       }
-      const chunk = batch.pop()
-      return chunk === undefined ? undefined : Payload.of(chunk)
     },
-    close
+    close: reader.close
   }
+}
+
+export type PieceResult = { readonly ok: true; readonly bytes: Payload } | { readonly ok: false; readonly error: RouteError }
+
+/** One bounded piece, whole, as the batches that arrived (never concatenated). */
+export const originPiece = async (
+  runtime: Runtime.Runtime<never>,
+  backend: BackendStoreShape,
+  object: ObjectId,
+  offset: number,
+  length: number,
+  version: string,
+  isClosed: () => boolean
+): Promise<PieceResult> => {
+  const reader = rangeReader(runtime, backend, object, offset, length, { version })
+  const views: Array<Uint8Array> = []
+  let total = 0
+  try {
+    for (let batch = await reader.next(); batch !== undefined; batch = await reader.next()) {
+      if (isClosed()) return { ok: false, error: new RouteError({ kind: "unavailable", detail: "read cancelled" }) }
+      for (const c of batch) {
+        views.push(c)
+        total += c.length
+      }
+    }
+  } catch (e) {
+    return { ok: false, error: asRouteError(e) }
+  } finally {
+    reader.close()
+  }
+  return total === length
+    ? { ok: true, bytes: new Payload(views, undefined, total) }
+    : { ok: false, error: new RouteError({ kind: "unavailable", detail: `origin returned ${total} of ${length} bytes at ${offset}` }) }
 }

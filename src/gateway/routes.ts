@@ -66,13 +66,8 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
       )
     }
 
-    const fromOrigin = (object: ObjectId, offset: number, length: number, version: string, isClosed: () => boolean): Promise<Settled> => {
-      if (isClosed()) return Promise.resolve(cancelled())
-      return runPromise(Effect.either(originPiece(backend, object, offset, length, version))).then(
-        (r): Settled => (Either.isRight(r) ? { ok: true, bytes: Payload.of(r.right) } : { ok: false, error: r.left }),
-        cancelled
-      )
-    }
+    const fromOrigin = (object: ObjectId, offset: number, length: number, version: string, isClosed: () => boolean): Promise<Settled> =>
+      isClosed() ? Promise.resolve(cancelled()) : originPiece(runtime, backend, object, offset, length, version, isClosed)
 
     /**
      * One piece from the cluster within `workerTimeoutMs`, else from the origin. Callbacks

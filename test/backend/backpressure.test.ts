@@ -89,3 +89,36 @@ for (const provider of ["S3", "Azure"] as const) {
     )
   })
 }
+
+for (const provider of ["S3", "Azure"] as const) {
+  describe(`${provider} openRange backpressure`, () => {
+    it.scopedLive("a relay reader that stops pulling stops the origin: bytes in flight stay bounded", () =>
+      Effect.gen(function* () {
+        const origin = yield* floodOrigin
+        const store =
+          provider === "S3" ? yield* S3.make(S3.localOptions(origin.url)) : yield* Azure.make(Azure.localOptions(origin.url))
+        const object = { backend: provider === "S3" ? Backend.S3 : Backend.Azure, bucket: "b", objectPath: "big.bin" }
+        const reader = store.openRange!(object, 0, objectSize)
+        yield* Effect.addFinalizer(() => Effect.sync(reader.close))
+        const first = yield* Effect.promise(() => reader.next())
+        expect(first?.length).toBeGreaterThan(0)
+        let last = -1
+        let stable = false
+        for (let i = 0; i < 50 && !stable; i++) {
+          yield* Effect.sleep("200 millis")
+          stable = origin.blocked() && origin.written() === last
+          last = origin.written()
+        }
+        expect(stable).toBe(true)
+        expect(origin.written()).toBeLessThan(24 * 1024 * 1024)
+        let total = first!.reduce((n, c) => n + c.length, 0)
+        for (;;) {
+          const next = yield* Effect.promise(() => reader.next())
+          if (next === undefined) break
+          total += next.reduce((n, c) => n + c.length, 0)
+        }
+        expect(total).toBe(objectSize)
+      })
+    )
+  })
+}

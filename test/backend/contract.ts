@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto"
 import { describe, expect, layer } from "@effect/vitest"
 import { Chunk, Context, Effect, type Layer, Stream } from "effect"
-import type { BackendStoreShape } from "../../src/backend/BackendStore.js"
+import type { BackendError, BackendStoreShape, GetRangeOptions, RangeReader } from "../../src/backend/BackendStore.js"
 import type { Backend, ObjectId } from "../../src/core/ids.js"
 
 /** What a contract run needs: a store and an existing, writable bucket/container. */
@@ -18,6 +18,33 @@ export class ContractTarget extends Context.Tag("test/ContractTarget")<
 
 const collect = <E>(stream: Stream.Stream<Uint8Array, E>) =>
   Effect.map(Stream.runCollect(stream), (chunks) => Buffer.concat(Chunk.toArray(chunks)))
+
+/** Every batch of a reader, joined; its error as the failure. */
+export const collectReader = (reader: RangeReader): Effect.Effect<Buffer, BackendError> =>
+  Effect.tryPromise({
+    try: async () => {
+      const out: Array<Uint8Array> = []
+      try {
+        for (let batch = await reader.next(); batch !== undefined; batch = await reader.next()) out.push(...batch)
+      } finally {
+        reader.close()
+      }
+      return Buffer.concat(out)
+    },
+    catch: (e) => e as BackendError
+  })
+
+type Read = (store: BackendStoreShape, object: ObjectId, offset: number, length: number, options?: GetRangeOptions) => Effect.Effect<Buffer, BackendError>
+
+/** Range reads two ways: the Effect stream, and the relay reader (`openRange`, where the store has one). */
+const readers: ReadonlyArray<readonly [string, Read]> = [
+  ["getRange", (store, object, offset, length, options) => collect(store.getRange(object, offset, length, options))],
+  [
+    "openRange",
+    (store, object, offset, length, options) =>
+      store.openRange !== undefined ? collectReader(store.openRange(object, offset, length, options)) : collect(store.getRange(object, offset, length, options))
+  ]
+]
 
 /**
  * The behaviour every BackendStore must have, whatever the provider: one suite, run against
@@ -46,96 +73,105 @@ export const backendContract = (name: string, target: Layer.Layer<ContractTarget
         })
       )
 
-      it.effect("a full read returns every byte of a multi-chunk object", () =>
-        Effect.gen(function* () {
-          const { store, id } = yield* fresh
-          const body = randomBytes(3 * 1024 * 1024 + 17)
-          yield* store.put(id("big.bin"), body)
-          const read = yield* collect(store.getRange(id("big.bin"), 0, body.length))
-          expect(read.length).toBe(body.length)
-          expect(read.equals(body)).toBe(true)
-        })
-      )
+      for (const [via, readRange] of readers) {
+        it.effect(`${via}: a full read returns every byte of a multi-chunk object`, () =>
+          Effect.gen(function* () {
+            const { store, id } = yield* fresh
+            const body = randomBytes(3 * 1024 * 1024 + 17)
+            yield* store.put(id("big.bin"), body)
+            const read = yield* readRange(store, id("big.bin"), 0, body.length)
+            expect(read.length).toBe(body.length)
+            expect(read.equals(body)).toBe(true)
+          })
+        )
 
-      it.effect("partial reads return exactly the requested slice", () =>
-        Effect.gen(function* () {
-          const { store, id } = yield* fresh
-          const body = randomBytes(100_000)
-          yield* store.put(id("p.bin"), body)
-          for (const [offset, length] of [[0, 1], [1, 10], [4095, 4097], [50_000, 25_000], [99_999, 1]] as const) {
-            const read = yield* collect(store.getRange(id("p.bin"), offset, length))
-            expect(read.equals(body.subarray(offset, offset + length))).toBe(true)
-          }
-        })
-      )
-
-      it.effect("a range running past the end is clamped at EOF", () =>
-        Effect.gen(function* () {
-          const { store, id } = yield* fresh
-          const body = randomBytes(5000)
-          yield* store.put(id("eof.bin"), body)
-          const read = yield* collect(store.getRange(id("eof.bin"), 4990, 1000))
-          expect(read.equals(body.subarray(4990))).toBe(true)
-        })
-      )
-
-      it.effect("a range starting at or past the end fails with BackendRangeError", () =>
-        Effect.gen(function* () {
-          const { store, id } = yield* fresh
-          yield* store.put(id("r.bin"), randomBytes(5000))
-          for (const offset of [5000, 9000]) {
-            const error = yield* Effect.flip(collect(store.getRange(id("r.bin"), offset, 10)))
-            expect(error._tag).toBe("BackendRangeError")
-            if (error._tag === "BackendRangeError") {
-              expect(error.offset).toBe(offset)
-              expect(error.object).toContain("r.bin")
-              if (error.size !== undefined) expect(error.size).toBe(5000)
+        it.effect(`${via}: partial reads return exactly the requested slice`, () =>
+          Effect.gen(function* () {
+            const { store, id } = yield* fresh
+            const body = randomBytes(100_000)
+            yield* store.put(id("p.bin"), body)
+            for (const [offset, length] of [[0, 1], [1, 10], [4095, 4097], [50_000, 25_000], [99_999, 1]] as const) {
+              const read = yield* readRange(store, id("p.bin"), offset, length)
+              expect(read.equals(body.subarray(offset, offset + length))).toBe(true)
             }
-          }
-        })
-      )
+          })
+        )
 
-      it.effect("a missing object is BackendNotFound naming it, for stat and getRange", () =>
-        Effect.gen(function* () {
-          const { store, id } = yield* fresh
-          const stat = yield* Effect.flip(store.stat(id("missing.bin")))
-          expect(stat._tag).toBe("BackendNotFound")
-          expect(stat.message).toContain("missing.bin")
-          const read = yield* Effect.flip(collect(store.getRange(id("missing.bin"), 0, 10)))
-          expect(read._tag).toBe("BackendNotFound")
-        })
-      )
+        it.effect(`${via}: a range running past the end is clamped at EOF`, () =>
+          Effect.gen(function* () {
+            const { store, id } = yield* fresh
+            const body = randomBytes(5000)
+            yield* store.put(id("eof.bin"), body)
+            const read = yield* readRange(store, id("eof.bin"), 4990, 1000)
+            expect(read.equals(body.subarray(4990))).toBe(true)
+          })
+        )
 
-      it.effect("a read pinned to a replaced version fails with 412 instead of mixing versions", (ctx) =>
-        Effect.gen(function* () {
-          const { store, id, lacks } = yield* fresh
-          if (lacks?.includes("conditionalReads")) return ctx.skip()
-          const first = yield* store.put(id("v.bin"), randomBytes(2000))
-          const pinned = yield* collect(store.getRange(id("v.bin"), 0, 2000, { version: first.version }))
-          expect(pinned.length).toBe(2000)
-          yield* store.put(id("v.bin"), randomBytes(2000))
-          const error = yield* Effect.flip(collect(store.getRange(id("v.bin"), 0, 10, { version: first.version })))
-          expect(error._tag).toBe("BackendRequestError")
-          if (error._tag === "BackendRequestError") {
-            expect(error.status).toBe(412)
-            expect(error.retryable).toBe(false)
-          }
-        })
-      )
+        it.effect(`${via}: a range starting at or past the end fails with BackendRangeError`, () =>
+          Effect.gen(function* () {
+            const { store, id } = yield* fresh
+            yield* store.put(id("r.bin"), randomBytes(5000))
+            for (const offset of [5000, 9000]) {
+              const error = yield* Effect.flip(readRange(store, id("r.bin"), offset, 10))
+              expect(error._tag).toBe("BackendRangeError")
+              if (error._tag === "BackendRangeError") {
+                expect(error.offset).toBe(offset)
+                expect(error.object).toContain("r.bin")
+                if (error.size !== undefined) expect(error.size).toBe(5000)
+              }
+            }
+          })
+        )
 
-      it.effect("abandoning a read early releases the connection for the next request", () =>
-        Effect.gen(function* () {
-          const { store, id } = yield* fresh
-          const body = randomBytes(4 * 1024 * 1024)
-          yield* store.put(id("early.bin"), body)
-          for (let i = 0; i < 4; i++) {
-            const first = yield* Stream.runHead(store.getRange(id("early.bin"), 0, body.length))
-            expect(first._tag).toBe("Some")
-          }
-          const tail = yield* collect(store.getRange(id("early.bin"), body.length - 100, 100))
-          expect(tail.equals(body.subarray(body.length - 100))).toBe(true)
-        })
-      )
+        it.effect(`${via}: a missing object is BackendNotFound naming it, for stat and getRange`, () =>
+          Effect.gen(function* () {
+            const { store, id } = yield* fresh
+            const stat = yield* Effect.flip(store.stat(id("missing.bin")))
+            expect(stat._tag).toBe("BackendNotFound")
+            expect(stat.message).toContain("missing.bin")
+            const read = yield* Effect.flip(readRange(store, id("missing.bin"), 0, 10))
+            expect(read._tag).toBe("BackendNotFound")
+          })
+        )
+
+        it.effect(`${via}: a read pinned to a replaced version fails with 412 instead of mixing versions`, (ctx) =>
+          Effect.gen(function* () {
+            const { store, id, lacks } = yield* fresh
+            if (lacks?.includes("conditionalReads")) return ctx.skip()
+            const first = yield* store.put(id("v.bin"), randomBytes(2000))
+            const pinned = yield* readRange(store, id("v.bin"), 0, 2000, { version: first.version })
+            expect(pinned.length).toBe(2000)
+            yield* store.put(id("v.bin"), randomBytes(2000))
+            const error = yield* Effect.flip(readRange(store, id("v.bin"), 0, 10, { version: first.version }))
+            expect(error._tag).toBe("BackendRequestError")
+            if (error._tag === "BackendRequestError") {
+              expect(error.status).toBe(412)
+              expect(error.retryable).toBe(false)
+            }
+          })
+        )
+
+        it.effect(`${via}: abandoning a read early releases the connection for the next request`, () =>
+          Effect.gen(function* () {
+            const { store, id } = yield* fresh
+            const body = randomBytes(4 * 1024 * 1024)
+            yield* store.put(id("early.bin"), body)
+            for (let i = 0; i < 4; i++) {
+              if (via === "openRange" && store.openRange !== undefined) {
+                const reader = store.openRange(id("early.bin"), 0, body.length)
+                const first = yield* Effect.promise(() => reader.next())
+                expect(first?.length).toBeGreaterThan(0)
+                reader.close()
+              } else {
+                const first = yield* Stream.runHead(store.getRange(id("early.bin"), 0, body.length))
+                expect(first._tag).toBe("Some")
+              }
+            }
+            const tail = yield* readRange(store, id("early.bin"), body.length - 100, 100)
+            expect(tail.equals(body.subarray(body.length - 100))).toBe(true)
+          })
+        )
+      }
     })
 
     describe("writes", () => {
