@@ -45,6 +45,7 @@ export const backendFromName = (name: string): Backend | undefined => {
 export const backendPrefix = (backend: Backend): string => PATH_PREFIX[backend]
 
 const SLASH = 47
+const BAD_COMPONENT = "empty, '.' or '..' component in object path"
 const DOT = 46
 
 /** True when `s[from, to)` is "", "." or "..". */
@@ -56,18 +57,21 @@ const isBadComponent = (s: string, from: number, to: number): boolean => {
   return false
 }
 
-/** Checks every `/`-separated component of `s[from, s.length)`; returns a reason or undefined. */
+/**
+ * Checks every `/`-separated component of `s[from, s.length)`; returns a reason or undefined.
+ * Jumps from slash to slash with indexOf: only component ends need looking at, and the
+ * builtin scan is cheaper than a charCodeAt per character for anything but tiny keys.
+ */
 const checkObjectPath = (s: string, from: number): string | undefined => {
   const end = s.length
   if (from >= end) return "missing object path"
   let start = from
-  for (let i = from; i <= end; i++) {
-    if (i === end || s.charCodeAt(i) === SLASH) {
-      if (isBadComponent(s, start, i)) return "empty, '.' or '..' component in object path"
-      start = i + 1
-    }
+  for (;;) {
+    const slash = s.indexOf("/", start)
+    if (slash < 0) return isBadComponent(s, start, end) ? BAD_COMPONENT : undefined
+    if (isBadComponent(s, start, slash)) return BAD_COMPONENT
+    start = slash + 1
   }
-  return undefined
 }
 
 /** Parses `bucket/objectPath` starting at `from`, common to path and URI forms. */
@@ -86,21 +90,39 @@ const parseRest = (input: string, backend: Backend, from: number): Either.Either
   return Either.right({ backend, bucket: input.slice(from, slash), objectPath: input.slice(slash + 1) })
 }
 
+/**
+ * The backend named at `s[i]` when `backendFromName` knows the name and a `/` follows it,
+ * packed as `length × 4 + backend`; 0 otherwise. Compared in place: no indexOf or slice on
+ * the gateway's per-request path.
+ */
+const knownBackendAt = (s: string, i: number): number => {
+  const c0 = s.charCodeAt(i)
+  const c1 = s.charCodeAt(i + 1)
+  const c2 = s.charCodeAt(i + 2)
+  if (c2 === SLASH) {
+    if (c0 === 0x73 && c1 === 0x33) return 2 * 4 + Backend.S3 // s3
+    if (c0 === 0x61 && c1 === 0x7a) return 2 * 4 + Backend.Azure // az
+    if (c0 === 0x67 && c1 === 0x73) return 2 * 4 + Backend.Gcs // gs
+    return 0
+  }
+  if (c0 === 0x67 && c1 === 0x63 && c2 === 0x73) return s.charCodeAt(i + 3) === SLASH ? 3 * 4 + Backend.Gcs : 0 // gcs
+  return c0 === 0x61 && s.startsWith("azure/", i) ? 5 * 4 + Backend.Azure : 0
+}
+
 /** `/{s3|gcs|az|azure}/{bucket}/{objectPath}` → ObjectId. */
 export const objectIdFromPath = (path: string): Either.Either<ObjectId, InvalidObjectPath> => {
   let i = 0
-  while (i < path.length && path.charCodeAt(i) === SLASH) i++
+  while (path.charCodeAt(i) === SLASH) i++
+  const known = knownBackendAt(path, i)
+  if (known !== 0) return parseRest(path, (known & 3) as Backend, i + (known >>> 2) + 1)
+  // Not a known backend followed by '/': only the error reason is left to work out.
   const slash = path.indexOf("/", i)
   if (slash < 0 || slash === i) {
     return Either.left(new InvalidObjectPath({ input: path, reason: i >= path.length ? "missing backend" : "missing bucket" }))
   }
-  const backend = backendFromName(path.slice(i, slash))
-  if (backend === undefined) {
-    return Either.left(
-      new InvalidObjectPath({ input: path, reason: `unknown backend ${JSON.stringify(path.slice(i, slash))} (expected s3, gcs, az or azure)` })
-    )
-  }
-  return parseRest(path, backend, slash + 1)
+  return Either.left(
+    new InvalidObjectPath({ input: path, reason: `unknown backend ${JSON.stringify(path.slice(i, slash))} (expected s3, gcs, az or azure)` })
+  )
 }
 
 export const objectIdToPath = (id: ObjectId): string => `/${PATH_PREFIX[id.backend]}/${id.bucket}/${id.objectPath}`

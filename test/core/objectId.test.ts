@@ -3,6 +3,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import {
   Backend,
+  backendFromName,
   blockIdEquals,
   blockIdToString,
   objectIdEquals,
@@ -85,6 +86,40 @@ describe("objectIdFromPath", () => {
         expect(Either.isRight(validateObjectId(id))).toBe(true)
       }),
       { numRuns: 500 }
+    )
+  })
+
+  it("agrees with a split-based reference of the rules on arbitrary input (property)", () => {
+    const bad = (c: string) => c === "" || c === "." || c === ".."
+    // Talon's from_path spelled out with split: strip leading '/', at most three parts.
+    const reference = (path: string): ObjectId | string => {
+      const p = path.replace(/^\/+/, "")
+      if (p === "") return "missing backend"
+      const [name, ...more] = p.split("/")
+      if (more.length === 0) return "missing bucket"
+      const backend = backendFromName(name!)
+      if (backend === undefined) return "unknown backend"
+      const rest = more.join("/")
+      const [bucket, ...tail] = rest.split("/")
+      if (tail.length === 0) return rest === "" ? "missing bucket" : "missing object path"
+      if (bad(bucket!)) return "bucket"
+      const objectPath = tail.join("/")
+      if (objectPath === "") return "missing object path"
+      return objectPath.split("/").some(bad) ? "component" : { backend, bucket: bucket!, objectPath }
+    }
+    const token = fc.constantFrom("/", "//", ".", "..", "s3", "gcs", "gs", "az", "azure", "azur", "azurex", "s", "g", "gc", "a", "数", "😀", "-")
+    fc.assert(
+      fc.property(fc.array(token, { maxLength: 10 }).map((ts) => ts.join("")), (path) => {
+        const want = reference(path)
+        const got = objectIdFromPath(path)
+        if (typeof want === "string") {
+          expect(Either.isLeft(got), path).toBe(true)
+          if (Either.isLeft(got)) expect(got.left.reason).toContain(want)
+        } else {
+          expect(ok(got)).toEqual(want)
+        }
+      }),
+      { numRuns: 3000 }
     )
   })
 
