@@ -6,7 +6,7 @@
  * concurrency, paired order-swapped rounds (src/bench/rounds.ts). Every response is
  * SHA-256-checked: a wrong byte fails the run. Not a CI gate.
  *
- *   npx tsx scripts/gateway-proxy-bench.ts [--rounds 5] [--requests 200] [--concurrency 8]
+ *   npx tsx scripts/gateway-proxy-bench.ts [--rounds 5] [--requests 200] [--warmup-requests 1500] [--concurrency 8]
  *       [--latency-ms 50] [--sigma 0.8] [--cooldown 1] [--no-pin] [--no-write] [--arms s3-cache,azure-cache]
  *
  * Processes: origin stub, coordinator, two workers, and one `talon gateway` per route,
@@ -40,6 +40,13 @@ const flag = (name: string, def: string): string => {
 const has = (name: string) => args.includes(`--${name}`)
 const rounds = Number(flag("rounds", "5"))
 const requests = Number(flag("requests", "200"))
+/**
+ * Requests per arm in the discarded warmup round. The gateway's per-request code reaches
+ * V8's optimizing tier only after a few thousand requests (measured: gateway CPU 2.4-3.0
+ * ms/req after 300 warmup requests, 1.6-1.8 after 3000), so a short warmup would measure
+ * the JIT, not the gateway a deployment runs for days.
+ */
+const warmupRequests = Number(flag("warmup-requests", "1500"))
 const concurrency = Number(flag("concurrency", "8"))
 const latencyMs = Number(flag("latency-ms", "50"))
 const sigma = Number(flag("sigma", "0.8"))
@@ -399,7 +406,7 @@ const main = Effect.gen(function* () {
     return (seed % (SIZE / MiB)) * MiB
   }
 
-  const measure = (url: string, sign: Signer, frontPid: number) =>
+  const measure = (url: string, sign: Signer, frontPid: number, requests: number) =>
     Effect.tryPromise({
       try: async (): Promise<Metrics> => {
         const latencies: Array<number> = []
@@ -452,11 +459,11 @@ const main = Effect.gen(function* () {
     })
 
   const allArms: Array<Arm<Metrics, BenchFailed>> = [
-    { name: "s3-cache", run: () => measure(cacheUrl, s3Signer(cacheUrl), gwCache.child.pid!) },
-    { name: "s3-origin", run: () => measure(originRouteUrl, s3Signer(originRouteUrl), gwOrigin.child.pid!) },
-    { name: "azure-cache", run: () => measure(cacheUrl, azureSigner(), gwCache.child.pid!) },
-    { name: "azure-origin", run: () => measure(originRouteUrl, azureSigner(), gwOrigin.child.pid!) },
-    { name: "control-origin", run: () => measure(originUrl, s3Signer(originUrl), origin.child.pid!) }
+    { name: "s3-cache", run: (ctx) => measure(cacheUrl, s3Signer(cacheUrl), gwCache.child.pid!, ctx.warmup ? warmupRequests : requests) },
+    { name: "s3-origin", run: (ctx) => measure(originRouteUrl, s3Signer(originRouteUrl), gwOrigin.child.pid!, ctx.warmup ? warmupRequests : requests) },
+    { name: "azure-cache", run: (ctx) => measure(cacheUrl, azureSigner(), gwCache.child.pid!, ctx.warmup ? warmupRequests : requests) },
+    { name: "azure-origin", run: (ctx) => measure(originRouteUrl, azureSigner(), gwOrigin.child.pid!, ctx.warmup ? warmupRequests : requests) },
+    { name: "control-origin", run: (ctx) => measure(originUrl, s3Signer(originUrl), origin.child.pid!, ctx.warmup ? warmupRequests : requests) }
   ]
   // A subset for profiling and iteration; the committed data always has every arm.
   const only = flag("arms", "")
@@ -523,18 +530,19 @@ const main = Effect.gen(function* () {
       `and straight to the origin stub, whose every response is delayed lognormally (median ${latencyMs} ms, sigma ${sigma}, capped at 2 s). rps, MiB/s, latency percentiles, CPU per request of the front process and of all server processes. Every body is SHA-256-checked.`,
     caveats: [
       `Downstream version caches were trusted for ${VERSION_TTL_MS / 1000} s (TALON_CLIENT_STAT_TTL_MS, TALON_WORKER_VERSION_TTL_MS); the gateway's own stat TTL is 1 s, refreshed ahead. Shorter TTLs put an origin HEAD (with its latency) in front of some cache-route reads.`,
-      "The cache was warm after the discarded warmup round: measured cache-route reads are hits (origin_gets_per_req shows it).",
+      `The cache was warm after the discarded warmup round (${warmupRequests} requests per arm, which also brings the gateways' JIT to steady state): measured cache-route reads are hits (origin_gets_per_req shows it).`,
       "All server processes share CPU 0 and the client has CPU 1 on a 2-vCPU VM shared with other work; absolute rps is this box on that day, compare per-round ratios.",
       "p99 over a few hundred requests per run is close to the slowest few requests; medians over rounds with min–max are given.",
       "The client verifies SHA-256 of every body and signs every request (SigV4 or Shared Key), which costs client CPU (client_cores)."
     ],
-    command: `npx tsx scripts/gateway-proxy-bench.ts --rounds ${rounds} --requests ${requests} --concurrency ${concurrency} --latency-ms ${latencyMs} --sigma ${sigma}${pin ? "" : " --no-pin"}`,
+    command: `npx tsx scripts/gateway-proxy-bench.ts --rounds ${rounds} --requests ${requests} --warmup-requests ${warmupRequests} --concurrency ${concurrency} --latency-ms ${latencyMs} --sigma ${sigma}${pin ? "" : " --no-pin"}`,
     date: today(),
     machine: describeMachine(machineName),
     params: {
       object_size: SIZE,
       range: MiB,
       requests_per_arm_per_round: requests,
+      warmup_requests_per_arm: warmupRequests,
       concurrency,
       rounds,
       origin_latency: `lognormal median ${latencyMs} ms sigma ${sigma} max 2000 ms`,

@@ -49,8 +49,6 @@ export interface GatewayOptions {
   readonly maxListKeys: number
   /** Allowed clock difference for signed requests. */
   readonly clockSkewMs: number
-  /** Start an incremental GC after this many relayed body bytes (0 = leave it to V8); see scavenge.ts. */
-  readonly scavengeEveryBytes: number
 }
 
 export const GATEWAY_DEFAULTS: Omit<GatewayOptions, "credentials"> = {
@@ -68,8 +66,7 @@ export const GATEWAY_DEFAULTS: Omit<GatewayOptions, "credentials"> = {
   readAhead: 4,
   workerTimeoutMs: 5000,
   maxListKeys: 1000,
-  clockSkewMs: 15 * 60 * 1000,
-  scavengeEveryBytes: 8 * 1024 * 1024
+  clockSkewMs: 15 * 60 * 1000
 }
 
 export const GATEWAY_ENV = {
@@ -87,8 +84,7 @@ export const GATEWAY_ENV = {
   readAhead: "TALON_GATEWAY_READ_AHEAD",
   workerTimeoutMs: "TALON_GATEWAY_WORKER_TIMEOUT_MS",
   maxListKeys: "TALON_GATEWAY_MAX_LIST_KEYS",
-  clockSkewMs: "TALON_GATEWAY_CLOCK_SKEW_MS",
-  scavengeEveryBytes: "TALON_GATEWAY_SCAVENGE_EVERY_BYTES"
+  clockSkewMs: "TALON_GATEWAY_CLOCK_SKEW_MS"
 } as const
 
 /**
@@ -160,8 +156,7 @@ export const resolveGatewayOptions = (
       readAhead: yield* int("readAhead"),
       workerTimeoutMs: yield* int("workerTimeoutMs"),
       maxListKeys: yield* int("maxListKeys"),
-      clockSkewMs: yield* int("clockSkewMs"),
-      scavengeEveryBytes: yield* int("scavengeEveryBytes")
+      clockSkewMs: yield* int("clockSkewMs")
     }
     const resolved = {} as Record<string, unknown>
     for (const key of Object.keys(GATEWAY_DEFAULTS) as Array<keyof typeof GATEWAY_DEFAULTS>) {
@@ -174,7 +169,7 @@ export const resolveGatewayOptions = (
         return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV[key]], `${key} must be a positive integer`))
       }
     }
-    if (!(options.statTtlMs >= 0) || !(options.writeFreshMs >= 0) || !(options.scavengeEveryBytes >= 0)) {
+    if (!(options.statTtlMs >= 0) || !(options.writeFreshMs >= 0)) {
       return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV.statTtlMs], "TTLs must be zero or positive"))
     }
     if (options.maxListKeys > 1000) {

@@ -17,6 +17,14 @@ import { handleS3 } from "./s3Api.js"
 
 const SERVER = "TalonGateway"
 
+// S3 request ids: a random per-process prefix and a counter (unique without a crypto call per request).
+const ID_PREFIX = randomBytes(4).toString("hex").toUpperCase()
+let idCounter = 0
+const s3RequestId = () => {
+  idCounter = (idCounter + 1) % 0x1_0000_0000
+  return ID_PREFIX + idCounter.toString(16).toUpperCase().padStart(8, "0")
+}
+
 const authorize = (g: Services, ctx: GwCtx, azure: boolean, account: string | undefined): AuthResult => {
   const { options } = g
   if (!options.auth) return { ok: true }
@@ -56,7 +64,7 @@ export const handleRequest = (g: Services) => {
       return
     }
     const azure = target.protocol === "azure"
-    const requestId = azure ? randomUUID() : randomBytes(8).toString("hex").toUpperCase()
+    const requestId = azure ? randomUUID() : s3RequestId()
     res.setHeader("Server", SERVER)
     if (azure) {
       res.setHeader("x-ms-request-id", requestId)
