@@ -180,31 +180,42 @@ export const makeTalonClient = (
      * coordinator is not on the read path, and a short outage of it must not stop reads.
      * A forced refresh (every replica failed) reports the failure instead.
      */
+    const startRefresh = (): Deferred.Deferred<Membership, TalonClientError> => {
+      let pending = refreshing
+      if (pending === undefined) {
+        const created = Deferred.unsafeMake<Membership, TalonClientError>(FiberId.none)
+        pending = created
+        refreshing = created
+        Effect.runFork(
+          fetchMembership.pipe(
+            Effect.exit,
+            Effect.flatMap((exit) => {
+              refreshing = undefined
+              return Deferred.done(created, exit)
+            })
+          )
+        )
+      }
+      return pending
+    }
+    /** The cached membership while fresh; past half its TTL one refresh starts in the background. */
+    const freshMembership = (): Membership | undefined => {
+      const cached = membership
+      if (cached === undefined) return undefined
+      const age = Date.now() - cached.fetchedAt
+      if (age >= options.membershipTtlMs) return undefined
+      if (age >= options.membershipTtlMs / 2 && refreshing === undefined) startRefresh()
+      return cached
+    }
     const getMembership = (refresh: boolean): Effect.Effect<Membership, TalonClientError> =>
       Effect.suspend(() => {
         const cached = membership
-        if (!refresh && cached !== undefined && Date.now() - cached.fetchedAt < options.membershipTtlMs) {
-          return Effect.succeed(cached)
-        }
-        let pending = refreshing
-        if (pending === undefined) {
-          const created = Deferred.unsafeMake<Membership, TalonClientError>(FiberId.none)
-          pending = created
-          refreshing = created
-          Effect.runFork(
-            fetchMembership.pipe(
-              Effect.exit,
-              Effect.flatMap((exit) => {
-                refreshing = undefined
-                return Deferred.done(created, exit)
-              })
-            )
-          )
-        }
-        const fresh = Deferred.await(pending)
+        const fresh = refresh ? undefined : freshMembership()
+        if (fresh !== undefined) return Effect.succeed(fresh)
+        const next = Deferred.await(startRefresh())
         return refresh || cached === undefined
-          ? fresh
-          : Effect.catchTag(fresh, "CoordinatorUnavailable", (e) =>
+          ? next
+          : Effect.catchTag(next, "CoordinatorUnavailable", (e) =>
               Effect.as(Effect.logWarning(`using cached membership: ${e.message}`), cached)
             )
       })
@@ -220,24 +231,62 @@ export const makeTalonClient = (
       }
       statCache.set(key, { info, at: Date.now() })
     }
+    const askStat = (object: ObjectId, key: string): Effect.Effect<ObjectInfo, TalonClientError> =>
+      ask({ _tag: "StatObject", object }).pipe(
+        Effect.flatMap((reply): Effect.Effect<ObjectInfo, TalonClientError> => {
+          if (reply._tag === "ObjectStat") {
+            const info = { object, size: reply.size, version: reply.version }
+            remember(key, info)
+            return Effect.succeed(info)
+          }
+          if (reply._tag === "Ack" && !reply.ok && (reply.detail ?? "").startsWith("not found")) {
+            statCache.delete(key)
+            return Effect.fail(new ObjectNotFound({ object: objectIdToUri(object), detail: reply.detail ?? "" }))
+          }
+          return Effect.fail(unexpected("StatObject", reply))
+        })
+      )
+    /**
+     * One StatObject per object in flight (the coordinator asks the origin, whose latency
+     * every concurrent reader would otherwise pay separately), detached from its callers
+     * so an interrupted one cannot fail the others.
+     */
+    const statsInFlight = new Map<string, Deferred.Deferred<ObjectInfo, TalonClientError>>()
+    const fetchStat = (object: ObjectId, key: string): Deferred.Deferred<ObjectInfo, TalonClientError> => {
+      let pending = statsInFlight.get(key)
+      if (pending === undefined) {
+        const created = Deferred.unsafeMake<ObjectInfo, TalonClientError>(FiberId.none)
+        pending = created
+        statsInFlight.set(key, created)
+        Effect.runFork(
+          askStat(object, key).pipe(
+            Effect.exit,
+            Effect.flatMap((exit) => {
+              statsInFlight.delete(key)
+              return Deferred.done(created, exit)
+            })
+          )
+        )
+      }
+      return pending
+    }
+    /**
+     * The cached stat while it is trusted; past half its TTL one refresh starts in the
+     * background, so steady reads never wait for the origin just because an entry aged out.
+     */
+    const freshStat = (object: ObjectId, key: string): ObjectInfo | undefined => {
+      const hit = statCache.get(key)
+      if (hit === undefined) return undefined
+      const age = Date.now() - hit.at
+      if (age >= options.statTtlMs) return undefined
+      if (age >= options.statTtlMs / 2 && !statsInFlight.has(key)) fetchStat(object, key)
+      return hit.info
+    }
     const statObject = (object: ObjectId): Effect.Effect<ObjectInfo, TalonClientError> =>
       Effect.suspend(() => {
         const key = objectIdToPath(object)
-        const hit = statCache.get(key)
-        if (hit !== undefined && Date.now() - hit.at < options.statTtlMs) return Effect.succeed(hit.info)
-        return ask({ _tag: "StatObject", object }).pipe(
-          Effect.flatMap((reply): Effect.Effect<ObjectInfo, TalonClientError> => {
-            if (reply._tag === "ObjectStat") {
-              const info = { object, size: reply.size, version: reply.version }
-              remember(key, info)
-              return Effect.succeed(info)
-            }
-            if (reply._tag === "Ack" && !reply.ok && (reply.detail ?? "").startsWith("not found")) {
-              return Effect.fail(new ObjectNotFound({ object: objectIdToUri(object), detail: reply.detail ?? "" }))
-            }
-            return Effect.fail(unexpected("StatObject", reply))
-          })
-        )
+        const hit = freshStat(object, key)
+        return hit !== undefined ? Effect.succeed(hit) : Deferred.await(fetchStat(object, key))
       })
 
     // ---- one GetRange piece, with replica fallback and one refresh-and-retry ----
@@ -245,8 +294,8 @@ export const makeTalonClient = (
     const runCallback = Runtime.runCallback(runtime)
     /** The membership without a runtime call while it is fresh. */
     const withMembership = (refresh: boolean, onError: (e: TalonClientError) => void, k: (m: Membership) => void): void => {
-      const m = membership
-      if (!refresh && m !== undefined && Date.now() - m.fetchedAt < options.membershipTtlMs) return k(m)
+      const m = refresh ? undefined : freshMembership()
+      if (m !== undefined) return k(m)
       runCallback(getMembership(refresh), {
         onExit: (exit) => {
           if (Exit.isSuccess(exit)) return k(exit.value)
@@ -403,10 +452,7 @@ export const makeTalonClient = (
         )
       )
 
-    const cachedStat = (object: ObjectId): ObjectInfo | undefined => {
-      const hit = statCache.get(objectIdToPath(object))
-      return hit !== undefined && Date.now() - hit.at < options.statTtlMs ? hit.info : undefined
-    }
+    const cachedStat = (object: ObjectId): ObjectInfo | undefined => freshStat(object, objectIdToPath(object))
 
     const readRaw = (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void): CancelFetch => {
       if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(length) || length < 0) {

@@ -8,7 +8,9 @@ import * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Either, Stream, type Scope } from "effect"
 import { ControlChannel } from "../../src/client/ControlChannel.js"
-import { createTalonClient, makeTalonClient, type TalonClientShape } from "../../src/client/TalonClient.js"
+import { createTalonClient, makeTalonClient, type RawRead, type TalonClientShape } from "../../src/client/TalonClient.js"
+import { SlabPool } from "../../src/client/SlabPool.js"
+import { type FetchResult, WorkerPool } from "../../src/client/WorkerPool.js"
 import type { TalonClientOptions } from "../../src/client/config.js"
 import type { CoordinatorOptions } from "../../src/coordinator/config.js"
 import { NodeRole, type BlockId } from "../../src/core/ids.js"
@@ -335,6 +337,125 @@ describe("createTalonClient (promise facade)", () => {
         } finally {
           await facade.close()
         }
+      })
+    )
+  )
+})
+
+describe("TalonClient stat cache", () => {
+  it.live("concurrent stats share one StatObject; past half the TTL the cached answer is served while one refresh runs", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        // A coordinator that counts StatObject requests and answers them only when told to.
+        let asked = 0
+        let version = "v1"
+        const held: Array<() => void> = []
+        const server = net.createServer((socket) => {
+          const decoder = new FrameDecoder(DEFAULT_CAPS)
+          socket.on("data", (chunk: Buffer) => {
+            decoder.push(chunk)
+            for (let f = decoder.next(); f !== undefined; f = decoder.next()) {
+              if (!("header" in f)) return
+              const m = decodeControl(f.payload)
+              if (Either.isLeft(m) || m.right.message._tag !== "StatObject") continue
+              asked++
+              const requestId = f.header.requestId
+              const answer = version
+              held.push(() => socket.write(encodeControlFrame(requestId, { _tag: "ObjectStat", size: data.length, version: answer })))
+            }
+          })
+        })
+        yield* Effect.acquireRelease(
+          Effect.promise(() => new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()))),
+          () => Effect.promise(() => new Promise<void>((r) => server.close(() => r())))
+        )
+        const release = () => {
+          for (const answer of held.splice(0)) answer()
+        }
+        const waitAsked = (n: number) => Effect.repeat(Effect.sleep("5 millis"), { until: () => asked >= n })
+        const client = yield* makeTalonClient({
+          coordinator: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+          statTtlMs: 3000
+        })
+        const object = Either.getOrThrow(objectIdFromUri(URI))
+
+        const first = yield* Effect.fork(Effect.all(Array.from({ length: 5 }, () => client.stat(URI)), { concurrency: "unbounded" }))
+        yield* waitAsked(1)
+        release()
+        const infos = yield* first.await.pipe(Effect.flatten)
+        expect(infos.map((i) => i.version)).toEqual(Array(5).fill("v1"))
+        expect(asked).toBe(1)
+        expect(client.cachedStat(object)?.version).toBe("v1")
+
+        // Past half the TTL: the cached answer comes at once (the refresh is still held), and one refresh went out.
+        yield* Effect.sleep("1600 millis")
+        version = "v2"
+        expect((yield* client.stat(URI)).version).toBe("v1")
+        expect(client.cachedStat(object)?.version).toBe("v1")
+        yield* waitAsked(2)
+        expect(asked).toBe(2)
+        release()
+        yield* Effect.repeat(Effect.sleep("5 millis"), { until: () => client.cachedStat(object)?.version === "v2" })
+        expect((yield* client.stat(URI)).version).toBe("v2")
+        expect(asked).toBe(2)
+      })
+    )
+  )
+})
+
+describe("zero-copy reads (readRaw, WorkerPool.fetch)", () => {
+  const joined = (r: RawRead) => {
+    if (!r.ok) throw new Error(r.error.message)
+    const out = Buffer.concat(r.payloads.flatMap((p) => p.views))
+    for (const p of r.payloads) p.release()
+    return out
+  }
+
+  it.live("readRaw returns the bytes of any range (within and across blocks, EOF-clamped) as reply views", () =>
+    withCluster(2, ({ client }) =>
+      Effect.gen(function* () {
+        const info = yield* client.stat(URI)
+        const rawRead = (offset: number, length: number) =>
+          Effect.async<RawRead>((resume) => Effect.sync(client.readRaw(info, offset, length, (r) => resume(Effect.succeed(r)))))
+        for (const [offset, length] of [[0, 100], [BLOCK - 10, 30], [0, data.length], [data.length - 5, 100], [3 * BLOCK + 7, 16 * 1024 + 3]] as const) {
+          const got = joined(yield* rawRead(offset, length))
+          expect(got.equals(data.subarray(offset, Math.min(offset + length, data.length)))).toBe(true)
+        }
+        expect(client.cachedStat(info.object)).toEqual(info)
+      })
+    )
+  )
+
+  it.live("a held payload is never overwritten by later reads; released slabs are reused, so the pool stays small", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const worker = yield* Effect.acquireRelease(
+          Effect.promise(() => FakeWorker.start(store)),
+          (w) => Effect.promise(() => w.stop())
+        )
+        const slabs = new SlabPool(64 * 1024, 8)
+        const pool = new WorkerPool({ connectionsPerWorker: 1, requestTimeout: "5 seconds", connectTimeout: "1 second", maxRequestBytes: BLOCK, slabs })
+        yield* Effect.addFinalizer(() => Effect.sync(() => pool.close()))
+        const object = Either.getOrThrow(objectIdFromUri(URI))
+        const fetch = (offset: number, length: number) =>
+          Effect.async<FetchResult>((resume) => Effect.sync(pool.fetch(worker.address, object, offset, length, (r) => resume(Effect.succeed(r)))))
+
+        const held = yield* fetch(1000, 40_000)
+        if (!held.ok) throw new Error(held.error.message)
+        for (let i = 0; i < 200; i++) {
+          const offset = (i * 7919) % (data.length - 30_000)
+          const r = yield* fetch(offset, 30_000)
+          if (!r.ok) throw new Error(r.error.message)
+          expect(Buffer.concat(r.payload.views).equals(data.subarray(offset, offset + 30_000))).toBe(true)
+          r.payload.release()
+        }
+        // 200 × 30 KB went through 64 KiB slabs; with reuse only a handful were ever allocated.
+        expect(slabs.allocated).toBeLessThan(10)
+        expect(Buffer.concat(held.payload.views).equals(data.subarray(1000, 41_000))).toBe(true)
+        held.payload.release()
+        // The Effect wrapper hands out a copy the caller owns.
+        const copy = yield* pool.getRange(worker.address, object, 5, 60_000)
+        expect(Buffer.from(copy).equals(data.subarray(5, 60_005))).toBe(true)
       })
     )
   )
