@@ -34,11 +34,20 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
-import { fileURLToPath } from "node:url"
 import * as inspector from "node:inspector"
 import * as v8 from "node:v8"
 import { Effect, Layer, ManagedRuntime } from "effect"
-import { type BenchData, BENCH_DATA_SCHEMA, type ChartSpec, describeMachine, type Row, rowsFromRounds, today } from "../src/bench/chartsData.js"
+import {
+  type BenchData,
+  BENCH_DATA_SCHEMA,
+  type ChartSpec,
+  describeMachine,
+  ratioTable,
+  type Row,
+  rowsFromRounds,
+  summaryTable,
+  today
+} from "../src/bench/chartsData.js"
 import { type Arm, type RoundsReport, runRounds, summarise } from "../src/bench/rounds.js"
 import { Backend } from "../src/core/ids.js"
 import { OriginStub } from "../src/origin/OriginStub.js"
@@ -49,21 +58,20 @@ import { nativeCounters } from "../src/worker/plane/Native.js"
 import { Sendfile } from "../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../src/worker/server/ServeMode.js"
 import { Worker } from "../src/worker/Worker.js"
+import { repoRoot, scriptArgs } from "./lib/args.js"
+import { buildCeiling } from "./lib/ceiling.js"
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..")
+const root = repoRoot
 
 // ------------------------------------------------------------------------ options
 
-const args = process.argv.slice(2)
-const flag = (name: string, def: string): string => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 && i + 1 < args.length ? args[i + 1]! : def
-}
-const has = (name: string) => args.includes(`--${name}`)
-const rounds = Number(flag("rounds", "4"))
-const seconds = Number(flag("seconds", "5"))
-const warmup = Number(flag("warmup", "1"))
-const cooldown = Number(flag("cooldown", "1"))
+const args = scriptArgs()
+const flag = args.string
+const has = args.has
+const rounds = args.number("rounds", 4)
+const seconds = args.number("seconds", 5)
+const warmup = args.number("warmup", 1)
+const cooldown = args.number("cooldown", 1)
 const spin = has("spin")
 const configs = flag("configs", "64x16,1x1,64x1,1024x1")
   .split(",")
@@ -72,9 +80,9 @@ const configs = flag("configs", "64x16,1x1,64x1,1024x1")
     if (!(conns! > 0 && depth! > 0)) throw new Error(`--configs: expected CONNSxDEPTH, got ${c}`)
     return { name: c, conns: conns!, depth: depth! }
   })
-const roundsFor = (config: string) => Number(flag(`rounds-${config}`, String(rounds)))
+const roundsFor = (config: string) => args.number(`rounds-${config}`, rounds)
 const outPath = resolve(root, flag("out", "bench/data/dataplane.json"))
-const machineName = flag("machine", "2-vCPU KVM VM (AMD EPYC), shared with other workloads")
+const machineName = args.machine()
 
 const SIZE = 64 * 1024 * 1024
 const RANGE = 64 * 1024
@@ -371,21 +379,24 @@ const startWorker = async (spec: WorkerArmSpec, stubUrl: string, cacheRoot: stri
 
 // ------------------------------------------------------------------------ main
 
-const fmt = (v: number, d = 0) => (Number.isFinite(v) ? v.toFixed(d) : "-")
-
-const main = async () => {
-  const dir = mkdtempSync(join(tmpdir(), "dataplane-bench-"))
+/** Builds the C tools and writes the object into a scratch origin stub's directory. */
+const prepare = async (prefix: string) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
   cleanupDirs.push(dir)
-  execFileSync("make", ["-s", "-C", resolve(root, "../shared/tools/ceiling"), `OUT=${dir}`], { stdio: "inherit" })
-  poundPath = join(dir, "pound")
+  poundPath = buildCeiling(dir).pound
   // The stub's layout is <root>/<bucket>/<key>: the object IS this file, which ceiling serves too.
   const originRoot = join(dir, "origin")
   mkdirSync(join(originRoot, BUCKET), { recursive: true })
   blobPath = join(originRoot, BUCKET, KEY)
   writeFileSync(blobPath, randomBytes(SIZE))
-
   const stubRuntime = ManagedRuntime.make(OriginStub.layer({ root: originRoot }))
-  const stub = await stubRuntime.runPromise(OriginStub)
+  return { dir, stubRuntime, stub: await stubRuntime.runPromise(OriginStub) }
+}
+
+const fmt = (v: number, d = 0) => (Number.isFinite(v) ? v.toFixed(d) : "-")
+
+const main = async () => {
+  const { dir, stubRuntime, stub } = await prepare("dataplane-bench-")
   console.log(`origin stub ${stub.url}; object ${OBJECT_URI} = ${blobPath} (64 MiB)`)
 
   const wanted = WORKER_ARMS.filter((a) => armNames.includes(a.name))
@@ -533,7 +544,7 @@ const main = async () => {
         spin ? "pound ran with --spin (busy-polling client)." : "pound ran without --spin: 64×16 runs are bistable (see shared/tools/ceiling/README.md).",
         "Workers run with --version-ttl-ms 86400000 so no window contains a version re-check; the origin served no requests during the measured rounds when origin_requests_during_rounds is 0."
       ],
-      command: `npx tsx scripts/dataplane-bench.ts ${args.join(" ")}`.trim(),
+      command: `npx tsx scripts/dataplane-bench.ts ${args.argv.join(" ")}`.trim(),
       date: today(),
       machine: describeMachine(machineName),
       params: {
@@ -563,34 +574,24 @@ const main = async () => {
         barChart("rss-1024x1", "1024x1", "rss_mib", "server RSS MiB holding 1024 connections")
       ],
       tables: [
-        {
+        summaryTable({
           id: "medians",
           title: "Medians over rounds",
-          data: "summary",
-          columns: [
+          lead: [
             { field: "config", title: "conns×depth" },
             { field: "arm", title: "arm" },
-            { field: "metric", title: "metric" },
-            { field: "median", title: "median", digits: 2 },
-            { field: "min", title: "min", digits: 2 },
-            { field: "max", title: "max", digits: 2 }
+            { field: "metric", title: "metric" }
           ]
-        },
-        {
-          id: "ratios",
+        }),
+        ratioTable({
           title: "Per-round ratios (median, min, max)",
-          data: "ratios",
-          columns: [
+          lead: [
             { field: "config", title: "conns×depth" },
             { field: "arm", title: "arm" },
             { field: "baseline", title: "vs" },
-            { field: "metric", title: "metric" },
-            { field: "median", title: "median", digits: 3 },
-            { field: "min", title: "min", digits: 3 },
-            { field: "max", title: "max", digits: 3 },
-            { field: "per_round", title: "per round" }
+            { field: "metric", title: "metric" }
           ]
-        }
+        })
       ]
     }
     if (!has("no-write")) {
@@ -708,16 +709,7 @@ const cpuSites = async (target: Target, conns: number, depth: number, hits: () =
 /** Allocation per hit request, per plane × mode, in this process. */
 const allocMain = async () => {
   execFileSync("taskset", ["-pc", "0", String(process.pid)], { stdio: "ignore" })
-  const dir = mkdtempSync(join(tmpdir(), "dataplane-alloc-"))
-  cleanupDirs.push(dir)
-  execFileSync("make", ["-s", "-C", resolve(root, "../shared/tools/ceiling"), `OUT=${dir}`], { stdio: "inherit" })
-  poundPath = join(dir, "pound")
-  const originRoot = join(dir, "origin")
-  mkdirSync(join(originRoot, BUCKET), { recursive: true })
-  blobPath = join(originRoot, BUCKET, KEY)
-  writeFileSync(blobPath, randomBytes(SIZE))
-  const stubRuntime = ManagedRuntime.make(OriginStub.layer({ root: originRoot }))
-  const stub = await stubRuntime.runPromise(OriginStub)
+  const { dir, stubRuntime, stub } = await prepare("dataplane-alloc-")
   const config = configs[0]!
   console.log(
     `| plane | mode | conns×depth | hits | bytes/req | GCs | scavenges/100k req | rps | user µs/req | sys µs/req |\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|`

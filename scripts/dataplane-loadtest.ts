@@ -20,20 +20,21 @@
  *   SERVER_CPU=0 CLIENT_CPU=1
  *   NO_WRITE=1            do not write bench/data/dataplane_loadtest.json
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as net from "node:net"
 import { tmpdir } from "node:os"
-import { dirname, join, resolve } from "node:path"
-import { fileURLToPath } from "node:url"
+import { join } from "node:path"
 import { Data, Effect, Either } from "effect"
 import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, today } from "../src/bench/chartsData.js"
 import { type Arm, runRounds } from "../src/bench/rounds.js"
 import { parseIntList, parseSize } from "../src/loadgen/options.js"
 import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../src/protocol/index.js"
+import { repoRoot } from "./lib/args.js"
+import { buildCeiling } from "./lib/ceiling.js"
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..")
+const root = repoRoot
 const env = (name: string, def: string) => process.env[name] ?? def
 const orDie = <A>(e: Either.Either<A, string>): A =>
   Either.getOrElse(e, (msg) => {
@@ -221,9 +222,8 @@ const main = Effect.gen(function* () {
   const servers: Array<Server> = []
   for (const arm of ARMS) {
     if (arm === "ceiling") {
-      const bin = join(dir, "ceiling-bin")
-      execFileSync("make", ["-s", "-C", resolve(root, "../shared/tools/ceiling"), `OUT=${bin}`], { stdio: "inherit" })
-      const c = yield* startChild("ceiling", [join(bin, "ceiling"), "--listen", "127.0.0.1:0", "--file", blob], /listening on ([\d.]+:\d+) pid (\d+)/)
+      const tools = buildCeiling(join(dir, "ceiling-bin"))
+      const c = yield* startChild("ceiling", [tools.ceiling, "--listen", "127.0.0.1:0", "--file", blob], /listening on ([\d.]+:\d+) pid (\d+)/)
       servers.push({ name: "ceiling", addr: c.match[1]!, pids: [Number(c.match[2])], plane: "C epoll+sendfile", mode: "pipelined" })
       continue
     }

@@ -10,32 +10,28 @@
  * Writes bench/data/loadgen_vs_pound.json (unless --no-write) and prints the
  * per-round table and the median per-round loadgen/pound ratios.
  */
-import { execFileSync, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { dirname, join, resolve } from "node:path"
-import { fileURLToPath } from "node:url"
+import { join } from "node:path"
 import { Data, Effect } from "effect"
-import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, rowsFromRounds, today } from "../src/bench/chartsData.js"
+import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, ratioTable, rowsFromRounds, summaryTable, today } from "../src/bench/chartsData.js"
 import { type Arm, runRounds } from "../src/bench/rounds.js"
+import { repoRoot, scriptArgs } from "./lib/args.js"
+import { buildCeiling } from "./lib/ceiling.js"
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..")
-
-const args = process.argv.slice(2)
-const flag = (name: string, def: string): string => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 && i + 1 < args.length ? args[i + 1]! : def
-}
-const has = (name: string) => args.includes(`--${name}`)
-const rounds = Number(flag("rounds", "4"))
-const seconds = Number(flag("seconds", "5"))
-const warmup = Number(flag("warmup", "1"))
-const conns = Number(flag("conns", "64"))
-const depth = Number(flag("depth", "16"))
-const cooldown = Number(flag("cooldown", "1"))
+const root = repoRoot
+const args = scriptArgs()
+const has = args.has
+const rounds = args.number("rounds", 4)
+const seconds = args.number("seconds", 5)
+const warmup = args.number("warmup", 1)
+const conns = args.number("conns", 64)
+const depth = args.number("depth", 16)
+const cooldown = args.number("cooldown", 1)
 const spin = has("spin")
-const machineName = flag("machine", "2-vCPU KVM VM (AMD EPYC), shared with other workloads")
+const machineName = args.machine()
 const SIZE = 64 * 1024 * 1024
 const OBJECT = "az://bench/blob"
 const KEY_METRICS = ["rps", "p50_us", "p99_us", "server_cpu_us_per_req", "client_cores", "client_us_per_req"]
@@ -90,11 +86,11 @@ const lastJson = (out: string): Record<string, number> => JSON.parse(out.trim().
 const main = Effect.gen(function* () {
   const dir = mkdtempSync(join(tmpdir(), "loadgen-vs-pound-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
-  execFileSync("make", ["-s", "-C", resolve(root, "../shared/tools/ceiling"), `OUT=${dir}`], { stdio: "inherit" })
+  const tools = buildCeiling(dir)
   const blob = join(dir, "blob")
   writeFileSync(blob, randomBytes(SIZE))
 
-  const server = spawn("taskset", ["-c", "0", join(dir, "ceiling"), "--listen", "127.0.0.1:0", "--file", blob], {
+  const server = spawn("taskset", ["-c", "0", tools.ceiling, "--listen", "127.0.0.1:0", "--file", blob], {
     stdio: ["ignore", "pipe", "inherit"]
   })
   yield* Effect.addFinalizer(() => Effect.sync(() => server.kill("SIGTERM")))
@@ -114,7 +110,7 @@ const main = Effect.gen(function* () {
   const pound: Arm<Metrics, ArmFailed> = {
     name: "pound",
     run: () =>
-      run("taskset", ["-c", "1", join(dir, "pound"), ...common, ...target, ...(spin ? ["--spin"] : [])]).pipe(
+      run("taskset", ["-c", "1", tools.pound, ...common, ...target, ...(spin ? ["--spin"] : [])]).pipe(
         Effect.map(lastJson),
         Effect.map((j) => withClientCost({
           rps: j["rps"]!,
@@ -238,32 +234,20 @@ const main = Effect.gen(function* () {
       }
     ],
     tables: [
-      {
-        id: "summary",
+      summaryTable({
         title: "Medians over rounds",
-        data: "summary",
         filter: { metric: KEY_METRICS },
-        columns: [
+        lead: [
           { field: "arm", title: "client" },
-          { field: "metric", title: "metric" },
-          { field: "median", title: "median", digits: 2 },
-          { field: "min", title: "min", digits: 2 },
-          { field: "max", title: "max", digits: 2 }
+          { field: "metric", title: "metric" }
         ]
-      },
-      {
-        id: "ratios",
+      }),
+      ratioTable({
         title: "loadgen / pound, per round",
-        data: "ratios",
         filter: { metric: KEY_METRICS },
-        columns: [
-          { field: "metric", title: "metric" },
-          { field: "median", title: "median ratio", digits: 3 },
-          { field: "min", title: "min", digits: 3 },
-          { field: "max", title: "max", digits: 3 },
-          { field: "per_round", title: "per round" }
-        ]
-      }
+        medianTitle: "median ratio",
+        lead: [{ field: "metric", title: "metric" }]
+      })
     ]
   }
   // The ratio chart plots one point per round from the loadgen rows.

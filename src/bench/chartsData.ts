@@ -66,6 +66,42 @@ export interface TableSpec {
   readonly filter?: Filter
 }
 
+type Columns = TableSpec["columns"]
+
+const spreadColumns = (digits: number, medianTitle = "median"): Columns => [
+  { field: "median", title: medianTitle, digits },
+  { field: "min", title: "min", digits },
+  { field: "max", title: "max", digits }
+]
+
+/** The usual `summary` table: the row keys in `lead`, then median, min and max over rounds. */
+export const summaryTable = (spec: {
+  readonly id?: string
+  readonly title: string
+  readonly lead: Columns
+  readonly filter?: Filter
+}): TableSpec => ({
+  id: spec.id ?? "summary",
+  title: spec.title,
+  data: "summary",
+  ...(spec.filter === undefined ? {} : { filter: spec.filter }),
+  columns: [...spec.lead, ...spreadColumns(2)]
+})
+
+/** The usual `ratios` table: per-round ratios to the baseline arm, their median and spread, and each round's value. */
+export const ratioTable = (spec: {
+  readonly title: string
+  readonly lead: Columns
+  readonly filter?: Filter
+  readonly medianTitle?: string
+}): TableSpec => ({
+  id: "ratios",
+  title: spec.title,
+  data: "ratios",
+  ...(spec.filter === undefined ? {} : { filter: spec.filter }),
+  columns: [...spec.lead, ...spreadColumns(3, spec.medianTitle), { field: "per_round", title: "per round" }]
+})
+
 export interface BenchData {
   readonly schema: typeof BENCH_DATA_SCHEMA
   /** Stable id, same as the file name stem. */
