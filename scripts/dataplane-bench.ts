@@ -59,6 +59,7 @@ import { Sendfile } from "../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../src/worker/server/ServeMode.js"
 import { Worker } from "../src/worker/Worker.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
+import { buildDist } from "./lib/build.js"
 import { buildCeiling } from "./lib/ceiling.js"
 
 const root = repoRoot
@@ -397,6 +398,7 @@ const fmt = (v: number, d = 0) => (Number.isFinite(v) ? v.toFixed(d) : "-")
 
 const main = async () => {
   const { dir, stubRuntime, stub } = await prepare("dataplane-bench-")
+  buildDist()
   console.log(`origin stub ${stub.url}; object ${OBJECT_URI} = ${blobPath} (64 MiB)`)
 
   const wanted = WORKER_ARMS.filter((a) => armNames.includes(a.name))

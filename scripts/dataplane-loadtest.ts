@@ -32,6 +32,7 @@ import { type Arm, runRounds } from "../src/bench/rounds.js"
 import { parseIntList, parseSize } from "../src/loadgen/options.js"
 import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../src/protocol/index.js"
 import { repoRoot } from "./lib/args.js"
+import { buildDist, talonBin } from "./lib/build.js"
 import { buildCeiling } from "./lib/ceiling.js"
 
 const root = repoRoot
@@ -176,7 +177,7 @@ interface Result {
 const loadgen = (server: Server, conns: number): Effect.Effect<Result, BenchFailed> =>
   Effect.async<Result, BenchFailed>((resume) => {
     const args = [
-      "-c", CLIENT_CPU, process.execPath, "--import", "tsx", "src/loadgen/main.ts",
+      "-c", CLIENT_CPU, ...talonBin(), "loadgen",
       "--addr", server.addr, "--conns", String(conns), "--depth", String(DEPTH), "--range", String(RANGE),
       "--seconds", String(SECONDS), "--warmup", String(WARMUP), "--object", OBJECT, "--size", String(SIZE),
       "--server-pid", server.pids.join(","), "--json"
@@ -196,6 +197,7 @@ const loadgen = (server: Server, conns: number): Effect.Effect<Result, BenchFail
 const r2 = (x: number) => Math.round(x * 100) / 100
 
 const main = Effect.gen(function* () {
+  buildDist()
   const dir = mkdtempSync(join(tmpdir(), "dataplane-loadtest-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   const originRoot = join(dir, "origin")

@@ -26,8 +26,6 @@ import * as http from "node:http"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { dirname, resolve } from "node:path"
-import { fileURLToPath } from "node:url"
 import { Context, Duration, Effect, Layer, Stream } from "effect"
 import { BackendStore } from "../src/backend/BackendStore.js"
 import * as Router from "../src/backend/Router.js"
@@ -47,25 +45,18 @@ import { sampleBytes } from "../src/origin/seed.js"
 import { decodeRangeRequest, encodeErrorFrame, encodeFrame, FrameDecoder, MsgType } from "../src/protocol/index.js"
 import { Worker } from "../src/worker/Worker.js"
 import { slowRead, startListeningChild } from "../test/gateway/fixtures/slowReader.js"
+import { repoRoot, scriptArgs } from "./lib/args.js"
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..")
-const args = process.argv.slice(2)
-const flag = (name: string, def: string): string => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 && i + 1 < args.length ? args[i + 1]! : def
-}
-const has = (name: string) => args.includes(`--${name}`)
-const size = (s: string) => {
-  const m = /^(\d+)([KMG]?)$/i.exec(s.trim())
-  if (!m) throw new Error(`bad size ${s}`)
-  return Number(m[1]) * ({ "": 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3 } as Record<string, number>)[m[2]!.toUpperCase()]!
-}
-const delayMs = Number(flag("delay-ms", "20"))
-const range = size(flag("range", "1M"))
+const root = repoRoot
+const args = scriptArgs()
+const flag = args.string
+const has = args.has
+const delayMs = args.number("delay-ms", 20)
+const range = args.size("range", "1M")
 const connsList = flag("conns", "1,16,64,400").split(",").map(Number)
-const maxConcurrent = Number(flag("max-concurrent", "256"))
-const requestsMin = Number(flag("requests", "200"))
-const rssSize = size(flag("rss-size", "1G"))
+const maxConcurrent = args.number("max-concurrent", 256)
+const requestsMin = args.number("requests", 200)
+const rssSize = args.size("rss-size", "1G")
 const outFile = flag("out", "")
 
 const MiB = 1024 * 1024

@@ -21,38 +21,45 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import * as http from "node:http"
 import * as net from "node:net"
 import { tmpdir } from "node:os"
-import { dirname, join, resolve } from "node:path"
-import { fileURLToPath } from "node:url"
+import { join } from "node:path"
 import { Data, Effect } from "effect"
 import { sharedKeyAuthorization } from "../src/backend/azureSharedKey.js"
 import * as S3Backend from "../src/backend/S3.js"
-import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, rowsFromRounds, type Row, today } from "../src/bench/chartsData.js"
+import {
+  type BenchData,
+  BENCH_DATA_SCHEMA,
+  describeMachine,
+  ratioTable,
+  rowsFromRounds,
+  type Row,
+  summaryTable,
+  today
+} from "../src/bench/chartsData.js"
 import { type Arm, runRounds, spread } from "../src/bench/rounds.js"
 import { clockTicks, parseStat } from "../src/loadgen/procSampler.js"
 import { sampleBytes } from "../src/origin/seed.js"
+import { repoRoot, scriptArgs } from "./lib/args.js"
+import { buildDist } from "./lib/build.js"
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "..")
-const args = process.argv.slice(2)
-const flag = (name: string, def: string): string => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 && i + 1 < args.length ? args[i + 1]! : def
-}
-const has = (name: string) => args.includes(`--${name}`)
-const rounds = Number(flag("rounds", "5"))
-const requests = Number(flag("requests", "200"))
+const root = repoRoot
+const args = scriptArgs()
+const flag = args.string
+const has = args.has
+const rounds = args.number("rounds", 5)
+const requests = args.number("requests", 200)
 /**
  * Requests per arm in the discarded warmup round. The gateway's per-request code reaches
  * V8's optimizing tier only after a few thousand requests (measured: gateway CPU 2.4-3.0
  * ms/req after 300 warmup requests, 1.6-1.8 after 3000), so a short warmup would measure
  * the JIT, not the gateway a deployment runs for days.
  */
-const warmupRequests = Number(flag("warmup-requests", "1500"))
-const concurrency = Number(flag("concurrency", "8"))
-const latencyMs = Number(flag("latency-ms", "50"))
-const sigma = Number(flag("sigma", "0.8"))
-const cooldown = Number(flag("cooldown", "1"))
+const warmupRequests = args.number("warmup-requests", 1500)
+const concurrency = args.number("concurrency", 8)
+const latencyMs = args.number("latency-ms", 50)
+const sigma = args.number("sigma", 0.8)
+const cooldown = args.number("cooldown", 1)
 const pin = !has("no-pin")
-const machineName = flag("machine", "2-vCPU KVM VM (AMD EPYC), shared with other workloads")
+const machineName = args.machine()
 
 const MiB = 1024 * 1024
 const SIZE = 64 * MiB
@@ -311,6 +318,7 @@ const main = Effect.gen(function* () {
   writeFileSync(join(dir, "origin", BUCKET, KEY), object)
   const expected = Array.from({ length: SIZE / MiB }, (_, i) => createHash("sha256").update(object.subarray(i * MiB, (i + 1) * MiB)).digest("hex"))
 
+  buildDist()
   const talon = join(root, "bin/talon.mjs")
   const originPort = yield* Effect.promise(freePort)
   const origin = start("origin", [process.execPath, talon, "origin", "--root", join(dir, "origin"), "--port", String(originPort)])
@@ -581,32 +589,21 @@ const main = Effect.gen(function* () {
       }
     ],
     tables: [
-      {
-        id: "summary",
+      summaryTable({
         title: "Per arm, median over rounds",
-        data: "summary",
-        columns: [
+        lead: [
           { field: "arm", title: "arm" },
-          { field: "metric", title: "metric" },
-          { field: "median", title: "median", digits: 2 },
-          { field: "min", title: "min", digits: 2 },
-          { field: "max", title: "max", digits: 2 }
+          { field: "metric", title: "metric" }
         ]
-      },
-      {
-        id: "ratios",
+      }),
+      ratioTable({
         title: "Per-round ratios (arm / baseline)",
-        data: "ratios",
-        columns: [
+        lead: [
           { field: "arm", title: "arm" },
           { field: "baseline", title: "baseline" },
-          { field: "metric", title: "metric" },
-          { field: "median", title: "median", digits: 3 },
-          { field: "min", title: "min", digits: 3 },
-          { field: "max", title: "max", digits: 3 },
-          { field: "per_round", title: "per round" }
+          { field: "metric", title: "metric" }
         ]
-      }
+      })
     ]
   }
   const out = join(root, "bench/data/gateway_proxy.json")

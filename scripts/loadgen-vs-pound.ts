@@ -19,6 +19,7 @@ import { Data, Effect } from "effect"
 import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, ratioTable, rowsFromRounds, summaryTable, today } from "../src/bench/chartsData.js"
 import { type Arm, runRounds } from "../src/bench/rounds.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
+import { buildDist, talonBin } from "./lib/build.js"
 import { buildCeiling } from "./lib/ceiling.js"
 
 const root = repoRoot
@@ -87,6 +88,7 @@ const main = Effect.gen(function* () {
   const dir = mkdtempSync(join(tmpdir(), "loadgen-vs-pound-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   const tools = buildCeiling(dir)
+  buildDist()
   const blob = join(dir, "blob")
   writeFileSync(blob, randomBytes(SIZE))
 
@@ -131,7 +133,7 @@ const main = Effect.gen(function* () {
   const loadgen: Arm<Metrics, ArmFailed> = {
     name: "loadgen",
     run: () =>
-      run("taskset", ["-c", "1", process.execPath, "--import", "tsx", "src/loadgen/main.ts", ...common, ...target]).pipe(
+      run("taskset", ["-c", "1", ...talonBin(), "loadgen", ...common, ...target]).pipe(
         Effect.map(lastJson),
         Effect.map((j) => withClientCost({
           rps: j["rps"]!,
