@@ -6,7 +6,7 @@
  * machine (binding overhead), while a placement lookup hashes ~80–120 bytes (two compression
  * blocks). Why words rather than bytes: assembling each word from four byte loads made the
  * rounds a third slower, so callers write message bytes straight into a byte view of the
- * word array at `index ^ BE_BYTE`, which lands them big-endian in their word on any host.
+ * word array at `index ^ 3` (see `hostWords`).
  * Correctness is pinned by test/placement/sha256.test.ts against node:crypto.
  *
  * The rounds are mechanically unrolled: round i rotates the roles of a..h by i, adds K[i]
@@ -26,8 +26,26 @@ const K = Int32Array.of(
   0x748f82ee | 0, 0x78a5636f | 0, 0x84c87814 | 0, 0x8cc70208 | 0, 0x90befffa | 0, 0xa4506ceb | 0, 0xbef9a3f7 | 0, 0xc67178f2 | 0
 )
 
-/** Message byte i lives at byte `i ^ BE_BYTE` of the word array's buffer (3 on little-endian hosts). */
-export const BE_BYTE = new Uint8Array(Uint32Array.of(1).buffer)[0] === 1 ? 3 : 0
+const LITTLE_ENDIAN = new Uint8Array(Uint32Array.of(1).buffer)[0] === 1
+
+let swapped = new Int32Array(32)
+
+/**
+ * Message layout: byte i of the message lives at byte `i ^ 3` of the word array's buffer,
+ * which on a little-endian host puts every word's bytes big-endian, as SHA-256 reads them.
+ * A big-endian host sees each word byte-reversed, so the message words are swapped into a
+ * scratch copy first (the caller's array keeps its layout, e.g. a preset domain prefix).
+ */
+const hostWords = (w: Int32Array, len: number): Int32Array => {
+  if (LITTLE_ENDIAN) return w
+  const need = paddedLength(len) >>> 2
+  if (swapped.length < need) swapped = new Int32Array(need)
+  for (let j = 0; j < (len + 3) >>> 2; j++) {
+    const x = w[j]!
+    swapped[j] = ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24)
+  }
+  return swapped
+}
 
 /** Bytes a message of `len` bytes occupies once padded (0x80, zeros, 64-bit bit length). */
 export const paddedLength = (len: number): number => (((len + 8) >>> 6) + 1) << 6
@@ -50,10 +68,11 @@ const padWords = (w: Int32Array, len: number): number => {
 }
 
 /**
- * Hash the `len`-byte message in `w` (big-endian words, see `BE_BYTE`) into `out` (eight
- * digest words as int32). Pads in place, so `w` must hold `paddedLength(len) / 4` words.
+ * Hash the `len`-byte message in `message` (laid out as `hostWords` describes) into `out`
+ * (eight digest words as int32). Pads in place, so it must hold `paddedLength(len) / 4` words.
  */
-export const sha256Words = (w: Int32Array, len: number, out: Int32Array): void => {
+export const sha256Words = (message: Int32Array, len: number, out: Int32Array): void => {
+  const w = hostWords(message, len)
   const words = padWords(w, len)
   out[0] = IV[0]!
   out[1] = IV[1]!
@@ -88,7 +107,8 @@ export const prefixState = (prefix: Uint8Array): Int32Array => {
  * `sha256Words` for a message whose first 28 bytes are the prefix `mid` was computed from
  * (`prefixState`): the first block resumes at round 7. The caller guarantees the prefix.
  */
-export const sha256WordsAfterPrefix = (w: Int32Array, len: number, out: Int32Array, mid: Int32Array): void => {
+export const sha256WordsAfterPrefix = (message: Int32Array, len: number, out: Int32Array, mid: Int32Array): void => {
+  const w = hostWords(message, len)
   const words = padWords(w, len)
   compressAfter7(out, w, mid)
   for (let p = 16; p < words; p += 16) compress(out, w, p)
@@ -106,7 +126,7 @@ export const sha256Into = (msg: Uint8Array, len: number, out: Int32Array): void 
     packedView = packedBytes()
   }
   const bytes = packedView
-  for (let i = 0; i < len; i++) bytes[i ^ BE_BYTE] = msg[i]!
+  for (let i = 0; i < len; i++) bytes[i ^ 3] = msg[i]!
   sha256Words(packed, len, out)
 }
 

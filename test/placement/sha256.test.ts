@@ -1,18 +1,18 @@
 import { describe, expect, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
 import fc from "fast-check"
-import { BE_BYTE, paddedLength, prefixState, sha256Into, sha256Words, sha256WordsAfterPrefix } from "../../src/placement/sha256.js"
+import { paddedLength, prefixState, sha256Into, sha256Words, sha256WordsAfterPrefix } from "../../src/placement/sha256.js"
 
 const hex = (words: Int32Array): string => Array.from(words, (w) => (w >>> 0).toString(16).padStart(8, "0")).join("")
 
 /**
- * `bytes` laid out as the word functions expect (byte i at `i ^ BE_BYTE`), in a scratch that
+ * `bytes` laid out as the word functions expect (byte i at `i ^ 3`), in a scratch that
  * starts full of garbage: stale words from a longer earlier key must not matter.
  */
 const asWords = (bytes: Uint8Array): Int32Array => {
   const words = new Int32Array(paddedLength(bytes.length) / 4).fill(0x5a5a5a5a)
   const view = new Uint8Array(words.buffer)
-  bytes.forEach((b, i) => (view[i ^ BE_BYTE] = b))
+  bytes.forEach((b, i) => (view[i ^ 3] = b))
   return words
 }
 
