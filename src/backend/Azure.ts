@@ -1,4 +1,4 @@
-import { Config, type ConfigError, Effect, Layer, Option, Redacted, type Scope, Stream } from "effect"
+import { Config, type ConfigError, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import type { ObjectId } from "../core/ids.js"
 import { sharedKeyAuthorization } from "./azureSharedKey.js"
 import {
@@ -6,7 +6,6 @@ import {
   BackendRangeError,
   BackendStore,
   type BackendStoreShape,
-  type GetRangeOptions,
   type ListOptions,
   type ListPage,
   type ObjectStat
@@ -16,7 +15,7 @@ import { contentLength, escapePath, lastModified, parseContentRange } from "./he
 import type { IncomingHttpHeaders } from "node:http"
 import { header, makeTransport, type OriginRequest, type RequestLabel } from "./http.js"
 import { defaultPolicy, policyConfig, type RequestPolicy, withRetries } from "./policy.js"
-import { type OpenRange, rangedRead, rangedReader, readerFromStream } from "./ranged.js"
+import { type OpenRange, rangeOperations } from "./ranged.js"
 import { child, children, errorDocument, parseXml, statusError, text } from "./xml.js"
 
 export type AzureCredential =
@@ -169,37 +168,14 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
           return yield* Effect.fail(failure(label, res.status, res.headers, body))
         })
 
-    const runtime = yield* Effect.runtime<never>()
-    /** `getRange` for relays (no fiber per chunk); the odd cases go through `getRange` itself. */
-    const openRange: NonNullable<BackendStoreShape["openRange"]> = (object, offset, length, getOptions) => {
-      if (length === 0 || offset < 0 || length < 0 || !Number.isSafeInteger(offset) || !Number.isSafeInteger(length)) {
-        return readerFromStream(runtime, getRange(object, offset, length, getOptions))
-      }
-      const label = labelOf(object, "GetBlob")
-      return rangedReader({ label, policy, offset, length, version: getOptions?.version, open: opener(object, offset, length, label), runtime })
-    }
-
-    const getRange = (
-      object: ObjectId,
-      offset: number,
-      length: number,
-      getOptions?: GetRangeOptions
-    ): Stream.Stream<Uint8Array, BackendError> => {
-      const label = labelOf(object, "GetBlob")
-      if (offset < 0 || length < 0 || !Number.isSafeInteger(offset) || !Number.isSafeInteger(length)) {
-        return Stream.fail(new BackendRangeError({ object: label.object, offset, length }))
-      }
-      if (length === 0) {
-        return Stream.fromEffect(stat(object)).pipe(
-          Stream.flatMap((s) =>
-            offset > s.size
-              ? Stream.fail(new BackendRangeError({ object: label.object, offset, length, size: s.size }))
-              : Stream.empty
-          )
-        )
-      }
-      return rangedRead({ label, policy, offset, length, version: getOptions?.version, open: opener(object, offset, length, label) })
-    }
+    const { getRange, openRange } = rangeOperations({
+      operation: "GetBlob",
+      labelOf,
+      opener,
+      stat,
+      policy,
+      runtime: yield* Effect.runtime<never>()
+    })
 
     const list = (container: string, listOptions?: ListOptions): Effect.Effect<ListPage, BackendError> => {
       const label: RequestLabel = { object: `az://${container}/${listOptions?.prefix ?? ""}`, operation: "ListBlobs" }

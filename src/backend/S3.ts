@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto"
 import { Sha256 } from "@aws-crypto/sha256-js"
 import { SignatureV4 } from "@smithy/signature-v4"
-import { Config, type ConfigError, Effect, Layer, Option, Redacted, type Scope, Stream } from "effect"
+import { Config, type ConfigError, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import type { ObjectId } from "../core/ids.js"
 import {
   type BackendError,
@@ -9,7 +9,6 @@ import {
   BackendRequestError,
   BackendStore,
   type BackendStoreShape,
-  type GetRangeOptions,
   type ListOptions,
   type ListPage,
   type ObjectStat
@@ -25,7 +24,7 @@ import {
 } from "./headers.js"
 import { header, makeTransport, type OriginRequest, type RequestLabel } from "./http.js"
 import { defaultPolicy, policyConfig, type RequestPolicy, withRetries } from "./policy.js"
-import { type OpenRange, rangedRead, rangedReader, readerFromStream } from "./ranged.js"
+import { type OpenRange, rangeOperations } from "./ranged.js"
 import { child, children, errorDocument, parseXml, statusError, text } from "./xml.js"
 
 export interface S3Options {
@@ -215,32 +214,14 @@ export const make = (options: S3Options): Effect.Effect<BackendStoreShape, never
           return yield* Effect.fail(failure(label, res.status, body))
         })
 
-    const runtime = yield* Effect.runtime<never>()
-    /** `getRange` for relays (no fiber per chunk); the odd cases go through `getRange` itself. */
-    const openRange: NonNullable<BackendStoreShape["openRange"]> = (object, offset, length, getOptions) => {
-      if (length === 0 || offset < 0 || length < 0 || !Number.isSafeInteger(offset) || !Number.isSafeInteger(length)) {
-        return readerFromStream(runtime, getRange(object, offset, length, getOptions))
-      }
-      const label = labelOf(object, "GetObject")
-      return rangedReader({ label, policy, offset, length, version: getOptions?.version, open: opener(object, offset, length, label), runtime })
-    }
-
-    const getRange: BackendStoreShape["getRange"] = (object, offset, length, getOptions?: GetRangeOptions) => {
-      const label = labelOf(object, "GetObject")
-      if (offset < 0 || length < 0 || !Number.isSafeInteger(offset) || !Number.isSafeInteger(length)) {
-        return Stream.fail(new BackendRangeError({ object: label.object, offset, length }))
-      }
-      if (length === 0) {
-        return Stream.fromEffect(stat(object)).pipe(
-          Stream.flatMap((s) =>
-            offset > s.size
-              ? Stream.fail(new BackendRangeError({ object: label.object, offset, length, size: s.size }))
-              : Stream.empty
-          )
-        )
-      }
-      return rangedRead({ label, policy, offset, length, version: getOptions?.version, open: opener(object, offset, length, label) })
-    }
+    const { getRange, openRange } = rangeOperations({
+      operation: "GetObject",
+      labelOf,
+      opener,
+      stat,
+      policy,
+      runtime: yield* Effect.runtime<never>()
+    })
 
     const list = (bucket: string, listOptions?: ListOptions): Effect.Effect<ListPage, BackendError> => {
       const label: RequestLabel = { object: `s3://${bucket}/${listOptions?.prefix ?? ""}`, operation: "ListObjectsV2" }

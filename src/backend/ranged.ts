@@ -357,3 +357,46 @@ export const rangeReader = (
   store.openRange !== undefined
     ? store.openRange(object, offset, length, options)
     : readerFromStream(runtime, store.getRange(object, offset, length, options))
+
+/**
+ * A provider's `getRange` and `openRange` from its per-attempt request: the argument checks,
+ * a zero-length read answered by `stat` (so a range past the end still fails), and the
+ * fiber-free relay reader (odd cases go through `getRange`'s stream).
+ */
+export const rangeOperations = (p: {
+  readonly operation: string
+  readonly labelOf: (object: ObjectId, operation: string) => RequestLabel
+  readonly opener: (object: ObjectId, offset: number, length: number, label: RequestLabel) => OpenRange
+  readonly stat: BackendStoreShape["stat"]
+  readonly policy: RequestPolicy
+  readonly runtime: Runtime.Runtime<never>
+}): {
+  readonly getRange: BackendStoreShape["getRange"]
+  readonly openRange: NonNullable<BackendStoreShape["openRange"]>
+} => {
+  const { operation, labelOf, opener, stat, policy, runtime } = p
+  const getRange: BackendStoreShape["getRange"] = (object, offset, length, options?: GetRangeOptions) => {
+    const label = labelOf(object, operation)
+    if (offset < 0 || length < 0 || !Number.isSafeInteger(offset) || !Number.isSafeInteger(length)) {
+      return Stream.fail(new BackendRangeError({ object: label.object, offset, length }))
+    }
+    if (length === 0) {
+      return Stream.fromEffect(stat(object)).pipe(
+        Stream.flatMap((s) =>
+          offset > s.size
+            ? Stream.fail(new BackendRangeError({ object: label.object, offset, length, size: s.size }))
+            : Stream.empty
+        )
+      )
+    }
+    return rangedRead({ label, policy, offset, length, version: options?.version, open: opener(object, offset, length, label) })
+  }
+  const openRange: NonNullable<BackendStoreShape["openRange"]> = (object, offset, length, options) => {
+    if (length === 0 || offset < 0 || length < 0 || !Number.isSafeInteger(offset) || !Number.isSafeInteger(length)) {
+      return readerFromStream(runtime, getRange(object, offset, length, options))
+    }
+    const label = labelOf(object, operation)
+    return rangedReader({ label, policy, offset, length, version: options?.version, open: opener(object, offset, length, label), runtime })
+  }
+  return { getRange, openRange }
+}
