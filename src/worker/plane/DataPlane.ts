@@ -73,6 +73,13 @@ export interface DataPlaneShape {
    * must not both read it. `writer` is what `attach` returned for the socket.
    */
   readonly read?: (socket: net.Socket, writer: ConnectionWriter, sink: ReadSink) => ConnectionReader
+  /**
+   * Present when the plane can also accept a listening server's connections, all that are
+   * pending at once (libuv accepts one per loop turn). `onSocket` gets paused sockets, as
+   * a `pauseOnConnect` server's listener does. Returns how to stop (before the server
+   * closes), or undefined when the server has no listening fd of its own.
+   */
+  readonly adoptListener?: (server: net.Server, onSocket: (socket: net.Socket) => void) => (() => void) | undefined
 }
 
 /** How response bytes reach the socket: `Sendfile.Native` or `Sendfile.Portable`. */

@@ -1,4 +1,4 @@
-import type * as net from "node:net"
+import * as net from "node:net"
 import {
   type ConnectionReader,
   type ConnectionWriter,
@@ -45,8 +45,13 @@ const newJob = (): Job => ({ header: null, hdrOff: 0, segments: null, segIndex: 
  * (one epoll_wait per callback), so a registration changed while the list is walked can
  * neither overwrite nor lose an entry: anything still ready fires again next turn.
  */
+/** What the shared epoll fd reports to: a connection's writer, or a listening socket's acceptor. */
+interface Watched {
+  onEvents(events: number): void
+}
+
 class NativeRuntime {
-  readonly conns = new Map<number, NativeWriter>()
+  readonly conns = new Map<number, Watched>()
   readonly readBuffer = Buffer.allocUnsafeSlow(READ_BUFFER)
   private readonly ready = new Int32Array(2048)
 
@@ -64,6 +69,59 @@ class NativeRuntime {
       // Not ours (any more): drop the registration, or a level-triggered fd would wake us forever.
       if (writer === undefined) this.addon.watch(fd, 0)
       else writer.onEvents(events[i + 1]!)
+    }
+  }
+}
+
+/** Connections accepted per call; level-triggered, so a longer backlog fires again next turn. */
+const ACCEPT_BATCH = 256
+
+/**
+ * Accepts a listening socket's pending connections in batches (see `accept` in
+ * native/sendfile.c: libuv accepts one per loop turn, which under load delays a burst of
+ * new connections by seconds). Each fd becomes a paused net.Socket, exactly what a server
+ * with `pauseOnConnect` hands its connection listener. libuv keeps watching the fd as
+ * well; whichever accepts first wins.
+ */
+class NativeAcceptor implements Watched {
+  private readonly fds = new Int32Array(ACCEPT_BATCH)
+  private stopped = false
+
+  constructor(
+    private readonly rt: NativeRuntime,
+    private readonly fd: number,
+    private readonly onSocket: (socket: net.Socket) => void
+  ) {}
+
+  start(): boolean {
+    if (this.rt.addon.watch(this.fd, IN) < 0) return false
+    this.rt.conns.set(this.fd, this)
+    return true
+  }
+
+  stop(): void {
+    if (this.stopped) return
+    this.stopped = true
+    if (this.rt.conns.get(this.fd) === this) {
+      this.rt.conns.delete(this.fd)
+      this.rt.addon.watch(this.fd, 0)
+    }
+  }
+
+  onEvents(_events: number): void {
+    if (this.stopped) return
+    const n = this.rt.addon.accept(this.fd, this.fds)
+    // EMFILE and friends: leave the listener to libuv, which has its own recovery for them.
+    if (n < 0 && n !== -EAGAIN) return this.stop()
+    for (let i = 0; i < n; i++) {
+      const fd = this.fds[i]!
+      let socket: net.Socket
+      try {
+        socket = new net.Socket({ fd, readable: true, writable: true, allowHalfOpen: true, pauseOnCreate: true } as net.SocketConstructorOpts)
+      } catch {
+        continue
+      }
+      this.onSocket(socket)
     }
   }
 }
@@ -130,7 +188,7 @@ class NativeReader implements ConnectionReader {
  * non-blocking, so every call returns at once; nothing else on the connection may go
  * through libuv's write queue, or bytes could interleave (the writer is the only path).
  */
-class NativeWriter implements ConnectionWriter {
+class NativeWriter implements ConnectionWriter, Watched {
   private readonly queue: Array<Job> = []
   private head = 0
   private parked = false
@@ -381,6 +439,13 @@ export const makeNativePlane = (options: NativeOptions = {}): DataPlaneShape => 
       writer.reader = reader
       writer.setInterest(writer.interest | IN)
       return reader
+    },
+    adoptListener: (server, onSocket) => {
+      const fd = (server as unknown as { _handle?: { fd?: number } | null })._handle?.fd
+      // A cluster worker's server has no fd of its own (the primary accepts): nothing to adopt.
+      if (typeof fd !== "number" || fd < 0) return undefined
+      const acceptor = new NativeAcceptor(rt, fd, onSocket)
+      return acceptor.start() ? () => acceptor.stop() : undefined
     }
   }
 }

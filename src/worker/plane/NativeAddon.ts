@@ -15,6 +15,9 @@ export interface NativeCounters {
   readonly pushes: number
   /** recv(2) calls of connections the native plane reads itself. */
   readonly recvCalls: number
+  /** Connections accepted by the addon (batch accept on the listening fd), and the calls that accepted any. */
+  readonly accepts: number
+  readonly acceptBatches: number
 }
 
 /** The functions exported by `native/sendfile.c` (build/Release/talon_sendfile.node). */
@@ -36,6 +39,8 @@ export interface NativeAddon {
   readonly watch: (fd: number, interest: number) => number
   /** Bytes read, 0 at end of stream, or -errno. */
   readonly recv: (fd: number, buf: Uint8Array, off: number, len: number) => number
+  /** Accepts every pending connection of a listening fd (at most out.length): the count written to out, or -errno. */
+  readonly accept: (listenFd: number, out: Int32Array) => number
   readonly setSendBuffer: (fd: number, bytes: number) => number
   readonly getSendBuffer: (fd: number) => number
   readonly setNoDelay: (fd: number) => number
@@ -49,7 +54,7 @@ export type AddonLoad =
   | { readonly _tag: "Loaded"; readonly addon: NativeAddon; readonly path: string }
   | { readonly _tag: "Unavailable"; readonly reason: string }
 
-const required = ["sendHeaderFile", "init", "waitWritable", "watch", "recv", "setSendBuffer", "getSendBuffer", "setNoDelay", "counters", "errnoName"]
+const required = ["sendHeaderFile", "init", "waitWritable", "watch", "recv", "accept", "setSendBuffer", "getSendBuffer", "setNoDelay", "counters", "errnoName"]
 
 const cache = new Map<string, AddonLoad>()
 

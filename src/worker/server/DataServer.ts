@@ -65,7 +65,7 @@ export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServe
       const sockets = new Set<net.Socket>()
       // allowHalfOpen: a client that half-closes after its last request still gets every reply.
       // A plane that reads connections itself gets them paused: libuv must never read them.
-      const server = net.createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: plane.read !== undefined }, (socket) => {
+      const onConnection = (socket: net.Socket) => {
         sockets.add(socket)
         socket.once("close", () => sockets.delete(socket))
         serveConnection(socket, {
@@ -77,7 +77,9 @@ export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServe
           readTimeoutMs: cfg.readTimeoutMs,
           maxInflight: cfg.maxInflightPerConnection
         })
-      })
+      }
+      const server = net.createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: plane.read !== undefined }, onConnection)
+      let stopAdopting: (() => void) | undefined
       const bound = yield* Effect.acquireRelease(
         Effect.async<net.AddressInfo, DataServerListenError>((resume) => {
           const onError = (e: Error) =>
@@ -85,11 +87,13 @@ export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServe
           server.once("error", onError)
           server.listen({ host: hp.host, port: hp.port, backlog: 4096 }, () => {
             server.off("error", onError)
+            stopAdopting = plane.adoptListener?.(server, onConnection)
             resume(Effect.succeed(server.address() as net.AddressInfo))
           })
         }),
         () =>
           Effect.async<void>((resume) => {
+            stopAdopting?.()
             server.close(() => resume(Effect.void))
             for (const s of sockets) s.destroy()
           })
