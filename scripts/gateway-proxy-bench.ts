@@ -88,15 +88,11 @@ interface Proc {
 }
 
 const procs: Array<Proc> = []
-const tsx = (script: string, argv: ReadonlyArray<string>) => [
-  process.execPath,
+/** Node flags for the gateways from the diagnostics environment (they go before the script path). */
+const gatewayNodeFlags = (): ReadonlyArray<string> => [
   ...(process.env.GW_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.GW_PROF] : []),
   ...(process.env.GW_TRACE ? ["--trace-gc"] : []),
-  ...(process.env.GW_NODE_FLAGS ? process.env.GW_NODE_FLAGS.split(" ") : []),
-  "--import",
-  "tsx",
-  script,
-  ...argv
+  ...(process.env.GW_NODE_FLAGS ? process.env.GW_NODE_FLAGS.split(" ").filter((f) => f !== "") : [])
 ]
 
 const start = (name: string, argv: ReadonlyArray<string>, env: Record<string, string> = {}): Proc => {
@@ -110,10 +106,18 @@ const start = (name: string, argv: ReadonlyArray<string>, env: Record<string, st
   return p
 }
 
+/** Profiling flags write their files at a normal exit: those runs stop gently and wait for it. */
+const profiling = process.env.GW_PROF !== undefined || /prof/.test(process.env.GW_NODE_FLAGS ?? "")
+const running = (p: Proc) => p.child.exitCode === null && p.child.signalCode === null
 const stopAll = () => {
-  for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill(process.env.GW_PROF ? "SIGTERM" : "SIGKILL")
+  for (const p of procs) if (running(p)) p.child.kill(profiling ? "SIGTERM" : "SIGKILL")
 }
 process.on("exit", stopAll)
+/** Stops every process and, when profiling, waits (up to 20 s) until they have exited. */
+const stopAndWait = async (): Promise<void> => {
+  stopAll()
+  for (let i = 0; profiling && i < 200 && procs.some(running); i++) await new Promise((r) => setTimeout(r, 100))
+}
 
 const waitFor = (p: Proc, re: RegExp, what: string, timeoutMs = 180_000): Promise<RegExpMatchArray> =>
   new Promise((resolve, reject) => {
@@ -170,6 +174,9 @@ const get = (url: string, path: string, headers: Record<string, string>): Promis
     req.on("error", reject)
     req.end()
   })
+
+/** Bytes of a read decoded at a time while looking for the end of a response head. */
+const HEAD_SCAN = 4096
 
 /**
  * The measured client: one keep-alive HTTP/1.1 connection per in-flight request slot,
@@ -229,11 +236,16 @@ class BenchConnection {
     let p = 0
     while (p < n) {
       if (this.remaining < 0) {
-        const text = this.head + b.toString("latin1", p, n)
+        // Only the head becomes a string, a few KiB at a time: decoding the whole read (up to
+        // 256 KiB of body after the head) allocated ~250 KB per response, and the client's own
+        // GC pauses then showed up in every in-flight request's latency.
+        const upTo = Math.min(n, p + HEAD_SCAN)
+        const text = this.head + b.toString("latin1", p, upTo)
         const at = text.indexOf("\r\n\r\n")
         if (at < 0) {
           this.head = text
-          return
+          p = upTo
+          continue
         }
         p += at + 4 - this.head.length
         this.head = ""
@@ -317,10 +329,12 @@ const quantile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(s
 
 const main = Effect.gen(function* () {
   const dir = mkdtempSync(join(tmpdir(), "gateway-proxy-bench-"))
-  yield* Effect.addFinalizer(() => Effect.sync(() => {
-    stopAll()
-    rmSync(dir, { recursive: true, force: true })
-  }))
+  yield* Effect.addFinalizer(() =>
+    Effect.promise(async () => {
+      await stopAndWait()
+      rmSync(dir, { recursive: true, force: true })
+    })
+  )
   if (pin) execFileSync("taskset", ["-pc", "1", String(process.pid)], { stdio: "ignore" })
 
   // The object, and the SHA-256 of every 1 MiB aligned range of it.
@@ -373,7 +387,8 @@ const main = Effect.gen(function* () {
     TALON_CLIENT_STAT_TTL_MS: String(VERSION_TTL_MS)
   }
   const gatewayArgs = (route: string) =>
-    tsx("src/gateway/main.ts", ["--listen", "127.0.0.1:0", "--route", route, "--auth", "on", "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)])
+    // From dist/ like every other process (no tsx loader thread in the measured process).
+    [process.execPath, ...gatewayNodeFlags(), talon, "gateway", "--listen", "127.0.0.1:0", "--route", route, "--auth", "on", "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)]
   const gwCache = start("gateway-cache", gatewayArgs("cache"), gatewayEnv)
   if (process.env.GW_TRACE) process.on("exit", () => writeFileSync(process.env.GW_TRACE!, gwCache.output()))
   const gwOrigin = start("gateway-origin", gatewayArgs("origin"), gatewayEnv)
