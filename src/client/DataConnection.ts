@@ -48,6 +48,12 @@ export class DataConnection {
   private views: Array<Buffer> = []
   private slabs: Array<Slab> = []
   private bodyFill = 0
+  // The body bytes received last, not yet cut into a view: successive reads land next to each
+  // other in the same slab, so one view covers them all (a 1 MiB reply is a few views, one
+  // per slab, rather than one per socket read).
+  private runSlab: Slab | undefined
+  private runStart = 0
+  private runEnd = 0
 
   constructor(
     readonly address: string,
@@ -159,17 +165,34 @@ export class DataConnection {
       }
       const want = this.header.length - this.bodyFill
       const take = Math.min(want, n - p)
-      // A view of the slab itself (`bytes` is the slab from `base`): no copy.
-      this.views.push(slab.buf.subarray(base + p, base + p + take))
-      this.slabs.push(slab)
-      this.pool.retain(slab)
+      // Views of the slab itself (`bytes` is the slab from `base`): no copy. A run holds its
+      // slab from the moment it starts, so the slab cannot be recycled under it.
+      const at = base + p
+      if (this.runSlab === slab && this.runEnd === at) this.runEnd += take
+      else {
+        this.endRun()
+        this.runSlab = slab
+        this.runStart = at
+        this.runEnd = at + take
+        this.slabs.push(slab)
+        this.pool.retain(slab)
+      }
       this.bodyFill += take
       p += take
       if (this.bodyFill === this.header.length) this.deliver()
     }
   }
 
+  /** Cuts the current run into a view. */
+  private endRun(): void {
+    const slab = this.runSlab
+    if (slab === undefined) return
+    this.runSlab = undefined
+    this.views.push(slab.buf.subarray(this.runStart, this.runEnd))
+  }
+
   private deliver(): void {
+    this.endRun()
     const header = this.header!
     const payload = header.length === 0 ? Payload.empty : new Payload(this.views, this.slabs, header.length)
     this.header = undefined
@@ -198,6 +221,7 @@ export class DataConnection {
     // but dropping is always safe.
     this.views = []
     this.slabs = []
+    this.runSlab = undefined
     this.header = undefined
     const waiting = [...this.pending.values()]
     this.pending.clear()

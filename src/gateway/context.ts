@@ -45,6 +45,38 @@ export interface GwCtx extends HttpCtx {
   readonly g: Services
   /** Aborted when the deadline for the response head passes or the client goes away. */
   readonly signal: AbortSignal
+  /** The same state without an AbortSignal (made only when `signal` is read). */
+  readonly aborts: RequestAbort
+}
+
+/**
+ * Whether a request was abandoned (deadline passed, client gone). An AbortController with its
+ * EventTarget per request was a good part of a cached read's garbage, yet almost no request
+ * reads the signal: it is made on first use, already aborted if the request is. The hot path
+ * waits with `onAbort`, one callback slot.
+ */
+export class RequestAbort {
+  aborted = false
+  /** Called once on abort (the read waiting for its first bytes sets it, and clears it after). */
+  onAbort: (() => void) | undefined = undefined
+  #controller: AbortController | undefined
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      if (this.aborted) this.#controller.abort()
+    }
+    return this.#controller.signal
+  }
+
+  abort(): void {
+    if (this.aborted) return
+    this.aborted = true
+    this.#controller?.abort()
+    const f = this.onAbort
+    this.onAbort = undefined
+    f?.()
+  }
 }
 
 /** The request's deadline passed, or the client disconnected, before the effect finished. */

@@ -4,15 +4,18 @@
  * the origin. Provider differences (error shapes, headers) come in a `Dialect`.
  */
 import { Either } from "effect"
-import type { BackendError } from "../backend/BackendStore.js"
+import type { BackendError, ObjectStat } from "../backend/BackendStore.js"
 import { quoteEtag } from "../backend/etag.js"
 import type { ObjectId } from "../core/ids.js"
 import { objectIdFromPath, objectIdToPath } from "../core/objectId.js"
 import { sendEmpty } from "../origin/context.js"
-import { decideRead, type ReadFailure } from "../origin/objectRead.js"
+import { decideRead, type ReadFailure, type ReadValidators } from "../origin/objectRead.js"
 import type { Payload } from "../client/SlabPool.js"
-import { Aborted, type GwCtx, run, writePayload } from "./context.js"
+import { Aborted, type GwCtx, type RequestAbort, run, writePayload } from "./context.js"
 import type { ByteReader, RouteError } from "./Route.js"
+
+/** `readHeaders` of a dialect that adds none (the read's own headers are then used as they are). */
+export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 
 export interface Dialect {
   /** Provider-specific headers on every successful read. */
@@ -61,21 +64,43 @@ export const answerBackendError = async (
   return d.error(ctx, 503, d.codes.unavailable, `The origin is unavailable: ${e.message}`)
 }
 
-const cacheableId = (object: ObjectId): boolean => Either.isRight(objectIdFromPath(objectIdToPath(object)))
+/** Whether the cluster can hold `object` (its id round-trips), remembered per path: reads repeat the same few objects. */
+const cacheable = new Map<string, boolean>()
+const cacheableId = (object: ObjectId): boolean => {
+  const path = objectIdToPath(object)
+  let ok = cacheable.get(path)
+  if (ok === undefined) {
+    ok = Either.isRight(objectIdFromPath(path))
+    if (cacheable.size >= 10_000) cacheable.clear()
+    cacheable.set(path, ok)
+  }
+  return ok
+}
 
-const nextOrAbort = (reader: ByteReader, signal: AbortSignal): Promise<Payload | undefined> =>
-  signal.aborted
+/** The validators of a stat (quoted ETag, HTTP date), made once per stat rather than per read. */
+const validators = new WeakMap<ObjectStat, ReadValidators>()
+const validatorsOf = (stat: ObjectStat): ReadValidators => {
+  let v = validators.get(stat)
+  if (v === undefined) {
+    const lastModified = stat.lastModified ?? new Date(0)
+    v = { etag: quoteEtag(stat.version), lastModified, lastModifiedHttp: lastModified.toUTCString(), size: stat.size }
+    validators.set(stat, v)
+  }
+  return v
+}
+
+const nextOrAbort = (reader: ByteReader, aborts: RequestAbort): Promise<Payload | undefined> =>
+  aborts.aborted
     ? Promise.reject(new Aborted())
     : new Promise((resolve, reject) => {
-        const onAbort = () => reject(new Aborted())
-        signal.addEventListener("abort", onAbort, { once: true })
+        aborts.onAbort = () => reject(new Aborted())
         reader.next().then(
           (v) => {
-            signal.removeEventListener("abort", onAbort)
+            aborts.onAbort = undefined
             resolve(v)
           },
           (e: unknown) => {
-            signal.removeEventListener("abort", onAbort)
+            aborts.onAbort = undefined
             reject(e)
           }
         )
@@ -85,18 +110,16 @@ const nextOrAbort = (reader: ByteReader, signal: AbortSignal): Promise<Payload |
 export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeHeader: string | undefined): Promise<void> => {
   const g = ctx.g
   for (let attempt = 0; ; attempt++) {
-    const cached = attempt === 0 ? g.stats.peek(object) : undefined
-    const st = cached === undefined ? await run(ctx, g.stats.stat(object, attempt > 0)) : Either.right(cached)
-    if (Either.isLeft(st)) return answerBackendError(ctx, d, st.left, object)
-    const stat = st.right
-    const decision = decideRead(
-      ctx,
-      { etag: quoteEtag(stat.version), lastModified: stat.lastModified ?? new Date(0), size: stat.size },
-      rangeHeader
-    )
+    let stat = attempt === 0 ? g.stats.peek(object) : undefined
+    if (stat === undefined) {
+      const st = await run(ctx, g.stats.stat(object, attempt > 0))
+      if (Either.isLeft(st)) return answerBackendError(ctx, d, st.left, object)
+      stat = st.right
+    }
+    const decision = decideRead(ctx, validatorsOf(stat), rangeHeader)
     if (decision._tag === "NotModified") return sendEmpty(ctx, 304, { ...decision.headers, ...d.readHeaders })
     if (decision._tag === "Fail") return d.readFailure(ctx, decision.failure, object.objectPath, stat.size, rangeHeader)
-    const head = { ...d.readHeaders, ...decision.headers }
+    const head = d.readHeaders === NO_HEADERS ? decision.headers : { ...d.readHeaders, ...decision.headers }
     if (ctx.method === "HEAD" || decision.length === 0) {
       ctx.res.writeHead(decision.partial ? 206 : 200, head)
       ctx.res.end()
@@ -111,7 +134,7 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
     })
     let first: Payload | undefined
     try {
-      first = await nextOrAbort(reader, ctx.signal)
+      first = await nextOrAbort(reader, ctx.aborts)
     } catch (e) {
       reader.close()
       if (e instanceof Aborted) return answerAborted(ctx, d)

@@ -17,7 +17,7 @@ import { s3Error, s3ReadFailure } from "../origin/s3.js"
 import { algorithmsFor, Digester, DigestMismatch, verifyDigests } from "../origin/upload.js"
 import { S3_XMLNS, XML_DECL_S3 } from "../origin/xml.js"
 import { BodyTooLarge, type GwCtx, readBody, run } from "./context.js"
-import { answerBackendError, answerWriteError, type Dialect, serveRead } from "./objectOps.js"
+import { answerBackendError, answerWriteError, type Dialect, NO_HEADERS, serveRead } from "./objectOps.js"
 
 /** Presigned URLs carry their signature (and hoisted x-amz-* headers) as query parameters. */
 const isPresignKey = (k: string) => k.length > 6 && k.slice(0, 6).toLowerCase() === "x-amz-"
@@ -49,7 +49,7 @@ const bucketExists = async (ctx: GwCtx, bucket: string): Promise<boolean | undef
 }
 
 export const s3Dialect: Dialect = {
-  readHeaders: {},
+  readHeaders: NO_HEADERS,
   error: (ctx, status, code, message, headers = {}) => s3Error(ctx, status, code, message, {}, headers),
   readFailure: (ctx, failure, key, size, range) => s3ReadFailure(ctx, failure, key, size, range),
   notFound: async (ctx, object) => {

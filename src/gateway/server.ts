@@ -12,7 +12,7 @@ import { s3Error } from "../origin/s3.js"
 import { splitTarget, urlFor } from "../origin/server.js"
 import { type AuthResult, verifySharedKey, verifySigV4 } from "./auth.js"
 import { handleAzure } from "./azureApi.js"
-import type { GwCtx, Services } from "./context.js"
+import { type GwCtx, RequestAbort, type Services } from "./context.js"
 import { handleS3 } from "./s3Api.js"
 
 const SERVER = "TalonGateway"
@@ -77,7 +77,7 @@ export const handleRequest = (g: Services) => {
     }
     const raw = req.url ?? "/"
     const q = raw.indexOf("?")
-    const abort = new AbortController()
+    const aborts = new RequestAbort()
     const ctx: GwCtx = {
       req,
       res,
@@ -87,7 +87,10 @@ export const handleRequest = (g: Services) => {
       rawPath: target.pathname,
       rawQuery: q < 0 ? "" : raw.slice(q + 1),
       g,
-      signal: abort.signal
+      aborts,
+      get signal() {
+        return aborts.signal
+      }
     }
     g.counters.requests++
     if (inflight >= g.options.maxConcurrentRequests) {
@@ -98,12 +101,12 @@ export const handleRequest = (g: Services) => {
     inflight++
     // The deadline covers the response head; a body then streams at the client's pace.
     const deadline = setTimeout(() => {
-      if (!res.headersSent) abort.abort()
+      if (!res.headersSent) aborts.abort()
     }, g.options.responseTimeoutMs)
     res.once("close", () => {
       inflight--
       clearTimeout(deadline)
-      if (!res.writableFinished) abort.abort()
+      if (!res.writableFinished) aborts.abort()
     })
 
     const segments = target.pathname.split("/").slice(1)

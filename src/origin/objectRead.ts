@@ -19,6 +19,8 @@ const READ_CHUNK = 256 * 1024
 export interface ReadValidators {
   readonly etag: string
   readonly lastModified: Date
+  /** `lastModified` as an HTTP date, when the caller has it already. */
+  readonly lastModifiedHttp?: string | undefined
   readonly size: number
 }
 
@@ -42,7 +44,7 @@ export type ReadDecision =
 
 export const decideRead = (ctx: HttpCtx, obj: ReadValidators, rangeHeader: string | undefined): ReadDecision => {
   const lastModified = obj.lastModified.getTime()
-  const validators = { ETag: obj.etag, "Last-Modified": obj.lastModified.toUTCString() }
+  const validators = { ETag: obj.etag, "Last-Modified": obj.lastModifiedHttp ?? obj.lastModified.toUTCString() }
   const outcome = evaluateConditions(
     {
       ifMatch: header(ctx, "if-match"),

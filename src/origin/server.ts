@@ -43,8 +43,12 @@ export const splitTarget = (req: http.IncomingMessage): Target | undefined => {
   const q = raw.indexOf("?")
   const pathname = q < 0 ? raw : raw.slice(0, q)
   const query = new URLSearchParams(q < 0 ? "" : raw.slice(q + 1))
-  const azure =
-    Object.keys(req.headers).some((h) => h.startsWith("x-ms-")) || query.has("restype") || query.has("comp")
+  // (A loop rather than Object.keys(…).some: no array per request.)
+  let azure = query.has("restype") || query.has("comp")
+  for (const h in req.headers) {
+    if (azure) break
+    azure = h.startsWith("x-ms-")
+  }
   let vhostBucket: string | undefined
   if (!azure) {
     const host = (req.headers.host ?? "").replace(/:\d+$/, "").toLowerCase()
