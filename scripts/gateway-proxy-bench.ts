@@ -589,7 +589,8 @@ const main = Effect.gen(function* () {
       `Downstream version caches were trusted for ${VERSION_TTL_MS / 1000} s (TALON_CLIENT_STAT_TTL_MS, TALON_WORKER_VERSION_TTL_MS); the gateway's own stat TTL is 1 s, refreshed ahead. Shorter TTLs put an origin HEAD (with its latency) in front of some cache-route reads.`,
       `The cache was warm after the discarded warmup round (${warmupRequests} requests per arm, which also brings the gateways' JIT to steady state): measured cache-route reads are hits (origin_gets_per_req shows it).`,
       "All server processes share CPU 0 and the client has CPU 1 on a 2-vCPU VM shared with other work; absolute rps is this box on that day, compare per-round ratios.",
-      "p99 over a few hundred requests per run is close to the slowest few requests; medians over rounds with min–max are given.",
+      `p99 over ${requests} requests per run is set by the run's slowest ${requests - Math.ceil(0.99 * requests) + 1} requests (one stall of the 8 in flight decides it); medians over rounds with min–max are given.`,
+      "first_wave_ms: before each run, one unmeasured request per connection opens the connections and, after the idle gap while other arms ran (longer than the gateway's 1 s stat TTL), pays the one origin HEAD a cold stat costs; the slowest of those is reported on its own, outside the run's percentiles.",
       "The client verifies SHA-256 of every body and signs every request (SigV4 or Shared Key), which costs client CPU (client_cores)."
     ],
     command: `npx tsx scripts/gateway-proxy-bench.ts --rounds ${rounds} --requests ${requests} --warmup-requests ${warmupRequests} --concurrency ${concurrency} --latency-ms ${latencyMs} --sigma ${sigma}${pin ? "" : " --no-pin"}`,
