@@ -79,6 +79,32 @@ export class RequestAbort {
   }
 }
 
+/**
+ * A request's context. A class, so `signal` is one getter on the prototype. Measured on the
+ * proxy bench: with an object literal holding `get signal()` ~2.5 MB survived every scavenge
+ * of the gateway and was promoted (7-10 ms pauses), with this class ~1 MB (4-8 ms). Likely
+ * why: each literal's own accessor gives it its own hidden class, kept in old space until a
+ * full GC, whose descriptors point at that request's getter closure and so at the request;
+ * old-to-new pointers are roots for the scavenger.
+ */
+export class RequestContext implements GwCtx {
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly method: string,
+    readonly requestId: string,
+    readonly query: URLSearchParams,
+    readonly rawPath: string,
+    readonly rawQuery: string,
+    readonly g: Services,
+    readonly aborts: RequestAbort
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.aborts.signal
+  }
+}
+
 /** The request's deadline passed, or the client disconnected, before the effect finished. */
 export class Aborted {
   readonly _tag = "Aborted"

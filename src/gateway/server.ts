@@ -12,7 +12,7 @@ import { s3Error } from "../origin/s3.js"
 import { splitTarget, urlFor } from "../origin/server.js"
 import { type AuthResult, verifySharedKey, verifySigV4 } from "./auth.js"
 import { handleAzure } from "./azureApi.js"
-import { type GwCtx, RequestAbort, type Services } from "./context.js"
+import { type GwCtx, RequestAbort, RequestContext, type Services } from "./context.js"
 import { handleS3 } from "./s3Api.js"
 
 const SERVER = "TalonGateway"
@@ -78,20 +78,7 @@ export const handleRequest = (g: Services) => {
     const raw = req.url ?? "/"
     const q = raw.indexOf("?")
     const aborts = new RequestAbort()
-    const ctx: GwCtx = {
-      req,
-      res,
-      method,
-      requestId,
-      query: target.query,
-      rawPath: target.pathname,
-      rawQuery: q < 0 ? "" : raw.slice(q + 1),
-      g,
-      aborts,
-      get signal() {
-        return aborts.signal
-      }
-    }
+    const ctx: GwCtx = new RequestContext(req, res, method, requestId, target.query, target.pathname, q < 0 ? "" : raw.slice(q + 1), g, aborts)
     g.counters.requests++
     if (inflight >= g.options.maxConcurrentRequests) {
       g.counters.rejectedBusy++
