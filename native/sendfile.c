@@ -24,33 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <node_api.h>
-#include <uv.h>
-
-typedef struct {
-  uint64_t send_calls;
-  uint64_t sendfile_calls;
-  uint64_t eagain;
-  uint64_t waits;
-  uint64_t wakeups;
-  uint64_t bytes;
-  uint64_t pushes;
-  uint64_t recv_calls;
-  uint64_t accepts;
-  uint64_t accept_batches;
-} counters_t;
-
-typedef struct {
-  napi_env env;
-  int epfd;
-  uv_poll_t *poll; /* heap-allocated: freed in its close callback */
-  int polling;
-  napi_ref callback;
-  napi_ref ready_buf;
-  napi_async_context async_ctx;
-  napi_async_cleanup_hook_handle cleanup;
-  counters_t c;
-} state_t;
+#include "plane.h"
 
 #define CHECK(call)                                                      \
   do {                                                                   \
@@ -88,6 +62,64 @@ static int arg_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
   return 1;
 }
 
+int64_t plane_xfer(state_t *st, int sock, const uint8_t *hdr, int64_t hdr_len, int file_fd, int64_t file_off,
+                   int64_t file_len, int *err_out) {
+  int64_t sent = 0;
+  int err = 0;
+  int64_t hdr_off = 0;
+  while (hdr_len > 0) {
+    int flags = MSG_NOSIGNAL | MSG_DONTWAIT | (file_len > 0 ? MSG_MORE : 0);
+    st->c.send_calls++;
+    ssize_t n = send(sock, hdr + hdr_off, (size_t)hdr_len, flags);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      break;
+    }
+    sent += n;
+    hdr_off += n;
+    hdr_len -= n;
+    if (hdr_len > 0) { /* short send: buffer full */
+      err = EAGAIN;
+      break;
+    }
+  }
+  if (err == 0) {
+    off_t off = (off_t)file_off;
+    while (file_len > 0) {
+      st->c.sendfile_calls++;
+      ssize_t n = sendfile(sock, file_fd, &off, (size_t)file_len);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        err = errno;
+        break;
+      }
+      if (n == 0) { /* file shorter than promised: nothing more will come */
+        err = ENODATA;
+        break;
+      }
+      sent += n;
+      file_len -= n;
+    }
+  }
+  if (sent > 0 && (err == EAGAIN || err == EWOULDBLOCK)) {
+    /*
+     * Stopped for space after sending something: the last bytes queued went under MSG_MORE
+     * (our header, or sendfile's own "more pages follow"), and the send that then found the
+     * buffer full had copied nothing, so the kernel did not push them. Left corked they stall
+     * the connection until a TCP timer fires (~100 ms per EAGAIN, measured on loopback).
+     * Setting TCP_NODELAY pushes pending frames.
+     */
+    int one = 1;
+    setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    st->c.pushes++;
+  }
+  if (err == EAGAIN || err == EWOULDBLOCK) st->c.eagain++;
+  st->c.bytes += (uint64_t)sent;
+  *err_out = err;
+  return sent;
+}
+
 /*
  * sendHeaderFile(sockFd, header|null, hdrOff, hdrLen, fileFd, fileOff, fileLen) -> number
  *
@@ -123,57 +155,8 @@ static napi_value SendHeaderFile(napi_env env, napi_callback_info info) {
     return NULL;
   }
 
-  int64_t sent = 0;
   int err = 0;
-  while (hdr_len > 0) {
-    int flags = MSG_NOSIGNAL | MSG_DONTWAIT | (file_len > 0 ? MSG_MORE : 0);
-    st->c.send_calls++;
-    ssize_t n = send((int)sock, hdr + hdr_off, (size_t)hdr_len, flags);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      err = errno;
-      break;
-    }
-    sent += n;
-    hdr_off += n;
-    hdr_len -= n;
-    if (hdr_len > 0) { /* short send: buffer full */
-      err = EAGAIN;
-      break;
-    }
-  }
-  if (err == 0) {
-    off_t off = (off_t)file_off;
-    while (file_len > 0) {
-      st->c.sendfile_calls++;
-      ssize_t n = sendfile((int)sock, (int)file_fd, &off, (size_t)file_len);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        err = errno;
-        break;
-      }
-      if (n == 0) { /* file shorter than promised: nothing more will come */
-        err = ENODATA;
-        break;
-      }
-      sent += n;
-      file_len -= n;
-    }
-  }
-  if (sent > 0 && (err == EAGAIN || err == EWOULDBLOCK)) {
-    /*
-     * Stopped for space after sending something: the last bytes queued went under MSG_MORE
-     * (our header, or sendfile's own "more pages follow"), and the send that then found the
-     * buffer full had copied nothing, so the kernel did not push them. Left corked they stall
-     * the connection until a TCP timer fires (~100 ms per EAGAIN, measured on loopback).
-     * Setting TCP_NODELAY pushes pending frames.
-     */
-    int one = 1;
-    setsockopt((int)sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    st->c.pushes++;
-  }
-  if (err == EAGAIN || err == EWOULDBLOCK) st->c.eagain++;
-  st->c.bytes += (uint64_t)sent;
+  int64_t sent = plane_xfer(st, (int)sock, hdr == NULL ? NULL : hdr + hdr_off, hdr_len, (int)file_fd, file_off, file_len, &err);
   if (sent == 0 && err != 0) return make_int(env, -(int64_t)err);
   /* progress then a hard error: report the progress; the caller's retry reports the error */
   return make_int(env, sent);
@@ -215,13 +198,32 @@ static void drain_epoll(state_t *st) {
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
     int32_t *out = (int32_t *)data;
+    int count = 0, handed = 0;
+    st->c.wakeups += (uint64_t)n;
     for (int i = 0; i < n; i++) {
       uint32_t e = events[i].events;
-      out[2 * i] = events[i].data.fd;
-      out[2 * i + 1] = ((e & EPOLLIN) ? 1 : 0) | ((e & EPOLLOUT) ? 2 : 0) | ((e & (EPOLLERR | EPOLLHUP)) ? 4 : 0);
+      int fd = events[i].data.fd;
+      /*
+       * A plain read of a connection JS left idle: hits.c answers the published hits in it
+       * without JS. The first read it cannot finish goes to JS in st->handoff (the bytes are
+       * in the shared read buffer, which nothing may overwrite before JS has them: so only
+       * one handoff per wakeup, and the rest of the list goes to JS untouched).
+       */
+      hits_t *table = !handed && e == EPOLLIN && fd >= 0 && (size_t)fd < st->conn_fast_len ? st->tables[st->conn_fast[fd] & (HITS_TABLES - 1)] : NULL;
+      if (table != NULL) {
+        if (hits_serve(st, table, fd)) continue;
+        handed = 1;
+        continue;
+      }
+      out[2 * count] = fd;
+      out[2 * count + 1] = ((e & EPOLLIN) ? 1 : 0) | ((e & EPOLLOUT) ? 2 : 0) | ((e & (EPOLLERR | EPOLLHUP)) ? 4 : 0);
+      count++;
     }
-    st->c.wakeups += (uint64_t)n;
-    napi_value arg = make_int(env, n), result;
+    if (count == 0 && !handed) {
+      napi_close_handle_scope(env, scope);
+      return;
+    }
+    napi_value arg = make_int(env, count), result;
     napi_status s = napi_make_callback(env, st->async_ctx, recv, cb_v, 1, &arg, &result);
     if (s == napi_pending_exception) {
       napi_value exc;
@@ -456,6 +458,9 @@ static napi_value Counters(napi_env env, napi_callback_info info) {
   set_num(env, obj, "recvCalls", st->c.recv_calls);
   set_num(env, obj, "accepts", st->c.accepts);
   set_num(env, obj, "acceptBatches", st->c.accept_batches);
+  set_num(env, obj, "fastHits", st->c.fast_hits);
+  set_num(env, obj, "fastBytes", st->c.fast_bytes);
+  set_num(env, obj, "handoffs", st->c.handoffs);
   return obj;
 }
 
@@ -476,6 +481,7 @@ static napi_value ErrnoName(napi_env env, napi_callback_info info) {
 static void on_poll_closed(uv_handle_t *h) {
   state_t *st = (state_t *)h->data;
   free(h);
+  hits_free(st);
   if (st->epfd >= 0) close(st->epfd);
   napi_remove_async_cleanup_hook(st->cleanup);
   free(st);
@@ -489,11 +495,16 @@ static void cleanup_hook(napi_async_cleanup_hook_handle handle, void *arg) {
   if (st->ready_buf) napi_delete_reference(st->env, st->ready_buf);
   st->callback = NULL;
   st->ready_buf = NULL;
+  for (int i = 0; i < 3; i++) {
+    if (st->hits_refs[i]) napi_delete_reference(st->env, st->hits_refs[i]);
+    st->hits_refs[i] = NULL;
+  }
   if (st->poll != NULL) {
     uv_poll_stop(st->poll);
     uv_close((uv_handle_t *)st->poll, on_poll_closed);
     return;
   }
+  hits_free(st);
   if (st->epfd >= 0) close(st->epfd);
   napi_remove_async_cleanup_hook(st->cleanup);
   free(st);
@@ -530,5 +541,6 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   EXPORT("setNoDelay", SetNoDelay);
   EXPORT("counters", Counters);
   EXPORT("errnoName", ErrnoName);
+  hits_export(env, exports);
   return exports;
 }

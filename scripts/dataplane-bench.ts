@@ -98,10 +98,14 @@ interface WorkerArmSpec {
   readonly mode: "pipelined" | "multiplexed"
   readonly loops: 1 | 2
   readonly scheduling?: "rr" | "none"
+  /** false: run with --no-hit-table. */
+  readonly hitTable?: boolean
 }
 
 const WORKER_ARMS: ReadonlyArray<WorkerArmSpec> = [
   { name: "native-pipelined", plane: "native", mode: "pipelined", loops: 1 },
+  // Every request through the JS serve loop (no hit table): what the table itself is worth.
+  { name: "native-pipelined-js", plane: "native", mode: "pipelined", loops: 1, hitTable: false },
   { name: "portable-pipelined", plane: "portable", mode: "pipelined", loops: 1 },
   { name: "native-multiplexed", plane: "native", mode: "multiplexed", loops: 1 },
   { name: "portable-multiplexed", plane: "portable", mode: "multiplexed", loops: 1 },
@@ -360,7 +364,8 @@ const startWorker = async (spec: WorkerArmSpec, stubUrl: string, cacheRoot: stri
     "--data-plane", spec.plane, "--serve-mode", spec.mode, "--loops", String(spec.loops),
     // All hits for the whole run: no version re-check (a HEAD) in the middle of a window.
     "--version-ttl-ms", "86400000",
-    "--max-inflight", "4096"
+    "--max-inflight", "4096",
+    ...(spec.hitTable === false ? ["--no-hit-table"] : [])
   ]
   const env: Record<string, string> = {
     TALON_S3_ENDPOINT: stubUrl,
@@ -771,7 +776,7 @@ const allocMain = async () => {
       if (plane === "native" && nc0 !== undefined && nc1 !== undefined) {
         const per = (k: keyof typeof nc0) => fmt((nc1[k] - nc0[k]) / hits, 3)
         console.log(
-          `    native per request: send ${per("sendCalls")}, sendfile ${per("sendfileCalls")}, eagain ${per("eagain")}, waits ${per("waits")}, wakeups ${per("wakeups")}, pushes ${per("pushes")}`
+          `    native per request: send ${per("sendCalls")}, sendfile ${per("sendfileCalls")}, eagain ${per("eagain")}, waits ${per("waits")}, wakeups ${per("wakeups")}, pushes ${per("pushes")}, recv ${per("recvCalls")}, hit table ${per("fastHits")}, handoffs ${per("handoffs")}`
         )
       }
       if (has("alloc-sites")) await allocationSites(target, config.conns, config.depth, () => w.stats.hits)

@@ -123,6 +123,13 @@ export const workerOptions = {
     "loops",
     "Processes (event loops) serving the one data port: N ≥ 2 forks N serving loops under a primary that alone owns the cache index and fills; connections are spread round-robin (NODE_CLUSTER_SCHED_POLICY=none: the kernel picks)",
     String(WORKER_DEFAULTS.loops)
+  ),
+  // A boolean flag is never absent (false when not given): only its presence is a setting.
+  hitTable: Options.boolean("no-hit-table").pipe(
+    Options.withDescription(
+      `Native plane: serve every request through the JS serve loop, instead of letting the addon answer repeated cache hits of idle connections itself (env ${WORKER_ENV.hitTable}=false; default: the addon answers them).`
+    ),
+    Options.map((off) => (off ? Option.some(false) : Option.none()))
   )
 }
 

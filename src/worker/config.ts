@@ -42,6 +42,8 @@ export interface WorkerSettings {
   readonly maxInflightPerConnection: number
   /** Processes serving the one data port (1 = this process; N ≥ 2 = an index-owning primary plus N loops). */
   readonly loops: number
+  /** Let the native plane answer repeated hits of idle connections itself (native/hits.c). */
+  readonly hitTable: boolean
 }
 
 export const WORKER_DEFAULTS: WorkerSettings = {
@@ -62,7 +64,8 @@ export const WORKER_DEFAULTS: WorkerSettings = {
   readTimeoutMs: 30_000,
   maxOpenFiles: 4096,
   maxInflightPerConnection: 256,
-  loops: 1
+  loops: 1,
+  hitTable: true
 }
 
 /** Environment variable of each setting. */
@@ -84,7 +87,8 @@ export const WORKER_ENV: Record<keyof WorkerSettings, string> = {
   readTimeoutMs: "TALON_WORKER_READ_TIMEOUT_MS",
   maxOpenFiles: "TALON_WORKER_MAX_OPEN_FILES",
   maxInflightPerConnection: "TALON_WORKER_MAX_INFLIGHT",
-  loops: "TALON_WORKER_LOOPS"
+  loops: "TALON_WORKER_LOOPS",
+  hitTable: "TALON_WORKER_HIT_TABLE"
 }
 
 const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }
@@ -145,7 +149,8 @@ export const workerConfigs = {
   readTimeoutMs: Config.integer(WORKER_ENV.readTimeoutMs),
   maxOpenFiles: Config.integer(WORKER_ENV.maxOpenFiles),
   maxInflightPerConnection: Config.integer(WORKER_ENV.maxInflightPerConnection),
-  loops: Config.integer(WORKER_ENV.loops)
+  loops: Config.integer(WORKER_ENV.loops),
+  hitTable: Config.boolean(WORKER_ENV.hitTable)
 } satisfies { [K in keyof WorkerSettings]: Config.Config<unknown> }
 
 const invalid = (key: keyof WorkerSettings, why: string) => ConfigError.InvalidData([WORKER_ENV[key]], `${key} ${why}`)

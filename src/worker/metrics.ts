@@ -24,14 +24,29 @@ export class Histogram {
 }
 
 export class WorkerStats {
+  #hits = 0
+  #bytesServed = 0
+  /** [replies, payload bytes] answered by the data plane's hit table (counted there, without JS). */
+  offloaded: Float64Array | undefined = undefined
+
   /** Range requests answered entirely from resident blocks. */
-  hits = 0
+  get hits(): number {
+    return this.#hits + (this.offloaded?.[0] ?? 0)
+  }
+  set hits(value: number) {
+    this.#hits = value - (this.offloaded?.[0] ?? 0)
+  }
+  /** Payload bytes of successful replies. */
+  get bytesServed(): number {
+    return this.#bytesServed + (this.offloaded?.[1] ?? 0)
+  }
+  set bytesServed(value: number) {
+    this.#bytesServed = value - (this.offloaded?.[1] ?? 0)
+  }
   /** Range requests that needed at least one fill from the origin. */
   misses = 0
   /** Requests answered with an ERROR frame. */
   errors = 0
-  /** Payload bytes of successful replies. */
-  bytesServed = 0
   pings = 0
   /** Origin range fetches started (one per run of missing pages or per block). */
   originFetches = 0

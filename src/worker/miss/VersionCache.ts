@@ -16,7 +16,7 @@ import type { ObjectId } from "../../core/ids.js"
 
 export const objectKey = (o: ObjectId): string => `${o.backend}\0${o.bucket}\0${o.objectPath}`
 
-interface Cached {
+export interface Cached {
   readonly stat: ObjectStat
   readonly expiresAt: number
   /** From here on a read renews the entry in the background (resolved entries only). */
@@ -31,6 +31,8 @@ export class VersionCache {
   readonly #now: () => number
   readonly #entries = new Map<string, Cached>()
   readonly #inflight = new Map<string, Promise<ObjectStat>>()
+  /** Told of every entry dropped before its time or at expiry (not of renewals that replace it). */
+  onDrop: ((key: string) => void) | undefined = undefined
 
   constructor(ttlMs: number, now: () => number = Date.now) {
     this.#ttlMs = ttlMs
@@ -49,7 +51,14 @@ export class VersionCache {
       return c.stat
     }
     this.#entries.delete(key)
+    this.onDrop?.(key)
     return undefined
+  }
+
+  /** The cached entry of `key` while fresh, without renewing it. */
+  entry(key: string): Cached | undefined {
+    const c = this.#entries.get(key)
+    return c !== undefined && c.expiresAt > this.#now() ? c : undefined
   }
 
   /** Resolves through `head` (single-flight per object) and caches the answer. Failures are not cached. */
@@ -60,7 +69,9 @@ export class VersionCache {
       (stat) => {
         this.#inflight.delete(key)
         const now = this.#now()
+        const prev = this.#entries.get(key)
         this.#entries.set(key, { stat, expiresAt: now + this.#ttlMs, refreshAt: now + this.#ttlMs / 2, head })
+        if (prev !== undefined && prev.stat.version !== stat.version) this.onDrop?.(key)
         return stat
       },
       (e) => {
@@ -75,7 +86,9 @@ export class VersionCache {
   /** Caches `stat` until `expiresAt` (default: the TTL from now); a serving loop uses its owner's expiry. */
   seed(key: string, stat: ObjectStat, expiresAt: number = this.#now() + this.#ttlMs): void {
     // A seeded entry belongs to its owner (a loop asks the primary), so it is never renewed here.
+    const prev = this.#entries.get(key)
     this.#entries.set(key, { stat, expiresAt, refreshAt: Infinity, head: undefined })
+    if (prev !== undefined && prev.stat.version !== stat.version) this.onDrop?.(key)
   }
 
   /** When the cached stat of `key` stops being fresh (ms, same clock as `now`), if one is cached. */
@@ -85,7 +98,10 @@ export class VersionCache {
 
   invalidate(key: string, version?: string): void {
     const c = this.#entries.get(key)
-    if (c !== undefined && (version === undefined || c.stat.version === version)) this.#entries.delete(key)
+    if (c !== undefined && (version === undefined || c.stat.version === version)) {
+      this.#entries.delete(key)
+      this.onDrop?.(key)
+    }
   }
 
   get size(): number {

@@ -59,6 +59,35 @@ export interface ConnectionReader {
   readonly resume: () => void
   /** Reads so far (the serve loop's read timeout looks for activity here: libuv sees none). */
   readonly reads: () => number
+  /**
+   * The serve loop is idle (no partial frame, no reply pending): until it next hands bytes to
+   * the sink, the plane may answer this connection's reads itself from `table` (published
+   * hits only; the first frame it cannot answer comes to the sink with everything after it).
+   * Ignored while the writer still has bytes queued. (Optional: planes without a hit table.)
+   */
+  readonly offload?: (table: HitTable) => void
+}
+
+/**
+ * GetRange replies a plane answers without the serve loop (native/hits.c), one table per data
+ * server. What is published must be exactly what the serve loop would send: the owner
+ * publishes only ranges its own hit path has just served, and drops them when that stops
+ * being true (eviction, a version change, the worker no longer ready).
+ */
+export interface HitTable {
+  readonly id: number
+  /** [replies, payload bytes] the table has answered so far. */
+  readonly counts: Float64Array
+  /** An object (bincode ObjectId bytes) servable for `freshMs` more: its oid (> 0), or < 0 when the table is full. */
+  readonly publishObject: (id: Uint8Array, size: number, blockSize: number, pageSize: number, freshMs: number) => number
+  /** A resident unit of a published object (bytes `[start, start+bytes)` of it, in `fd`): 0, or < 0 when not published. */
+  readonly publishUnit: (oid: number, start: number, bytes: number, fd: number, tag: number) => number
+  readonly dropObject: (oid: number) => void
+  readonly dropUnit: (oid: number, start: number) => void
+  readonly clear: () => void
+  /** Tags of the units answered since the last sweep, into `out`: how many. */
+  readonly sweep: (out: Int32Array) => number
+  readonly close: () => void
 }
 
 export interface DataPlaneShape {
@@ -80,6 +109,8 @@ export interface DataPlaneShape {
    * closes), or undefined when the server has no listening fd of its own.
    */
   readonly adoptListener?: (server: net.Server, onSocket: (socket: net.Socket) => void) => (() => void) | undefined
+  /** Present when the plane can answer hits itself: a new table for one data server, or undefined when none is left. */
+  readonly hitTable?: () => HitTable | undefined
 }
 
 /** How response bytes reach the socket: `Sendfile.Native` or `Sendfile.Portable`. */

@@ -4,6 +4,7 @@ import {
   type ConnectionWriter,
   type DataPlaneShape,
   type FileSegment,
+  type HitTable,
   type ReadSink,
   WRITTEN
 } from "./DataPlane.js"
@@ -54,13 +55,32 @@ class NativeRuntime {
   readonly conns = new Map<number, Watched>()
   readonly readBuffer = Buffer.allocUnsafeSlow(READ_BUFFER)
   private readonly ready = new Int32Array(2048)
+  /** connFast[fd]: the hit table that may answer the connection's reads (0 = none); shared with the addon. */
+  readonly connFast = new Uint8Array(new ArrayBuffer(CONN_FAST))
+  /** What the addon's last fast read left to JS (native/hits.c: fd, recv result, first unread byte, tail). */
+  private readonly handoff = new Int32Array(new ArrayBuffer(64))
 
   constructor(readonly addon: NativeAddon) {
     const r = addon.init(this.ready, (count) => this.onReady(count))
     if (r < 0) throw new Error(`epoll setup failed (${addon.errnoName(r)})`)
+    addon.hitsInit(this.connFast, this.handoff, this.readBuffer)
+  }
+
+  /** Clears `fd`'s hit-table mark (before JS acts on the connection, and when its fd closes). */
+  unmark(fd: number): void {
+    if (fd < CONN_FAST) this.connFast[fd] = 0
   }
 
   private onReady(count: number): void {
+    const ho = this.handoff
+    if (ho[0]! >= 0) {
+      // First: the handed-off bytes are in the shared read buffer, which the list below may overwrite.
+      const fd = ho[0]!
+      ho[0] = -1
+      const writer = this.conns.get(fd)
+      if (writer instanceof NativeWriter) writer.takeOver(ho)
+      else if (ho[3] === 1) this.addon.closeFd(ho[4]!)
+    }
     // Read in place: the addon writes `ready` only right before this callback, never during it.
     const events = this.ready
     for (let i = 0; i < 2 * count; i += 2) {
@@ -72,6 +92,9 @@ class NativeRuntime {
     }
   }
 }
+
+/** Socket fds the hit table can be told about (larger ones are always served by JS). */
+const CONN_FAST = 65536
 
 /** Connections accepted per call; level-triggered, so a longer backlog fires again next turn. */
 const ACCEPT_BATCH = 256
@@ -144,9 +167,15 @@ class NativeReader implements ConnectionReader {
   ) {}
 
   pause(): void {
+    this.rt.unmark(this.writer.fd)
     if (!this.reading) return
     this.reading = false
     this.writer.setInterest(this.writer.interest & ~IN)
+  }
+
+  offload(table: HitTable): void {
+    const fd = this.writer.fd
+    if (fd < CONN_FAST && this.reading && !this.finished && this.writer.idle()) this.rt.connFast[fd] = table.id
   }
 
   resume(): void {
@@ -166,11 +195,22 @@ class NativeReader implements ConnectionReader {
    */
   onReadable(broken: boolean): void {
     if (this.finished || (!this.reading && !broken) || this.writer.socketDestroyed()) return
+    this.rt.unmark(this.writer.fd)
     const buf = this.rt.readBuffer
-    const n = this.rt.addon.recv(this.writer.fd, buf, 0, buf.length)
+    this.delivered(this.rt.addon.recv(this.writer.fd, buf, 0, buf.length), 0, broken)
+  }
+
+  /** A read the hit table made and could not finish: `n` as recv returned it, bytes from `from` still to serve. */
+  handedOff(n: number, from: number): void {
+    if (this.finished || this.writer.socketDestroyed()) return
+    this.delivered(n, from, false)
+  }
+
+  private delivered(n: number, from: number, broken: boolean): void {
+    const buf = this.rt.readBuffer
     if (n > 0) {
       this.count++
-      this.sink.bytes(buf, 0, n)
+      if (from < n) this.sink.bytes(buf, from, n)
       return
     }
     if (n === -EAGAIN && !broken) return
@@ -205,11 +245,16 @@ class NativeWriter implements ConnectionWriter, Watched {
     private readonly socket: net.Socket,
     readonly fd: number
   ) {
+    // The number is this connection's now: a mark left by the connection that had it before must go.
+    rt.unmark(fd)
     socket.setNoDelay(true)
     socket.on("error", noop) // surfaced as rejections
     socket.once("close", () => {
       // The fd closed with the socket (its registration with it); the number may already be another connection's.
-      if (this.rt.conns.get(this.fd) === this) this.rt.conns.delete(this.fd)
+      if (this.rt.conns.get(this.fd) === this) {
+        this.rt.conns.delete(this.fd)
+        this.rt.unmark(this.fd)
+      }
       this.interest = 0
       if (this.head < this.queue.length) this.fail(undefined, "the connection closed mid-response")
     })
@@ -217,6 +262,32 @@ class NativeWriter implements ConnectionWriter, Watched {
 
   socketDestroyed(): boolean {
     return this.socket.destroyed
+  }
+
+  /** Nothing queued: every response so far is fully with the kernel. */
+  idle(): boolean {
+    return this.head === this.queue.length && this.failed === undefined
+  }
+
+  /**
+   * The hit table stopped on this connection (see native/hits.c): first the rest of a reply it
+   * sent only partly (from its own dup of the file, closed once sent), then the unserved bytes.
+   */
+  takeOver(ho: Int32Array): void {
+    if (ho[3] === 1) {
+      const dup = ho[4]!
+      const header = Buffer.alloc(16)
+      header.writeUInt16BE(0x544c, 0)
+      header[2] = 1
+      header[3] = 2
+      header.writeUInt32BE(ho[6]! >>> 0, 8)
+      header.writeUInt32BE(ho[7]! >>> 0, 12)
+      const remaining = ho[10]! >>> 0
+      const offset = (ho[8]! >>> 0) + (ho[9]! >>> 0) * 4294967296
+      const close = () => void this.rt.addon.closeFd(dup)
+      this.submit(header.subarray(ho[5]!), remaining > 0 ? [{ fd: dup, offset, length: remaining }] : null).then(close, close)
+    }
+    this.reader?.handedOff(ho[1]!, ho[2]!)
   }
 
   /** Changes the fd's registration (one epoll_ctl, only when it changes). */
@@ -382,7 +453,10 @@ class NativeWriter implements ConnectionWriter, Watched {
       })
     }
     const error = this.failed
-    if (this.rt.conns.get(this.fd) === this) this.rt.conns.delete(this.fd)
+    if (this.rt.conns.get(this.fd) === this) {
+      this.rt.conns.delete(this.fd)
+      this.rt.unmark(this.fd)
+    }
     this.interest = 0
     this.parked = false
     const pending = this.queue.slice(this.head)
@@ -440,12 +514,38 @@ export const makeNativePlane = (options: NativeOptions = {}): DataPlaneShape => 
       writer.setInterest(writer.interest | IN)
       return reader
     },
+    hitTable: () => makeHitTable(rt),
     adoptListener: (server, onSocket) => {
       const fd = (server as unknown as { _handle?: { fd?: number } | null })._handle?.fd
       // A cluster worker's server has no fd of its own (the primary accepts): nothing to adopt.
       if (typeof fd !== "number" || fd < 0) return undefined
       const acceptor = new NativeAcceptor(rt, fd, onSocket)
       return acceptor.start() ? () => acceptor.stop() : undefined
+    }
+  }
+}
+
+const makeHitTable = (rt: NativeRuntime): HitTable | undefined => {
+  const addon = rt.addon
+  const counts = new Float64Array(new ArrayBuffer(16))
+  const id = addon.hitsCreate(counts)
+  if (id < 0) return undefined
+  let open = true
+  return {
+    id,
+    counts,
+    publishObject: (bytes, size, blockSize, pageSize, freshMs) =>
+      open ? addon.hitsObject(id, bytes, size, blockSize, pageSize, freshMs) : -1,
+    publishUnit: (oid, start, bytes, fd, tag) => (open ? addon.hitsUnit(id, oid, start, bytes, fd, tag) : -1),
+    dropObject: (oid) => void (open && addon.hitsDropObject(id, oid)),
+    dropUnit: (oid, start) => void (open && addon.hitsDropUnit(id, oid, start)),
+    clear: () => void (open && addon.hitsClear(id)),
+    sweep: (out) => (open ? addon.hitsSweep(id, out) : 0),
+    close: () => {
+      if (!open) return
+      open = false
+      // Connections still marked for this table are no longer served by it (the addon ignores a freed id).
+      addon.hitsDestroy(id)
     }
   }
 }

@@ -18,6 +18,10 @@ export interface NativeCounters {
   /** Connections accepted by the addon (batch accept on the listening fd), and the calls that accepted any. */
   readonly accepts: number
   readonly acceptBatches: number
+  /** GetRange replies the addon's hit table sent without JS, their payload bytes, and reads it handed to JS. */
+  readonly fastHits: number
+  readonly fastBytes: number
+  readonly handoffs: number
 }
 
 /** The functions exported by `native/sendfile.c` (build/Release/talon_sendfile.node). */
@@ -46,6 +50,22 @@ export interface NativeAddon {
   readonly setNoDelay: (fd: number) => number
   readonly counters: () => NativeCounters
   readonly errnoName: (negErrno: number) => string
+  // The hit table (native/hits.c): replies answered on the loop without calling into JS.
+  /** Memory the tables work in: connFast[fd] = table id, handoff (Int32Array(16)), the plane's read buffer. */
+  readonly hitsInit: (connFast: Uint8Array, handoff: Int32Array, readBuf: Uint8Array) => number
+  /** A table (one per data server); `counts` receives [replies, payload bytes]. Its id (1..15), or -errno. */
+  readonly hitsCreate: (counts: Float64Array) => number
+  readonly hitsDestroy: (table: number) => number
+  /** Publishes an object (bincode ObjectId bytes) fresh for `freshMs`: its oid (> 0), or -errno. */
+  readonly hitsObject: (table: number, id: Uint8Array, size: number, blockSize: number, pageSize: number, freshMs: number) => number
+  /** Publishes a resident unit of an object (the table keeps its own dup of `fd`): 0 or -errno. */
+  readonly hitsUnit: (table: number, oid: number, start: number, bytes: number, fd: number, tag: number) => number
+  readonly hitsDropObject: (table: number, oid: number) => number
+  readonly hitsDropUnit: (table: number, oid: number, start: number) => number
+  readonly hitsClear: (table: number) => number
+  /** Tags of the units answered since the last sweep, into `out`: how many. */
+  readonly hitsSweep: (table: number, out: Int32Array) => number
+  readonly closeFd: (fd: number) => number
 }
 
 export const defaultAddonPath = fileURLToPath(new URL("../../../build/Release/talon_sendfile.node", import.meta.url))
@@ -54,7 +74,29 @@ export type AddonLoad =
   | { readonly _tag: "Loaded"; readonly addon: NativeAddon; readonly path: string }
   | { readonly _tag: "Unavailable"; readonly reason: string }
 
-const required = ["sendHeaderFile", "init", "waitWritable", "watch", "recv", "accept", "setSendBuffer", "getSendBuffer", "setNoDelay", "counters", "errnoName"]
+const required = [
+  "sendHeaderFile",
+  "init",
+  "waitWritable",
+  "watch",
+  "recv",
+  "accept",
+  "setSendBuffer",
+  "getSendBuffer",
+  "setNoDelay",
+  "counters",
+  "errnoName",
+  "hitsInit",
+  "hitsCreate",
+  "hitsDestroy",
+  "hitsObject",
+  "hitsUnit",
+  "hitsDropObject",
+  "hitsDropUnit",
+  "hitsClear",
+  "hitsSweep",
+  "closeFd"
+]
 
 const cache = new Map<string, AddonLoad>()
 

@@ -10,14 +10,16 @@
  * can only close the connection (the client sees a short body).
  */
 import * as net from "node:net"
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer, Option } from "effect"
 import { capFor, DEFAULT_CAPS, HEADER_LEN, isMsgType, MAGIC, PROTOCOL_VERSION, type FrameCaps } from "../../protocol/index.js"
-import { DataPlane, type ConnectionWriter, type DataPlaneShape } from "../plane/DataPlane.js"
+import { DataPlane, type ConnectionWriter, type DataPlaneShape, type HitTable } from "../plane/DataPlane.js"
 import { parseHostPort, WorkerConfig } from "../config.js"
 import { WorkerMetrics, type WorkerStats } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
 import { WorkerReadiness } from "../membership/Readiness.js"
 import { ReadPath } from "../ReadPath.js"
+import { BlockStore } from "../store/BlockStore.js"
+import { HitPublisher } from "./HitPublisher.js"
 import { ServeMode, type ServeModeShape } from "./ServeMode.js"
 import { RequestHandler, type Reply } from "./RequestHandler.js"
 
@@ -57,7 +59,24 @@ export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServe
       const plane = yield* DataPlane
       const mode = yield* ServeMode
       const stats = yield* WorkerMetrics
-      const handler = new RequestHandler(yield* ReadPath, yield* MissPath, yield* WorkerReadiness, stats)
+      const miss = yield* MissPath
+      const readiness = yield* WorkerReadiness
+      const handler = new RequestHandler(yield* ReadPath, miss, readiness, stats)
+      // The plane's hit table, over this process's own store (a --loops serving loop leases its owner's: none).
+      const store = Option.getOrUndefined(yield* Effect.serviceOption(BlockStore))
+      const table = cfg.hitTable && store !== undefined ? plane.hitTable?.() : undefined
+      if (table !== undefined && store !== undefined) {
+        const publisher = new HitPublisher(table, store, miss.versions, readiness)
+        handler.hits = publisher
+        stats.offloaded = table.counts
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            // Counts stay readable after the table is gone.
+            stats.offloaded = Float64Array.from(table.counts)
+            publisher.close()
+          })
+        )
+      }
       const hp = parseHostPort(cfg.dataAddress)
       if (hp === undefined) {
         return yield* Effect.fail(new DataServerListenError({ address: cfg.dataAddress, detail: "expected host:port" }))
@@ -75,7 +94,8 @@ export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServe
           mode,
           stats,
           readTimeoutMs: cfg.readTimeoutMs,
-          maxInflight: cfg.maxInflightPerConnection
+          maxInflight: cfg.maxInflightPerConnection,
+          hits: handler.hits === undefined ? undefined : table
         })
       }
       const server = net.createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: plane.read !== undefined }, onConnection)
@@ -119,6 +139,8 @@ interface ConnectionDeps {
   readonly stats: WorkerStats
   readonly readTimeoutMs: number
   readonly maxInflight: number
+  /** Where the plane may answer this connection's hits itself while the loop is idle (native plane). */
+  readonly hits?: HitTable
 }
 
 const u32be = (b: Uint8Array, o: number): number => ((b[o]! << 24) >>> 0) + ((b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!)
@@ -163,7 +185,7 @@ const CARRY_KEEP = 4096
  * frame split across reads is copied, into the connection's carry buffer.
  */
 export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void => {
-  const { writer, handler, stats } = deps
+  const { writer, handler, stats, hits } = deps
   const ownsReads = deps.plane?.read !== undefined
   /** The bytes of an incomplete frame (header first; its body once the header passed the checks). */
   let carry: Buffer | undefined
@@ -224,12 +246,18 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
         else socket.resume()
       }
       maybeFinish()
+      offload()
     },
     onWriteFailure: () => {
       dead = true
       socket.destroy()
     }
   })
+
+  /** Idle: the plane may answer the next reads' hits itself (until it hands bytes back to onBytes). */
+  const offload = () => {
+    if (hits !== undefined && !paused && !dead && !ended && carryLen === 0 && conn.pending() === 0) reader?.offload?.(hits)
+  }
 
   const pause = () => {
     paused = true
@@ -300,6 +328,7 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
       carryLen = rest
     }
     if (!paused && conn.pending() >= deps.maxInflight) pause()
+    else offload()
   }
 
   const onEnd = () => {
@@ -311,6 +340,7 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
   }
 
   const reader = deps.plane?.read?.(socket, writer, { bytes: onBytes, end: onEnd, error: drop })
+  offload()
   if (reader === undefined) {
     socket.on("data", (chunk: Buffer) => onBytes(chunk, 0, chunk.length))
     socket.on("end", onEnd)

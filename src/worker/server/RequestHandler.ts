@@ -41,6 +41,7 @@ import type { MissPathShape } from "../miss/MissPath.js"
 import { objectKey } from "../miss/VersionCache.js"
 import type { ReadyState } from "../membership/Readiness.js"
 import type { RangeReply, ReadOutcome, ReadPathImpl } from "../ReadPath.js"
+import type { HitPublisher } from "./HitPublisher.js"
 import { ObjectIdCache } from "./ObjectIdCache.js"
 
 export type Reply =
@@ -59,6 +60,8 @@ const EMPTY = new Uint8Array(0)
 export class RequestHandler {
   /** Recently seen ObjectIds by their wire bytes (the hit path skips decoding them). */
   private readonly ids = new ObjectIdCache()
+  /** Publishes served hits to the plane's hit table, when the plane has one. */
+  hits: HitPublisher | undefined = undefined
 
   constructor(
     private readonly reader: ReadPathImpl,
@@ -86,7 +89,10 @@ export class RequestHandler {
       const known = this.ids.matchAt(buf, start, end)
       if (known !== undefined && known.problem === undefined) {
         const outcome = this.reader.read(known.object, this.ids.offset, this.ids.len, known.key)
-        if (!(outcome instanceof Promise)) return this.fromOutcome(type, requestId, outcome)
+        if (!(outcome instanceof Promise)) {
+          if (this.hits !== undefined && outcome._tag === "RangeReply") this.hits.offer(known, outcome)
+          return this.fromOutcome(type, requestId, outcome)
+        }
         return outcome.then(
           (o) => this.fromOutcome(type, requestId, o),
           (e: unknown) => this.error(type, requestId, `internal error: ${describeUnknown(e)}`)

@@ -99,6 +99,8 @@ export class DiskStore {
   #blocks = 0
   #closed = false
   readonly #known = new Map<string, KnownVersion & { mtimeMs: number }>()
+  /** Told of every unit leaving the index (evicted or found missing), before its file goes. */
+  onUnitGone: ((unit: Unit) => void) | undefined = undefined
 
   private constructor(options: DiskStoreOptions) {
     if (options.dirs.length === 0) throw new Error("the block store needs at least one cache dir")
@@ -157,6 +159,17 @@ export class DiskStore {
       out.push(u)
     }
     return true
+  }
+
+  /** Marks a unit recently used without pinning it (hits answered outside `pin`). */
+  touch(u: Unit): void {
+    if (u.gone) return
+    const dir = this.#dirs[u.entry.dirIndex]!
+    if (dir.moves - u.lruStamp > dir.lru.size >> 2) {
+      dir.lru.delete(u)
+      dir.lru.add(u)
+      u.lruStamp = ++dir.moves
+    }
   }
 
   /**
@@ -395,6 +408,7 @@ export class DiskStore {
 
   /** Removes a unit from the index; `unlink` also deletes its file (eviction). */
   #unindex(u: Unit, unlink: boolean): void {
+    this.onUnitGone?.(u)
     const entry = u.entry
     const dir = this.#dirs[entry.dirIndex]!
     u.gone = true

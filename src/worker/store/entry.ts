@@ -26,6 +26,9 @@ export class Unit {
    */
   lruStamp = 0
   fdStamp = 0
+  /** The hit-table object this unit is published under (0 = not published), and its tag there. */
+  hit = 0
+  hitTag = -1
 
   constructor(
     readonly entry: Entry,

@@ -1,0 +1,551 @@
+/*
+ * The hit table: GetRange replies the native plane answers without calling into JS.
+ *
+ * JS publishes what its own hit path has just proven: an object (its bincode ObjectId
+ * bytes, size and geometry, fresh for a bounded time) and resident units of it (a whole
+ * block, or one page), each with its own dup(2) of the unit's fd. When the shared epoll
+ * fd reports a connection readable and JS has marked that connection idle (no partial
+ * frame, no reply in flight), hits_serve reads it and answers every leading GetRange that
+ * lies inside one published unit: header and sendfile, the same bytes JS would send. At
+ * the first frame it cannot answer (any other type, an unknown object or unit, an expired
+ * object, a range error, a frame cut by the read) it stops and hands the rest to JS, which
+ * then owns the connection until it marks it idle again; replies therefore stay in request
+ * order and every case but the plain hit keeps its single implementation in JS.
+ *
+ * Why dups: a unit's fd belongs to the block store, which closes it under its open-file
+ * cap, and a closed number can come back as another file. A dup stays this file until
+ * the table closes it, and a block file never changes once committed (its version is in
+ * its key), so the table can only serve the right bytes, or nothing. Staleness is bounded
+ * by the object's deadline: JS gives it what is left before its version cache would renew
+ * the entry, so a renewal always passes through JS.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plane.h"
+
+#define OBJ_CAP 256 /* power of two; at most OBJ_MAX live */
+#define OBJ_MAX 192
+#define UNIT_CAP 8192 /* power of two; at most UNIT_MAX live (each holds an fd) */
+#define UNIT_MAX 4096
+#define MAX_ID 1024
+#define HEADER 16
+#define MAX_BODY 65536 /* the worker's GetRange cap (WORKER_CAPS in DataServer.ts) */
+
+typedef struct {
+  uint32_t oid; /* 0 = empty slot */
+  uint32_t hash;
+  uint32_t idlen;
+  uint8_t *id;
+  uint64_t size, block_size, page_size;
+  uint64_t deadline_ns;
+} obj_t;
+
+typedef struct {
+  uint32_t oid; /* 0 = empty slot */
+  uint32_t touched;
+  uint64_t start; /* first object byte of the unit */
+  uint64_t bytes;
+  int fd;
+  int32_t tag;
+} unit_t;
+
+struct hits_s {
+  obj_t objs[OBJ_CAP];
+  unit_t units[UNIT_CAP];
+  uint32_t nobjs, nunits, next_oid;
+  /* JS's Float64Array(2) of this table: replies answered here and their payload bytes (the worker's hit counters). */
+  double *counts;
+  napi_ref counts_ref;
+  obj_t *last; /* the object of the last answered request (nearly every request repeats it) */
+};
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t hash_bytes(const uint8_t *p, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+static uint32_t unit_hash(uint32_t oid, uint64_t start) {
+  uint64_t x = (start ^ ((uint64_t)oid << 40)) * 0x9E3779B97F4A7C15ull;
+  return (uint32_t)(x >> 32);
+}
+
+static obj_t *obj_find(hits_t *h, const uint8_t *id, uint32_t idlen) {
+  obj_t *l = h->last;
+  if (l != NULL && l->oid != 0 && l->idlen == idlen && memcmp(l->id, id, idlen) == 0) return l;
+  uint32_t hash = hash_bytes(id, idlen);
+  for (uint32_t i = hash & (OBJ_CAP - 1);; i = (i + 1) & (OBJ_CAP - 1)) {
+    obj_t *o = &h->objs[i];
+    if (o->oid == 0) return NULL;
+    if (o->hash == hash && o->idlen == idlen && memcmp(o->id, id, idlen) == 0) return h->last = o;
+  }
+}
+
+static obj_t *obj_by_oid(hits_t *h, uint32_t oid) {
+  if (oid == 0) return NULL;
+  for (uint32_t i = 0; i < OBJ_CAP; i++)
+    if (h->objs[i].oid == oid) return &h->objs[i];
+  return NULL;
+}
+
+static unit_t *unit_find(hits_t *h, uint32_t oid, uint64_t start) {
+  for (uint32_t i = unit_hash(oid, start) & (UNIT_CAP - 1);; i = (i + 1) & (UNIT_CAP - 1)) {
+    unit_t *u = &h->units[i];
+    if (u->oid == 0) return NULL;
+    if (u->oid == oid && u->start == start) return u;
+  }
+}
+
+/*
+ * Linear probing with backward-shift deletion (no tombstones): after emptying slot i, each
+ * following entry of the run moves back into the hole unless its home lies cyclically in
+ * (i, j]. Callers scanning the table re-check slot i afterwards: an entry may have moved in.
+ */
+static void unit_remove_at(hits_t *h, uint32_t i) {
+  unit_t *u = &h->units[i];
+  if (u->fd >= 0) close(u->fd);
+  u->oid = 0;
+  h->nunits--;
+  for (uint32_t j = (i + 1) & (UNIT_CAP - 1);; j = (j + 1) & (UNIT_CAP - 1)) {
+    unit_t *v = &h->units[j];
+    if (v->oid == 0) return;
+    uint32_t k = unit_hash(v->oid, v->start) & (UNIT_CAP - 1);
+    int stays = (i <= j) ? (i < k && k <= j) : (i < k || k <= j);
+    if (stays) continue;
+    h->units[i] = *v;
+    v->oid = 0;
+    i = j;
+  }
+}
+
+static void obj_remove_at(hits_t *h, uint32_t i) {
+  obj_t *o = &h->objs[i];
+  if (h->last == o) h->last = NULL;
+  free(o->id);
+  o->id = NULL;
+  o->oid = 0;
+  h->nobjs--;
+  for (uint32_t j = (i + 1) & (OBJ_CAP - 1);; j = (j + 1) & (OBJ_CAP - 1)) {
+    obj_t *v = &h->objs[j];
+    if (v->oid == 0) return;
+    uint32_t k = v->hash & (OBJ_CAP - 1);
+    int stays = (i <= j) ? (i < k && k <= j) : (i < k || k <= j);
+    if (stays) continue;
+    if (h->last == v) h->last = &h->objs[i];
+    h->objs[i] = *v;
+    v->oid = 0;
+    v->id = NULL;
+    i = j;
+  }
+}
+
+/* Drops every unit of `oid` (0: every unit). Returns how many. */
+static uint32_t units_drop(hits_t *h, uint32_t oid) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < UNIT_CAP; i++) {
+    while (h->units[i].oid != 0 && (oid == 0 || h->units[i].oid == oid)) {
+      unit_remove_at(h, i);
+      n++;
+    }
+  }
+  return n;
+}
+
+static void table_free(napi_env env, hits_t *h) {
+  units_drop(h, 0);
+  for (uint32_t i = 0; i < OBJ_CAP; i++) free(h->objs[i].id);
+  if (env != NULL && h->counts_ref != NULL) napi_delete_reference(env, h->counts_ref);
+  free(h);
+}
+
+void hits_free(state_t *st) {
+  for (int t = 0; t < HITS_TABLES; t++) {
+    if (st->tables[t] != NULL) table_free(NULL, st->tables[t]);
+    st->tables[t] = NULL;
+  }
+}
+
+static uint32_t be32(const uint8_t *p) {
+  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static uint64_t le64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+static void handoff(state_t *st, int fd, int64_t n, size_t p) {
+  int32_t *ho = st->handoff;
+  ho[0] = fd;
+  ho[1] = (int32_t)n;
+  ho[2] = (int32_t)p;
+  ho[3] = 0;
+  st->conn_fast[fd] = 0;
+  st->c.handoffs++;
+}
+
+int hits_serve(state_t *st, hits_t *h, int fd) {
+  uint8_t *buf = st->rbuf;
+  ssize_t n;
+  do {
+    n = recv(fd, buf, st->rbuf_len, MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  st->c.recv_calls++;
+  if (n <= 0) {
+    handoff(st, fd, n < 0 ? -(int64_t)errno : 0, 0);
+    return 0;
+  }
+  size_t p = 0, end = (size_t)n;
+  uint64_t now = 0;
+  while (end - p >= HEADER) {
+    const uint8_t *f = buf + p;
+    /* Only a well-formed GetRange is ours; JS answers (or refuses) everything else. */
+    if (f[0] != 0x54 || f[1] != 0x4c || f[2] != 1 || f[3] != 2) break;
+    uint32_t blen = be32(f + 12);
+    if (blen <= 16 || blen > MAX_BODY || end - p - HEADER < blen) break;
+    const uint8_t *body = f + HEADER;
+    uint32_t idlen = blen - 16;
+    obj_t *o = obj_find(h, body, idlen);
+    if (o == NULL) break;
+    if (now == 0) now = mono_ns();
+    if (now >= o->deadline_ns) break;
+    uint64_t off = le64(body + idlen), len = le64(body + idlen + 8);
+    /* Range errors and empty ranges get JS's reply; so does anything a u32 length cannot hold. */
+    if (len == 0 || len > 0xffffffffu || off >= o->size || len > o->size - off) break;
+    uint64_t block = off - off % o->block_size;
+    uint64_t start = o->page_size > 0 ? block + (off - block) / o->page_size * o->page_size : block;
+    unit_t *u = unit_find(h, o->oid, start);
+    if (u == NULL || off + len > start + u->bytes) break;
+    uint8_t hdr[HEADER] = {0x54, 0x4c, 1, 2, 0, 0, 0, 0, f[8], f[9], f[10], f[11],
+                           (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len};
+    int err = 0;
+    int64_t sent = plane_xfer(st, fd, hdr, HEADER, u->fd, (int64_t)(off - start), (int64_t)len, &err);
+    /* Nothing went (a full buffer, or a broken connection): JS answers this frame and finds out which. */
+    if (sent == 0) break;
+    u->touched = 1;
+    p += HEADER + blen;
+    if (err == 0) {
+      st->c.fast_hits++;
+      st->c.fast_bytes += len;
+      h->counts[0] += 1;
+      h->counts[1] += (double)len;
+      continue;
+    }
+    /* Partly sent: JS finishes the reply (from its own dup of the file) before anything else. */
+    int tail = dup(u->fd);
+    if (tail < 0) {
+      /* Cannot hand the rest over: the reply is cut, so the connection must go. */
+      shutdown(fd, SHUT_RDWR);
+      handoff(st, fd, n, end);
+      return 0;
+    }
+    st->c.fast_hits++;
+    st->c.fast_bytes += len;
+    h->counts[0] += 1;
+    h->counts[1] += (double)len;
+    uint64_t file_sent = sent > HEADER ? (uint64_t)sent - HEADER : 0;
+    handoff(st, fd, n, p);
+    int32_t *ho = st->handoff;
+    ho[3] = 1;
+    ho[4] = tail;
+    ho[5] = (int32_t)(sent < HEADER ? sent : HEADER);
+    ho[6] = (int32_t)be32(f + 8);
+    ho[7] = (int32_t)(uint32_t)len;
+    uint64_t file_off = off - start + file_sent;
+    ho[8] = (int32_t)(uint32_t)file_off;
+    ho[9] = (int32_t)(uint32_t)(file_off >> 32);
+    ho[10] = (int32_t)(uint32_t)(len - file_sent);
+    return 0;
+  }
+  if (p == end) return 1;
+  handoff(st, fd, n, p);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ JS entry points */
+
+#define ARGS(count)                                                          \
+  size_t argc = count;                                                       \
+  napi_value argv[count];                                                    \
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return NULL; \
+  state_t *st = NULL;                                                        \
+  napi_get_instance_data(env, (void **)&st)
+
+static napi_value num(napi_env env, double v) {
+  napi_value out;
+  napi_create_double(env, v, &out);
+  return out;
+}
+
+static int arg_f64(napi_env env, napi_value v, double *out) {
+  return napi_get_value_double(env, v, out) == napi_ok;
+}
+
+static int arg_u8(napi_env env, napi_value v, uint8_t **data, size_t *len) {
+  napi_typedarray_type type;
+  void *ptr = NULL;
+  if (napi_get_typedarray_info(env, v, &type, len, &ptr, NULL, NULL) != napi_ok || type != napi_uint8_array) return 0;
+  *data = (uint8_t *)ptr;
+  return 1;
+}
+
+static hits_t *arg_table(napi_env env, state_t *st, napi_value v) {
+  double t;
+  if (!arg_f64(env, v, &t) || t < 1 || t >= HITS_TABLES) return NULL;
+  return st->tables[(int)t];
+}
+
+/* hitsCreate(counts: Float64Array(2)) -> table id (1..15) or -errno. */
+static napi_value HitsCreate(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  napi_typedarray_type type;
+  size_t len = 0;
+  void *data = NULL;
+  if (argc < 1 || napi_get_typedarray_info(env, argv[0], &type, &len, &data, NULL, NULL) != napi_ok ||
+      type != napi_float64_array || len < 2) {
+    napi_throw_type_error(env, NULL, "hitsCreate(counts: Float64Array(2))");
+    return NULL;
+  }
+  int t = 1;
+  while (t < HITS_TABLES && st->tables[t] != NULL) t++;
+  if (t == HITS_TABLES) return num(env, -ENOSPC);
+  hits_t *h = (hits_t *)calloc(1, sizeof(hits_t));
+  if (h == NULL) return num(env, -ENOMEM);
+  for (uint32_t i = 0; i < UNIT_CAP; i++) h->units[i].fd = -1;
+  h->counts = (double *)data;
+  napi_create_reference(env, argv[0], 1, &h->counts_ref);
+  st->tables[t] = h;
+  return num(env, t);
+}
+
+/* hitsDestroy(table): closes every dup; connections still marked for it are simply not served by it. */
+static napi_value HitsDestroy(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  hits_t *h = argc < 1 ? NULL : arg_table(env, st, argv[0]);
+  if (h == NULL) return num(env, 0);
+  double t;
+  arg_f64(env, argv[0], &t);
+  st->tables[(int)t] = NULL;
+  table_free(env, h);
+  return num(env, 1);
+}
+
+/*
+ * hitsInit(connFast: Uint8Array, handoff: Int32Array(>= 16), readBuf: Uint8Array) -> 0
+ * All three stay owned by JS (the table holds references): connFast[fd] = 1 lets the table
+ * serve the connection's reads; readBuf is the plane's read buffer, where a handoff's bytes are.
+ */
+static napi_value HitsInit(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  uint8_t *fast = NULL, *rbuf = NULL;
+  size_t fast_len = 0, rbuf_len = 0, ho_len = 0;
+  napi_typedarray_type type;
+  void *ho = NULL;
+  if (argc < 3 || !arg_u8(env, argv[0], &fast, &fast_len) ||
+      napi_get_typedarray_info(env, argv[1], &type, &ho_len, &ho, NULL, NULL) != napi_ok || type != napi_int32_array ||
+      ho_len < 16 || !arg_u8(env, argv[2], &rbuf, &rbuf_len) || rbuf_len < 4096) {
+    napi_throw_type_error(env, NULL, "hitsInit(connFast: Uint8Array, handoff: Int32Array(16), readBuf: Uint8Array)");
+    return NULL;
+  }
+  for (int i = 0; i < 3; i++) {
+    if (st->hits_refs[i]) napi_delete_reference(env, st->hits_refs[i]);
+    napi_create_reference(env, argv[i], 1, &st->hits_refs[i]);
+  }
+  st->conn_fast = fast;
+  st->conn_fast_len = fast_len;
+  st->handoff = (int32_t *)ho;
+  st->handoff[0] = -1;
+  st->rbuf = rbuf;
+  st->rbuf_len = rbuf_len;
+  return num(env, 0);
+}
+
+/*
+ * hitsObject(id: Uint8Array, size, blockSize, pageSize, freshMs) -> oid (> 0) or -errno.
+ * An id already published keeps its oid and takes the new size, geometry and deadline (JS
+ * drops an object whose version changed before publishing the new one).
+ */
+static napi_value HitsObject(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  uint8_t *id = NULL;
+  size_t idlen = 0;
+  double size, bs, ps, fresh_ms;
+  if (argc < 6 || !arg_u8(env, argv[1], &id, &idlen) || !arg_f64(env, argv[2], &size) || !arg_f64(env, argv[3], &bs) ||
+      !arg_f64(env, argv[4], &ps) || !arg_f64(env, argv[5], &fresh_ms) || size < 0 || bs < 1 || ps < 0) {
+    napi_throw_type_error(env, NULL, "hitsObject(table, id, size, blockSize >= 1, pageSize >= 0, freshMs)");
+    return NULL;
+  }
+  hits_t *h = arg_table(env, st, argv[0]);
+  if (h == NULL) return num(env, -EBADF);
+  if (idlen == 0 || idlen > MAX_ID) return num(env, -ENAMETOOLONG);
+  uint64_t deadline = mono_ns() + (fresh_ms > 0 ? (uint64_t)(fresh_ms * 1e6) : 0);
+  obj_t *o = obj_find(h, id, (uint32_t)idlen);
+  if (o == NULL) {
+    if (h->nobjs >= OBJ_MAX) return num(env, -ENOSPC);
+    uint32_t hash = hash_bytes(id, idlen);
+    uint32_t i = hash & (OBJ_CAP - 1);
+    while (h->objs[i].oid != 0) i = (i + 1) & (OBJ_CAP - 1);
+    o = &h->objs[i];
+    o->id = (uint8_t *)malloc(idlen);
+    if (o->id == NULL) return num(env, -ENOMEM);
+    memcpy(o->id, id, idlen);
+    o->idlen = (uint32_t)idlen;
+    o->hash = hash;
+    if (++h->next_oid == 0) h->next_oid = 1;
+    o->oid = h->next_oid;
+    h->nobjs++;
+  }
+  o->size = (uint64_t)size;
+  o->block_size = (uint64_t)bs;
+  o->page_size = (uint64_t)ps;
+  o->deadline_ns = deadline;
+  return num(env, o->oid);
+}
+
+/* hitsUnit(oid, start, bytes, fd, tag) -> 0 or -errno: publishes a resident unit (its own dup of fd). */
+static napi_value HitsUnit(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  double oid, start, bytes, fd, tag;
+  if (argc < 6 || !arg_f64(env, argv[1], &oid) || !arg_f64(env, argv[2], &start) || !arg_f64(env, argv[3], &bytes) ||
+      !arg_f64(env, argv[4], &fd) || !arg_f64(env, argv[5], &tag) || start < 0 || bytes < 1 || fd < 0) {
+    napi_throw_type_error(env, NULL, "hitsUnit(table, oid, start, bytes >= 1, fd, tag)");
+    return NULL;
+  }
+  hits_t *h = arg_table(env, st, argv[0]);
+  if (h == NULL) return num(env, -EBADF);
+  if (obj_by_oid(h, (uint32_t)oid) == NULL) return num(env, -ENOENT);
+  unit_t *u = unit_find(h, (uint32_t)oid, (uint64_t)start);
+  if (u == NULL && h->nunits >= UNIT_MAX) return num(env, -ENOSPC);
+  int copy = fcntl((int)fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return num(env, -errno);
+  if (u == NULL) {
+    uint32_t i = unit_hash((uint32_t)oid, (uint64_t)start) & (UNIT_CAP - 1);
+    while (h->units[i].oid != 0) i = (i + 1) & (UNIT_CAP - 1);
+    u = &h->units[i];
+    h->nunits++;
+  } else close(u->fd);
+  u->oid = (uint32_t)oid;
+  u->start = (uint64_t)start;
+  u->bytes = (uint64_t)bytes;
+  u->fd = copy;
+  u->tag = (int32_t)tag;
+  u->touched = 0;
+  return num(env, 0);
+}
+
+/* hitsDropObject(oid) -> units dropped: the object and all its units leave the table. */
+static napi_value HitsDropObject(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  double oid;
+  if (argc < 2 || !arg_f64(env, argv[1], &oid) || oid < 1) {
+    napi_throw_type_error(env, NULL, "hitsDropObject(table, oid)");
+    return NULL;
+  }
+  hits_t *h = arg_table(env, st, argv[0]);
+  if (h == NULL) return num(env, 0);
+  for (uint32_t i = 0; i < OBJ_CAP; i++) {
+    if (h->objs[i].oid == (uint32_t)oid) {
+      obj_remove_at(h, i);
+      break;
+    }
+  }
+  return num(env, units_drop(h, (uint32_t)oid));
+}
+
+/* hitsDropUnit(oid, start) -> 1 when it was published. */
+static napi_value HitsDropUnit(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  double oid, start;
+  if (argc < 3 || !arg_f64(env, argv[1], &oid) || !arg_f64(env, argv[2], &start)) {
+    napi_throw_type_error(env, NULL, "hitsDropUnit(table, oid, start)");
+    return NULL;
+  }
+  hits_t *h = arg_table(env, st, argv[0]);
+  if (h == NULL || oid < 1) return num(env, 0);
+  unit_t *u = unit_find(h, (uint32_t)oid, (uint64_t)start);
+  if (u == NULL) return num(env, 0);
+  unit_remove_at(h, (uint32_t)(u - h->units));
+  return num(env, 1);
+}
+
+/* hitsClear() -> units dropped: empties the table (the worker stopped being ready, or shuts down). */
+static napi_value HitsClear(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  hits_t *h = arg_table(env, st, argv[0]);
+  if (h == NULL) return num(env, 0);
+  uint32_t n = units_drop(h, 0);
+  for (uint32_t i = 0; i < OBJ_CAP; i++) {
+    free(h->objs[i].id);
+    h->objs[i].id = NULL;
+    h->objs[i].oid = 0;
+  }
+  h->nobjs = 0;
+  h->last = NULL;
+  return num(env, n);
+}
+
+/* hitsSweep(out: Int32Array) -> count: tags of units answered since the last sweep (for the store's LRU). */
+static napi_value HitsSweep(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  napi_typedarray_type type;
+  size_t cap = 0;
+  void *data = NULL;
+  if (argc < 2 || napi_get_typedarray_info(env, argv[1], &type, &cap, &data, NULL, NULL) != napi_ok ||
+      type != napi_int32_array) {
+    napi_throw_type_error(env, NULL, "hitsSweep(table, out: Int32Array)");
+    return NULL;
+  }
+  hits_t *h = arg_table(env, st, argv[0]);
+  if (h == NULL) return num(env, 0);
+  int32_t *out = (int32_t *)data;
+  size_t n = 0;
+  for (uint32_t i = 0; i < UNIT_CAP && n < cap; i++) {
+    unit_t *u = &h->units[i];
+    if (u->oid != 0 && u->touched) {
+      u->touched = 0;
+      out[n++] = u->tag;
+    }
+  }
+  return num(env, (double)n);
+}
+
+/* closeFd(fd) -> 0 or -errno: closes a handoff's dup once JS has sent the rest of its reply. */
+static napi_value CloseFd(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  double fd;
+  (void)st;
+  if (argc < 1 || !arg_f64(env, argv[0], &fd) || fd < 0) {
+    napi_throw_type_error(env, NULL, "closeFd(fd)");
+    return NULL;
+  }
+  return num(env, close((int)fd) == 0 ? 0 : -errno);
+}
+
+void hits_export(napi_env env, napi_value exports) {
+  static const struct {
+    const char *name;
+    napi_callback fn;
+  } fns[] = {{"hitsInit", HitsInit},         {"hitsCreate", HitsCreate},     {"hitsDestroy", HitsDestroy},
+             {"hitsObject", HitsObject},     {"hitsUnit", HitsUnit},         {"hitsDropObject", HitsDropObject},
+             {"hitsDropUnit", HitsDropUnit}, {"hitsClear", HitsClear},       {"hitsSweep", HitsSweep},
+             {"closeFd", CloseFd}};
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    napi_value f;
+    if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, NULL, &f) == napi_ok)
+      napi_set_named_property(env, exports, fns[i].name, f);
+  }
+}

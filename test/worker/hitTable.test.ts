@@ -1,0 +1,193 @@
+/**
+ * The native plane's hit table (native/hits.c, fed by src/worker/server/HitPublisher.ts):
+ * repeated hits of an idle connection are answered without JS. Over real sockets and files:
+ * the table really answers (the addon's counters move), every byte is right, replies keep
+ * request order around a miss, an evicted unit or a changed object is never served from the
+ * table, a partly sent reply is finished by JS, and the worker's counters include the table.
+ */
+import * as fsp from "node:fs/promises"
+import * as path from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import { encodeFrame, encodeGetRangeFrame, HEADER_LEN, MsgType, type Frame } from "../../src/protocol/index.js"
+import { nativeCounters } from "../../src/worker/plane/Native.js"
+import { loadNativeAddon } from "../../src/worker/plane/NativeAddon.js"
+import { Sendfile } from "../../src/worker/plane/Sendfile.js"
+import { ServeMode } from "../../src/worker/server/ServeMode.js"
+import { KiB, MiB, obj } from "./loops/stream.js"
+import { makeDirBackend, pattern } from "./support/dirBackend.js"
+import { makeCleanup, startWorker, tempDir } from "./support/harness.js"
+import { connect, type RawConnection } from "./support/rawClient.js"
+import { exchange } from "./loops/stream.js"
+
+const cleanup = makeCleanup()
+afterEach(() => cleanup.run())
+
+const native = loadNativeAddon()._tag === "Loaded"
+const SIZE = 3 * MiB + 777
+
+const counters = () => {
+  const c = nativeCounters()!
+  return { fastHits: c.fastHits, handoffs: c.handoffs }
+}
+
+const setup = async (settings: { capacity?: number; versionTtlMs?: number; hitTable?: boolean } = {}, multiplexed = false) => {
+  const root = await tempDir(cleanup, "talon-origin-")
+  await fsp.mkdir(path.join(root, "bkt"), { recursive: true })
+  const big = pattern(SIZE, 5)
+  const other = pattern(SIZE, 9)
+  await fsp.writeFile(path.join(root, "bkt", "big"), big)
+  await fsp.writeFile(path.join(root, "bkt", "other"), other)
+  const origin = makeDirBackend(root)
+  const w = await startWorker(
+    cleanup,
+    origin.layer,
+    { cacheDirs: [await tempDir(cleanup, "talon-cache-")], blockSize: MiB, pageSize: 256 * KiB, ...settings },
+    multiplexed ? ServeMode.Multiplexed : ServeMode.Pipelined,
+    Sendfile.Native
+  )
+  expect(w.worker.dataPlane).toBe("native")
+  return { root, big, other, origin, w }
+}
+
+let nextId = 1
+const get = (key: string, offset: number, len: number) => encodeGetRangeFrame(nextId++, { object: obj(key), offset, len })
+
+/** Sends the frames in one write and reads as many replies. */
+const roundTrip = async (c: RawConnection, frames: ReadonlyArray<Uint8Array>): Promise<Array<Frame>> => {
+  c.send(Buffer.concat(frames))
+  const out: Array<Frame> = []
+  for (let i = 0; i < frames.length; i++) out.push(await c.next())
+  return out
+}
+
+const expectRange = (f: Frame, data: Buffer, offset: number, len: number) => {
+  expect(f.header.flags & 2).toBe(0)
+  expect(f.payload.length).toBe(len)
+  expect(Buffer.compare(Buffer.from(f.payload), data.subarray(offset, offset + len))).toBe(0)
+}
+
+/** Ranges inside one 256 KiB page each, at odd offsets. */
+const ranges = (n: number, seed: number): Array<[number, number]> =>
+  Array.from({ length: n }, (_, i) => {
+    const page = (i * 7 + seed) % 12
+    const within = (i * 8191 + seed * 13) % (128 * KiB)
+    return [page * 256 * KiB + within, 1 + ((i * 4099 + seed) % (128 * KiB - 1))]
+  })
+
+describe.runIf(native)("native hit table", () => {
+  it("answers repeated hits without JS: right bytes, worker counters include them, --no-hit-table answers none", async () => {
+    for (const hitTable of [true, false]) {
+      const { big, w } = await setup({ hitTable })
+      const c = await connect(w.worker.dataPort)
+      const rs = ranges(48, 3)
+      // Cold (fills), then warm twice: the first warm pass publishes, the second is the table's.
+      for (let pass = 0; pass < 3; pass++) {
+        const replies = await roundTrip(
+          c,
+          rs.map(([o, l]) => get("big", o, l))
+        )
+        replies.forEach((f, i) => expectRange(f, big, rs[i]![0], rs[i]![1]))
+      }
+      const before = counters()
+      const hitsBefore = w.worker.stats.hits
+      for (let pass = 0; pass < 3; pass++) {
+        for (const [o, l] of rs) expectRange((await roundTrip(c, [get("big", o, l)]))[0]!, big, o, l)
+      }
+      const after = counters()
+      if (hitTable) expect(after.fastHits - before.fastHits).toBeGreaterThanOrEqual(rs.length * 3 - 2)
+      else expect(after.fastHits).toBe(before.fastHits)
+      expect(w.worker.stats.hits - hitsBefore).toBe(rs.length * 3)
+      c.close()
+      await w.stop()
+    }
+  })
+
+  it("keeps request order around a miss, an error and a ping in the middle of published hits (both serve modes)", async () => {
+    for (const multiplexed of [false, true]) {
+      const { big, other, w } = await setup({}, multiplexed)
+      const c = await connect(w.worker.dataPort)
+      const rs = ranges(8, 1)
+      for (let pass = 0; pass < 3; pass++) await roundTrip(c, rs.map(([o, l]) => get("big", o, l)))
+      const before = counters()
+      const frames = [
+        get("big", rs[0]![0], rs[0]![1]),
+        get("other", 5 * 256 * KiB + 3, 9000), // a miss: filled from the origin
+        get("big", rs[1]![0], rs[1]![1]),
+        get("big", SIZE - 10, 11), // out of bounds: JS's error reply
+        encodeFrame(MsgType.Ping, nextId++, new Uint8Array(0)),
+        get("big", rs[2]![0], rs[2]![1])
+      ]
+      const ids = frames.map((f) => Buffer.from(f).readUInt32BE(8))
+      const replies = await roundTrip(c, frames)
+      const byId = new Map(replies.map((f) => [f.header.requestId, f]))
+      if (!multiplexed) expect(replies.map((f) => f.header.requestId)).toEqual(ids)
+      expectRange(byId.get(ids[0]!)!, big, rs[0]![0], rs[0]![1])
+      expectRange(byId.get(ids[1]!)!, other, 5 * 256 * KiB + 3, 9000)
+      expectRange(byId.get(ids[2]!)!, big, rs[1]![0], rs[1]![1])
+      expect(byId.get(ids[3]!)!.header.flags & 2).toBe(2)
+      expect(Buffer.from(byId.get(ids[3]!)!.payload).toString()).toMatch(/range out of bounds/)
+      expect(byId.get(ids[4]!)!.header.type).toBe(MsgType.Ping)
+      expectRange(byId.get(ids[5]!)!, big, rs[2]![0], rs[2]![1])
+      // The first hit went before the table handed the rest to JS.
+      expect(counters().fastHits - before.fastHits).toBeGreaterThanOrEqual(1)
+      expect(counters().handoffs - before.handoffs).toBeGreaterThanOrEqual(1)
+      c.close()
+      await w.stop()
+    }
+  })
+
+  it("never answers from an evicted unit: the next read refills from the origin", async () => {
+    // Capacity of four pages: reading other pages evicts the published ones.
+    const { big, origin, w } = await setup({ capacity: 4 * 256 * KiB })
+    const c = await connect(w.worker.dataPort)
+    const hot: [number, number] = [256 * KiB + 100, 5000]
+    for (let i = 0; i < 3; i++) expectRange((await roundTrip(c, [get("big", ...hot)]))[0]!, big, ...hot)
+    const before = counters()
+    expectRange((await roundTrip(c, [get("big", ...hot)]))[0]!, big, ...hot)
+    expect(counters().fastHits - before.fastHits).toBe(1)
+    for (let p = 4; p < 12; p++) expectRange((await roundTrip(c, [get("big", p * 256 * KiB, 1000)]))[0]!, big, p * 256 * KiB, 1000)
+    const gets = origin.counters.gets
+    const fast = counters().fastHits
+    expectRange((await roundTrip(c, [get("big", ...hot)]))[0]!, big, ...hot)
+    expect(origin.counters.gets).toBe(gets + 1)
+    expect(counters().fastHits).toBe(fast)
+    c.close()
+  })
+
+  it("serves a changed object new once its version TTL has passed, never the table's old bytes", async () => {
+    const { root, big, w } = await setup({ versionTtlMs: 300 })
+    const c = await connect(w.worker.dataPort)
+    const r: [number, number] = [1000, 20_000]
+    for (let i = 0; i < 3; i++) expectRange((await roundTrip(c, [get("big", ...r)]))[0]!, big, ...r)
+    const before = counters()
+    expectRange((await roundTrip(c, [get("big", ...r)]))[0]!, big, ...r)
+    expect(counters().fastHits - before.fastHits).toBe(1)
+    const changed = pattern(SIZE, 42)
+    await fsp.writeFile(path.join(root, "bkt", "big"), changed)
+    await new Promise((resolve) => setTimeout(resolve, 350))
+    for (let i = 0; i < 4; i++) expectRange((await roundTrip(c, [get("big", ...r)]))[0]!, changed, ...r)
+    c.close()
+  })
+
+  it("a reply the socket takes only partly is finished by JS, byte for byte, before the next one", async () => {
+    const { big, w } = await setup()
+    const rs = ranges(40, 7).map(([o]) => [o, 120 * KiB] as [number, number])
+    const frames = () => rs.map(([o, l]) => get("big", o, l))
+    // Fill and publish over a connection that reads at once.
+    const c = await connect(w.worker.dataPort)
+    for (let pass = 0; pass < 3; pass++) await roundTrip(c, frames())
+    c.close()
+    const before = counters()
+    // A reader that stalls: the table's sendfile fills the socket buffer and stops mid-reply.
+    const sent = frames()
+    const { byId } = await exchange(w.worker.dataPort, sent, 200)
+    sent.forEach((f, i) => {
+      const reply = byId.get(Buffer.from(f).readUInt32BE(8))!
+      expect(reply.length).toBe(HEADER_LEN + rs[i]![1])
+      expect(Buffer.compare(reply.subarray(HEADER_LEN), big.subarray(rs[i]![0], rs[i]![0] + rs[i]![1]))).toBe(0)
+    })
+    const after = counters()
+    expect(after.fastHits - before.fastHits).toBeGreaterThanOrEqual(1)
+    expect(after.handoffs - before.handoffs).toBeGreaterThanOrEqual(1)
+  })
+})
