@@ -127,7 +127,7 @@ export const workerOptions = {
   // A boolean flag is never absent (false when not given): only its presence is a setting.
   hitTable: Options.boolean("no-hit-table").pipe(
     Options.withDescription(
-      `Native plane: serve every request through the JS serve loop, instead of letting the addon answer repeated cache hits of idle connections itself (env ${WORKER_ENV.hitTable}=false; default: the addon answers them).`
+      `Native plane: serve every request through the JS serve loop, instead of letting the addon answer repeated cache hits of idle connections itself (env ${WORKER_ENV.hitTable}, default true: the addon answers them).`
     ),
     Options.map((off) => (off ? Option.some(false) : Option.none()))
   )

@@ -67,7 +67,7 @@ describe("talon worker (process)", () => {
     for (const flag of [
       "--id", "--data-addr", "--admin-addr", "--coordinator", "--advertise-addr", "--cache-dir", "--capacity",
       "--block-size", "--page-size", "--version-ttl-ms", "--origin-concurrency", "--heartbeat-interval-ms",
-      "--data-plane", "--serve-mode", "--read-timeout-ms", "--max-open-files", "--max-inflight"
+      "--data-plane", "--serve-mode", "--read-timeout-ms", "--max-open-files", "--max-inflight", "--no-hit-table"
     ]) {
       expect(help).toContain(flag)
     }
