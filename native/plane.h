@@ -41,6 +41,8 @@ typedef struct {
   napi_async_context async_ctx;
   napi_async_cleanup_hook_handle cleanup;
   counters_t c;
+  /* epoll_waits per wakeup at most, while everything ready is answered without JS */
+  int drain_rounds;
   /* hits.c: one table per data server (a test process runs several), and JS-owned memory it works in. */
   hits_t *tables[HITS_TABLES];
   napi_ref hits_refs[3];

@@ -100,12 +100,15 @@ interface WorkerArmSpec {
   readonly scheduling?: "rr" | "none"
   /** false: run with --no-hit-table. */
   readonly hitTable?: boolean
+  readonly env?: Record<string, string>
 }
 
 const WORKER_ARMS: ReadonlyArray<WorkerArmSpec> = [
   { name: "native-pipelined", plane: "native", mode: "pipelined", loops: 1 },
   // Every request through the JS serve loop (no hit table): what the table itself is worth.
   { name: "native-pipelined-js", plane: "native", mode: "pipelined", loops: 1, hitTable: false },
+  // One epoll_wait per loop wakeup instead of up to four while the hit table answers everything (native/sendfile.c).
+  { name: "native-pipelined-drain1", plane: "native", mode: "pipelined", loops: 1, env: { TALON_NATIVE_DRAIN_ROUNDS: "1" } },
   { name: "portable-pipelined", plane: "portable", mode: "pipelined", loops: 1 },
   { name: "native-multiplexed", plane: "native", mode: "multiplexed", loops: 1 },
   { name: "portable-multiplexed", plane: "portable", mode: "multiplexed", loops: 1 },
@@ -116,7 +119,7 @@ const WORKER_ARMS: ReadonlyArray<WorkerArmSpec> = [
   { name: "native-pipelined-x2-shared", plane: "native", mode: "pipelined", loops: 2, scheduling: "none" }
 ]
 const allArmNames = ["ceiling", ...WORKER_ARMS.map((a) => a.name)]
-const armNames = flag("arms", allArmNames.filter((a) => a !== "native-pipelined-x2-shared").join(",")).split(",")
+const armNames = flag("arms", allArmNames.filter((a) => a !== "native-pipelined-x2-shared" && a !== "native-pipelined-drain1").join(",")).split(",")
 for (const a of armNames) if (!allArmNames.includes(a)) throw new Error(`--arms: unknown arm ${a} (known: ${allArmNames.join(", ")})`)
 
 // ------------------------------------------------------------------------ processes
@@ -373,6 +376,7 @@ const startWorker = async (spec: WorkerArmSpec, stubUrl: string, cacheRoot: stri
     TALON_S3_SECRET_ACCESS_KEY: "bench-secret"
   }
   if (spec.scheduling !== undefined) env["NODE_CLUSTER_SCHED_POLICY"] = spec.scheduling
+  Object.assign(env, spec.env)
   const re =
     spec.loops === 1
       ? new RegExp(`worker data listener on 127\\.0\\.0\\.1:(\\d+) \\(${spec.plane} plane, ${spec.mode} mode\\)`)
