@@ -28,23 +28,23 @@ bench-check *args:
 
 # Start the embedded local cluster.
 up *args:
-    node bin/talon.mjs up "$@"
+    ./bin/talon.mjs up "$@"
 
 # Run one component (each accepts --help).
 origin *args:
-    node bin/talon.mjs origin "$@"
+    ./bin/talon.mjs origin "$@"
 
 coordinator *args:
-    node bin/talon.mjs coordinator "$@"
+    ./bin/talon.mjs coordinator "$@"
 
 worker *args:
-    node bin/talon.mjs worker "$@"
+    ./bin/talon.mjs worker "$@"
 
 gateway *args:
-    node bin/talon.mjs gateway "$@"
+    ./bin/talon.mjs gateway "$@"
 
 loadgen *args:
-    node bin/talon.mjs loadgen "$@"
+    ./bin/talon.mjs loadgen "$@"
 
 # Render bench/data/*.json into docs/assets/bench/*.svg and BENCHMARKS.md tables (--check: fail when stale).
 bench-charts *args:

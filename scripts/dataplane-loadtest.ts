@@ -69,7 +69,7 @@ interface Server {
   readonly mode: string
 }
 
-const talon = [join(root, "bin", "talon.mjs")]
+const talon = talonBin().slice(1)
 
 /** Starts a pinned child and resolves with the first match of `ready` in its output. */
 const startChild = (

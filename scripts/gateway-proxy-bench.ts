@@ -44,7 +44,7 @@ import { type Arm, runRounds, spread } from "../src/bench/rounds.js"
 import { clockTicks, parseStat } from "../src/loadgen/procSampler.js"
 import { sampleBytes } from "../src/origin/seed.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
-import { buildDist } from "./lib/build.js"
+import { buildDist, talonNodeFlags } from "./lib/build.js"
 
 const root = repoRoot
 const args = scriptArgs()
@@ -90,6 +90,7 @@ interface Proc {
 const procs: Array<Proc> = []
 /** Node flags for the gateways from the diagnostics environment (they go before the script path). */
 const gatewayNodeFlags = (): ReadonlyArray<string> => [
+  ...talonNodeFlags(),
   ...(process.env.GW_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.GW_PROF] : []),
   ...(process.env.GW_TRACE ? ["--trace-gc"] : []),
   ...(process.env.GW_NODE_FLAGS ? process.env.GW_NODE_FLAGS.split(" ").filter((f) => f !== "") : [])

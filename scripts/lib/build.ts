@@ -4,6 +4,7 @@
  * tsx whenever a source file is newer than dist/, so a bench rebuilds dist/ first.
  */
 import { execFileSync } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { repoRoot } from "./args.js"
 
@@ -11,5 +12,12 @@ export const buildDist = (): void => {
   execFileSync(process.execPath, [join(repoRoot, "scripts/build.mjs")], { stdio: "inherit" })
 }
 
+/** The Node flags of bin/talon.mjs's shebang (`#!/usr/bin/env -S node FLAGS`): what `npx talon` runs with. */
+export const talonNodeFlags = (): ReadonlyArray<string> => {
+  const first = readFileSync(join(repoRoot, "bin/talon.mjs"), "utf8").split("\n", 1)[0]!
+  const m = /^#!\/usr\/bin\/env -S node\b(.*)$/.exec(first)
+  return m === null ? [] : m[1]!.trim().split(/\s+/).filter((f) => f !== "")
+}
+
 /** Argv prefix that runs the `talon` CLI the way users do. */
-export const talonBin = (): ReadonlyArray<string> => [process.execPath, join(repoRoot, "bin/talon.mjs")]
+export const talonBin = (): ReadonlyArray<string> => [process.execPath, ...talonNodeFlags(), join(repoRoot, "bin/talon.mjs")]
