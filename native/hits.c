@@ -285,63 +285,43 @@ int hits_serve(state_t *st, hits_t *h, int fd) {
   state_t *st = NULL;                                                        \
   napi_get_instance_data(env, (void **)&st)
 
-static napi_value num(napi_env env, double v) {
-  napi_value out;
-  napi_create_double(env, v, &out);
-  return out;
-}
-
-static int arg_f64(napi_env env, napi_value v, double *out) {
-  return napi_get_value_double(env, v, out) == napi_ok;
-}
-
-static int arg_u8(napi_env env, napi_value v, uint8_t **data, size_t *len) {
-  napi_typedarray_type type;
-  void *ptr = NULL;
-  if (napi_get_typedarray_info(env, v, &type, len, &ptr, NULL, NULL) != napi_ok || type != napi_uint8_array) return 0;
-  *data = (uint8_t *)ptr;
-  return 1;
-}
-
 static hits_t *arg_table(napi_env env, state_t *st, napi_value v) {
-  double t;
-  if (!arg_f64(env, v, &t) || t < 1 || t >= HITS_TABLES) return NULL;
+  int64_t t;
+  if (!arg_i64(env, v, &t) || t < 1 || t >= HITS_TABLES) return NULL;
   return st->tables[(int)t];
 }
 
 /* hitsCreate(counts: Float64Array(2)) -> table id (1..15) or -errno. */
 static napi_value HitsCreate(napi_env env, napi_callback_info info) {
   ARGS(1);
-  napi_typedarray_type type;
   size_t len = 0;
   void *data = NULL;
-  if (argc < 1 || napi_get_typedarray_info(env, argv[0], &type, &len, &data, NULL, NULL) != napi_ok ||
-      type != napi_float64_array || len < 2) {
+  if (argc < 1 || !arg_typed(env, argv[0], napi_float64_array, &data, &len) || len < 2) {
     napi_throw_type_error(env, NULL, "hitsCreate(counts: Float64Array(2))");
     return NULL;
   }
   int t = 1;
   while (t < HITS_TABLES && st->tables[t] != NULL) t++;
-  if (t == HITS_TABLES) return num(env, -ENOSPC);
+  if (t == HITS_TABLES) return make_int(env, -ENOSPC);
   hits_t *h = (hits_t *)calloc(1, sizeof(hits_t));
-  if (h == NULL) return num(env, -ENOMEM);
+  if (h == NULL) return make_int(env, -ENOMEM);
   for (uint32_t i = 0; i < UNIT_CAP; i++) h->units[i].fd = -1;
   h->counts = (double *)data;
   napi_create_reference(env, argv[0], 1, &h->counts_ref);
   st->tables[t] = h;
-  return num(env, t);
+  return make_int(env, t);
 }
 
 /* hitsDestroy(table): closes every dup; connections still marked for it are simply not served by it. */
 static napi_value HitsDestroy(napi_env env, napi_callback_info info) {
   ARGS(1);
   hits_t *h = argc < 1 ? NULL : arg_table(env, st, argv[0]);
-  if (h == NULL) return num(env, 0);
-  double t;
-  arg_f64(env, argv[0], &t);
+  if (h == NULL) return make_int(env, 0);
+  int64_t t;
+  arg_i64(env, argv[0], &t);
   st->tables[(int)t] = NULL;
   table_free(env, h);
-  return num(env, 1);
+  return make_int(env, 1);
 }
 
 /*
@@ -353,11 +333,9 @@ static napi_value HitsInit(napi_env env, napi_callback_info info) {
   ARGS(3);
   uint8_t *fast = NULL, *rbuf = NULL;
   size_t fast_len = 0, rbuf_len = 0, ho_len = 0;
-  napi_typedarray_type type;
   void *ho = NULL;
-  if (argc < 3 || !arg_u8(env, argv[0], &fast, &fast_len) ||
-      napi_get_typedarray_info(env, argv[1], &type, &ho_len, &ho, NULL, NULL) != napi_ok || type != napi_int32_array ||
-      ho_len < 16 || !arg_u8(env, argv[2], &rbuf, &rbuf_len) || rbuf_len < 4096) {
+  if (argc < 3 || !arg_bytes(env, argv[0], &fast, &fast_len) || !arg_typed(env, argv[1], napi_int32_array, &ho, &ho_len) ||
+      ho_len < 16 || !arg_bytes(env, argv[2], &rbuf, &rbuf_len) || rbuf_len < 4096) {
     napi_throw_type_error(env, NULL, "hitsInit(connFast: Uint8Array, handoff: Int32Array(16), readBuf: Uint8Array)");
     return NULL;
   }
@@ -371,7 +349,7 @@ static napi_value HitsInit(napi_env env, napi_callback_info info) {
   st->handoff[0] = -1;
   st->rbuf = rbuf;
   st->rbuf_len = rbuf_len;
-  return num(env, 0);
+  return make_int(env, 0);
 }
 
 /*
@@ -383,25 +361,25 @@ static napi_value HitsObject(napi_env env, napi_callback_info info) {
   ARGS(6);
   uint8_t *id = NULL;
   size_t idlen = 0;
-  double size, bs, ps, fresh_ms;
-  if (argc < 6 || !arg_u8(env, argv[1], &id, &idlen) || !arg_f64(env, argv[2], &size) || !arg_f64(env, argv[3], &bs) ||
-      !arg_f64(env, argv[4], &ps) || !arg_f64(env, argv[5], &fresh_ms) || size < 0 || bs < 1 || ps < 0) {
+  int64_t size, bs, ps, fresh_ms;
+  if (argc < 6 || !arg_bytes(env, argv[1], &id, &idlen) || !arg_i64(env, argv[2], &size) || !arg_i64(env, argv[3], &bs) ||
+      !arg_i64(env, argv[4], &ps) || !arg_i64(env, argv[5], &fresh_ms) || size < 0 || bs < 1 || ps < 0) {
     napi_throw_type_error(env, NULL, "hitsObject(table, id, size, blockSize >= 1, pageSize >= 0, freshMs)");
     return NULL;
   }
   hits_t *h = arg_table(env, st, argv[0]);
-  if (h == NULL) return num(env, -EBADF);
-  if (idlen == 0 || idlen > MAX_ID) return num(env, -ENAMETOOLONG);
-  uint64_t deadline = mono_ns() + (fresh_ms > 0 ? (uint64_t)(fresh_ms * 1e6) : 0);
+  if (h == NULL) return make_int(env, -EBADF);
+  if (idlen == 0 || idlen > MAX_ID) return make_int(env, -ENAMETOOLONG);
+  uint64_t deadline = mono_ns() + (fresh_ms > 0 ? (uint64_t)fresh_ms * 1000000u : 0);
   obj_t *o = obj_find(h, id, (uint32_t)idlen);
   if (o == NULL) {
-    if (h->nobjs >= OBJ_MAX) return num(env, -ENOSPC);
+    if (h->nobjs >= OBJ_MAX) return make_int(env, -ENOSPC);
     uint32_t hash = hash_bytes(id, idlen);
     uint32_t i = hash & (OBJ_CAP - 1);
     while (h->objs[i].oid != 0) i = (i + 1) & (OBJ_CAP - 1);
     o = &h->objs[i];
     o->id = (uint8_t *)malloc(idlen);
-    if (o->id == NULL) return num(env, -ENOMEM);
+    if (o->id == NULL) return make_int(env, -ENOMEM);
     memcpy(o->id, id, idlen);
     o->idlen = (uint32_t)idlen;
     o->hash = hash;
@@ -413,25 +391,25 @@ static napi_value HitsObject(napi_env env, napi_callback_info info) {
   o->block_size = (uint64_t)bs;
   o->page_size = (uint64_t)ps;
   o->deadline_ns = deadline;
-  return num(env, o->oid);
+  return make_int(env, o->oid);
 }
 
 /* hitsUnit(oid, start, bytes, fd, tag) -> 0 or -errno: publishes a resident unit (its own dup of fd). */
 static napi_value HitsUnit(napi_env env, napi_callback_info info) {
   ARGS(6);
-  double oid, start, bytes, fd, tag;
-  if (argc < 6 || !arg_f64(env, argv[1], &oid) || !arg_f64(env, argv[2], &start) || !arg_f64(env, argv[3], &bytes) ||
-      !arg_f64(env, argv[4], &fd) || !arg_f64(env, argv[5], &tag) || start < 0 || bytes < 1 || fd < 0) {
+  int64_t oid, start, bytes, fd, tag;
+  if (argc < 6 || !arg_i64(env, argv[1], &oid) || !arg_i64(env, argv[2], &start) || !arg_i64(env, argv[3], &bytes) ||
+      !arg_i64(env, argv[4], &fd) || !arg_i64(env, argv[5], &tag) || start < 0 || bytes < 1 || fd < 0) {
     napi_throw_type_error(env, NULL, "hitsUnit(table, oid, start, bytes >= 1, fd, tag)");
     return NULL;
   }
   hits_t *h = arg_table(env, st, argv[0]);
-  if (h == NULL) return num(env, -EBADF);
-  if (obj_by_oid(h, (uint32_t)oid) == NULL) return num(env, -ENOENT);
+  if (h == NULL) return make_int(env, -EBADF);
+  if (obj_by_oid(h, (uint32_t)oid) == NULL) return make_int(env, -ENOENT);
   unit_t *u = unit_find(h, (uint32_t)oid, (uint64_t)start);
-  if (u == NULL && h->nunits >= UNIT_MAX) return num(env, -ENOSPC);
+  if (u == NULL && h->nunits >= UNIT_MAX) return make_int(env, -ENOSPC);
   int copy = fcntl((int)fd, F_DUPFD_CLOEXEC, 0);
-  if (copy < 0) return num(env, -errno);
+  if (copy < 0) return make_int(env, -errno);
   if (u == NULL) {
     uint32_t i = unit_hash((uint32_t)oid, (uint64_t)start) & (UNIT_CAP - 1);
     while (h->units[i].oid != 0) i = (i + 1) & (UNIT_CAP - 1);
@@ -444,49 +422,49 @@ static napi_value HitsUnit(napi_env env, napi_callback_info info) {
   u->fd = copy;
   u->tag = (int32_t)tag;
   u->touched = 0;
-  return num(env, 0);
+  return make_int(env, 0);
 }
 
 /* hitsDropObject(oid) -> units dropped: the object and all its units leave the table. */
 static napi_value HitsDropObject(napi_env env, napi_callback_info info) {
   ARGS(2);
-  double oid;
-  if (argc < 2 || !arg_f64(env, argv[1], &oid) || oid < 1) {
+  int64_t oid;
+  if (argc < 2 || !arg_i64(env, argv[1], &oid) || oid < 1) {
     napi_throw_type_error(env, NULL, "hitsDropObject(table, oid)");
     return NULL;
   }
   hits_t *h = arg_table(env, st, argv[0]);
-  if (h == NULL) return num(env, 0);
+  if (h == NULL) return make_int(env, 0);
   for (uint32_t i = 0; i < OBJ_CAP; i++) {
     if (h->objs[i].oid == (uint32_t)oid) {
       obj_remove_at(h, i);
       break;
     }
   }
-  return num(env, units_drop(h, (uint32_t)oid));
+  return make_int(env, units_drop(h, (uint32_t)oid));
 }
 
 /* hitsDropUnit(oid, start) -> 1 when it was published. */
 static napi_value HitsDropUnit(napi_env env, napi_callback_info info) {
   ARGS(3);
-  double oid, start;
-  if (argc < 3 || !arg_f64(env, argv[1], &oid) || !arg_f64(env, argv[2], &start)) {
+  int64_t oid, start;
+  if (argc < 3 || !arg_i64(env, argv[1], &oid) || !arg_i64(env, argv[2], &start)) {
     napi_throw_type_error(env, NULL, "hitsDropUnit(table, oid, start)");
     return NULL;
   }
   hits_t *h = arg_table(env, st, argv[0]);
-  if (h == NULL || oid < 1) return num(env, 0);
+  if (h == NULL || oid < 1) return make_int(env, 0);
   unit_t *u = unit_find(h, (uint32_t)oid, (uint64_t)start);
-  if (u == NULL) return num(env, 0);
+  if (u == NULL) return make_int(env, 0);
   unit_remove_at(h, (uint32_t)(u - h->units));
-  return num(env, 1);
+  return make_int(env, 1);
 }
 
 /* hitsClear() -> units dropped: empties the table (the worker stopped being ready, or shuts down). */
 static napi_value HitsClear(napi_env env, napi_callback_info info) {
   ARGS(1);
   hits_t *h = arg_table(env, st, argv[0]);
-  if (h == NULL) return num(env, 0);
+  if (h == NULL) return make_int(env, 0);
   uint32_t n = units_drop(h, 0);
   for (uint32_t i = 0; i < OBJ_CAP; i++) {
     free(h->objs[i].id);
@@ -495,22 +473,20 @@ static napi_value HitsClear(napi_env env, napi_callback_info info) {
   }
   h->nobjs = 0;
   h->last = NULL;
-  return num(env, n);
+  return make_int(env, n);
 }
 
 /* hitsSweep(out: Int32Array) -> count: tags of units answered since the last sweep (for the store's LRU). */
 static napi_value HitsSweep(napi_env env, napi_callback_info info) {
   ARGS(2);
-  napi_typedarray_type type;
   size_t cap = 0;
   void *data = NULL;
-  if (argc < 2 || napi_get_typedarray_info(env, argv[1], &type, &cap, &data, NULL, NULL) != napi_ok ||
-      type != napi_int32_array) {
+  if (argc < 2 || !arg_typed(env, argv[1], napi_int32_array, &data, &cap)) {
     napi_throw_type_error(env, NULL, "hitsSweep(table, out: Int32Array)");
     return NULL;
   }
   hits_t *h = arg_table(env, st, argv[0]);
-  if (h == NULL) return num(env, 0);
+  if (h == NULL) return make_int(env, 0);
   int32_t *out = (int32_t *)data;
   size_t n = 0;
   for (uint32_t i = 0; i < UNIT_CAP && n < cap; i++) {
@@ -520,19 +496,19 @@ static napi_value HitsSweep(napi_env env, napi_callback_info info) {
       out[n++] = u->tag;
     }
   }
-  return num(env, (double)n);
+  return make_int(env, (int64_t)n);
 }
 
 /* closeFd(fd) -> 0 or -errno: closes a handoff's dup once JS has sent the rest of its reply. */
 static napi_value CloseFd(napi_env env, napi_callback_info info) {
   ARGS(1);
-  double fd;
+  int64_t fd;
   (void)st;
-  if (argc < 1 || !arg_f64(env, argv[0], &fd) || fd < 0) {
+  if (argc < 1 || !arg_i64(env, argv[0], &fd) || fd < 0) {
     napi_throw_type_error(env, NULL, "closeFd(fd)");
     return NULL;
   }
-  return num(env, close((int)fd) == 0 ? 0 : -errno);
+  return make_int(env, close((int)fd) == 0 ? 0 : -errno);
 }
 
 void hits_export(napi_env env, napi_value exports) {

@@ -40,18 +40,23 @@ static state_t *get_state(napi_env env) {
   return (state_t *)data;
 }
 
-static napi_value make_int(napi_env env, int64_t v) {
+napi_value make_int(napi_env env, int64_t v) {
   napi_value out;
   napi_create_int64(env, v, &out);
   return out;
 }
 
-static int arg_i64(napi_env env, napi_value v, int64_t *out) {
+int arg_i64(napi_env env, napi_value v, int64_t *out) {
   return napi_get_value_int64(env, v, out) == napi_ok;
 }
 
+int arg_typed(napi_env env, napi_value v, napi_typedarray_type want, void **data, size_t *len) {
+  napi_typedarray_type type;
+  return napi_get_typedarray_info(env, v, &type, len, data, NULL, NULL) == napi_ok && type == want;
+}
+
 /* Bytes of a Uint8Array (Buffer included), already adjusted for its byteOffset. */
-static int arg_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
+int arg_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
   napi_typedarray_type type;
   void *ptr = NULL;
   size_t length = 0;
