@@ -1,9 +1,9 @@
 #!/usr/bin/env -S node --no-memory-reducer
 // --no-memory-reducer: V8 otherwise shrinks a busy process's heap (young generation included)
 // with extra full GCs once it goes quiet, and the next burst runs on the shrunken heap. Measured
-// on the gateway proxy bench: after ~8 s gaps, 60-80% of the cache route's runs cost 1.0-1.5 ms
-// of gateway CPU per 1 MiB request instead of 0.6-0.8, at 2-3x the p99; 14 of 16 fast with the
-// flag. (It only takes effect at start-up: v8.setFlagsFromString later does nothing.)
+// on the gateway proxy bench (cache runs after ~8 s gaps): 9 of 30 runs fast without the flag,
+// 23 of 26 with it; a slow run costs the gateway ~0.9-1.5 ms of CPU per 1 MiB request instead of
+// 0.55-0.8, at 2-4x the p99 (BENCHMARKS.md). Command line only: v8.setFlagsFromString is too late.
 // Runs the build in dist/ (made by `npm install`) when it is at least as new as every source
 // file; otherwise runs src/ through tsx's loader, so an edited checkout never runs stale code.
 import * as fs from "node:fs"
