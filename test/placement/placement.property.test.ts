@@ -129,8 +129,10 @@ describe("Maglev balance", () => {
  * Disruption when one worker leaves. Maglev trades minimal disruption for O(1) lookups: the
  * survivors re-fill the table round-robin, so a few slots change hands between workers that
  * stayed. Measured (slot-exact, 3000 random memberships of 2..64 workers with the same table
- * size): mean 1.9%, 99.6% of cases under 4%, worst 7.8% of the blocks not on the removed worker
- * moved. The assertion bound is 10%. When removal shrinks the table (65 → 64, 129 → 128
+ * size): mean 1.9%, 99.6% of cases under 4%. Small memberships have a heavy tail, so no bound
+ * holds per case: 6000 random memberships each of 3, 4 and 5 workers gave p99 2.1-3.0%, p99.9
+ * 8.5-15% and a worst case of 51% (3 workers; fast-check once found 10.5%). The assertion is
+ * on the mean over the sampled memberships: at most 4%. When removal shrinks the table (65 → 64, 129 → 128
  * workers) every block's slot changes and about half of them move — pinned below, since it is
  * part of the Talon-compatible layout. HRW moves none.
  */
@@ -147,7 +149,8 @@ const fractionMovedOffVictim = (before: Maglev, after: Maglev, victim: string): 
 }
 
 describe("removing one worker", () => {
-  it("Maglev moves at most 10% of the blocks that were not on it (same table size)", () => {
+  it("Maglev moves few of the blocks that were not on it: at most 4% on average (same table size)", () => {
+    const fractions: Array<number> = []
     fc.assert(
       fc.property(workersArb(2, 64), fc.nat(), (nodes, pick) => {
         const victim = nodes[pick % nodes.length]!
@@ -155,7 +158,7 @@ describe("removing one worker", () => {
         const after = Maglev.build(nodes.filter((n) => n !== victim))
         expect(after.size).toBe(before.size)
         // Slot-exact: blocks hash uniformly onto slots, so this is the expected block fraction.
-        expect(fractionMovedOffVictim(before, after, victim.id)).toBeLessThanOrEqual(0.1)
+        fractions.push(fractionMovedOffVictim(before, after, victim.id))
         // And on real blocks: every block not on the victim that moved landed on a survivor.
         for (const block of sampleBlocks(50, victim.id)) {
           const was = before.primary(block)
@@ -166,6 +169,7 @@ describe("removing one worker", () => {
       }),
       { numRuns: 60 }
     )
+    expect(fractions.reduce((a, b) => a + b, 0) / fractions.length).toBeLessThanOrEqual(0.04)
   })
 
   it("Maglev reshuffles about half the blocks when removal shrinks the table (65 -> 64 workers)", () => {
