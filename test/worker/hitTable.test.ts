@@ -5,6 +5,7 @@
  * request order around a miss, an evicted unit or a changed object is never served from the
  * table, a partly sent reply is finished by JS, and the worker's counters include the table.
  */
+import fc from "fast-check"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
@@ -167,6 +168,36 @@ describe.runIf(native)("native hit table", () => {
     await new Promise((resolve) => setTimeout(resolve, 350))
     for (let i = 0; i < 4; i++) expectRange((await roundTrip(c, [get("big", ...r)]))[0]!, changed, ...r)
     c.close()
+  })
+
+  it("arbitrary bytes after published hits: the hits are answered, the connection dropped, the worker keeps serving", async () => {
+    const { big, w } = await setup()
+    const r: [number, number] = [300 * KiB + 7, 4096]
+    const warm = await connect(w.worker.dataPort)
+    for (let i = 0; i < 3; i++) await roundTrip(warm, [get("big", ...r)])
+    warm.close()
+    // Random bytes (never a frame by accident: the magic's first byte is never right)...
+    const junk = fc
+      .sample(fc.uint8Array({ minLength: 16, maxLength: 600 }), { numRuns: 25, seed: 7 })
+      .map((b) => Buffer.from(b).fill(b[0] === 0x54 ? 0 : b[0]!, 0, 1))
+    // ...a GetRange header announcing a body over the cap, and a frame cut by the end of the write.
+    const overCap = Buffer.from(get("big", ...r))
+    overCap.writeUInt32BE(1 << 20, 12)
+    junk.push(overCap, Buffer.from(get("big", ...r)).subarray(0, 30))
+    const cut = junk.length - 1
+    for (const [i, tail] of junk.entries()) {
+      const c = await connect(w.worker.dataPort)
+      c.send(Buffer.concat([get("big", ...r), get("big", ...r), tail]))
+      expectRange(await c.next(), big, ...r)
+      expectRange(await c.next(), big, ...r)
+      const closed = await Promise.race([c.closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2000))])
+      // A protocol violation drops the connection; a cut frame waits for the rest.
+      expect(closed).toBe(i !== cut)
+      c.close()
+    }
+    const after = await connect(w.worker.dataPort)
+    expectRange((await roundTrip(after, [get("big", ...r)]))[0]!, big, ...r)
+    after.close()
   })
 
   it("a reply the socket takes only partly is finished by JS, byte for byte, before the next one", async () => {
