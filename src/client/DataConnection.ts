@@ -5,19 +5,17 @@
  * socket and whoever consumes them (the gateway writes them straight to its client).
  *
  * Plain callbacks, no fibers: this is the per-byte hot path. `WorkerPool` owns retries
- * and typed errors above it. A connection that fails in any way (connect error, peer
- * close, a reply the parser rejects, a body cut short) is destroyed and fails every
- * pending request; callers open a fresh one.
+ * and typed errors above it; the lifecycle (connect, pending requests, failure) is
+ * `PipelinedConnection`'s.
  */
 import * as net from "node:net"
 import { capFor, type FrameCaps, type FrameHeader, HEADER_LEN, readHeader } from "../protocol/index.js"
-import { parseHostPort } from "./address.js"
-import type { FailureKind } from "./FramedConnection.js"
+import { type Failure, PipelinedConnection } from "./PipelinedConnection.js"
 import { Payload, type Slab, type SlabPool } from "./SlabPool.js"
 
-export type DataReply =
-  | { readonly ok: true; readonly header: FrameHeader; readonly payload: Payload }
-  | { readonly ok: false; readonly kind: FailureKind; readonly detail: string }
+type DataOk = { readonly ok: true; readonly header: FrameHeader; readonly payload: Payload }
+
+export type DataReply = DataOk | Failure
 
 export interface DataConnectionOptions {
   readonly caps: FrameCaps
@@ -28,14 +26,9 @@ export interface DataConnectionOptions {
 /** A read gets at least this much room; a slab with less left is retired for a fresh one. */
 const MIN_READ = 16 * 1024
 
-export class DataConnection {
-  private readonly socket: net.Socket
-  private readonly pending = new Map<number, (reply: DataReply) => void>()
+export class DataConnection extends PipelinedConnection<DataOk> {
   private readonly pool: SlabPool
   private readonly caps: FrameCaps
-  private connected = false
-  private failure: { kind: FailureKind; detail: string } | undefined
-  private connectTimer: ReturnType<typeof setTimeout> | undefined
 
   // The slab the socket reads into and where in it the pending read lands.
   private readSlab: Slab | undefined
@@ -55,65 +48,17 @@ export class DataConnection {
   private runStart = 0
   private runEnd = 0
 
-  constructor(
-    readonly address: string,
-    options: DataConnectionOptions
-  ) {
+  constructor(address: string, options: DataConnectionOptions) {
+    super(address)
     this.pool = options.pool
     this.caps = options.caps
     // The read buffers come from the pool: `onread` bypasses the Readable machinery and its
     // per-read allocation (the buffer function is asked for room after every read).
     // (Node reads `onread` in the constructor too; its typings list it for connect() only.)
-    this.socket = new net.Socket({
+    const socket = new net.Socket({
       onread: { buffer: () => this.nextBuffer(), callback: (n: number, buf: Uint8Array) => this.onRead(n, buf) }
     } as net.SocketConstructorOpts)
-    const parsed = parseHostPort(address)
-    if (parsed === undefined) {
-      this.failure = { kind: "connect", detail: "not a host:port address" }
-      this.socket.destroy()
-      return
-    }
-    this.connectTimer = setTimeout(
-      () => this.fail("connect", `connect timed out after ${options.connectTimeoutMs} ms`),
-      options.connectTimeoutMs
-    )
-    this.socket.once("connect", () => {
-      this.connected = true
-      clearTimeout(this.connectTimer)
-    })
-    this.socket.on("error", (err) => this.fail(this.connected ? "lost" : "connect", err.message))
-    this.socket.on("close", () =>
-      this.fail(this.connected ? "lost" : "connect", this.connected ? "connection closed by peer" : "connection refused")
-    )
-    this.socket.setNoDelay(true)
-    this.socket.connect(parsed.port, parsed.host)
-  }
-
-  get usable(): boolean {
-    return this.failure === undefined
-  }
-
-  get inFlight(): number {
-    return this.pending.size
-  }
-
-  /** Writes one complete request frame; `onReply` is called exactly once. */
-  send(requestId: number, frame: Uint8Array, onReply: (reply: DataReply) => void): void {
-    if (this.failure !== undefined) {
-      onReply({ ok: false, ...this.failure })
-      return
-    }
-    this.pending.set(requestId, onReply)
-    this.socket.write(frame)
-  }
-
-  /** Forgets a request; its reply, when it comes, is dropped (and its buffers recycled). */
-  cancel(requestId: number): boolean {
-    return this.pending.delete(requestId)
-  }
-
-  close(): void {
-    this.fail("lost", "connection closed by client")
+    this.start(socket, options.connectTimeoutMs)
   }
 
   /** Room for the next read: the rest of the current slab, or a fresh one. */
@@ -201,30 +146,20 @@ export class DataConnection {
       this.views = []
       this.slabs = []
     }
-    const onReply = this.pending.get(header.requestId)
-    if (onReply === undefined) {
-      // Nobody waits for it (cancelled, timed out): the buffers go back at once.
-      payload.release()
-      return
-    }
-    this.pending.delete(header.requestId)
-    onReply({ ok: true, header, payload })
+    // Nobody waits for it (cancelled, timed out): the buffers go back at once.
+    if (!this.complete(header.requestId, { ok: true, header, payload })) payload.release()
   }
 
-  private fail(kind: FailureKind, detail: string): void {
-    if (this.failure !== undefined) return
-    clearTimeout(this.connectTimer)
-    const partial = this.header !== undefined ? HEADER_LEN + this.bodyFill : this.hdrFill
-    this.failure = { kind, detail: kind === "lost" && partial > 0 ? `${detail} mid-reply (${partial} bytes of a partial frame)` : detail }
-    this.socket.destroy()
-    // The half-received frame's views are dropped, not recycled: nothing else can be reading them,
-    // but dropping is always safe.
+  protected partialBytes(): number {
+    return this.header !== undefined ? HEADER_LEN + this.bodyFill : this.hdrFill
+  }
+
+  // The half-received frame's views are dropped, not recycled: nothing else can be reading them,
+  // but dropping is always safe.
+  protected override onFailed(): void {
     this.views = []
     this.slabs = []
     this.runSlab = undefined
     this.header = undefined
-    const waiting = [...this.pending.values()]
-    this.pending.clear()
-    for (const onReply of waiting) onReply({ ok: false, ...this.failure })
   }
 }
