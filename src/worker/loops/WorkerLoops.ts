@@ -22,20 +22,18 @@ import * as net from "node:net"
 import { fileURLToPath } from "node:url"
 import { Context, Data, Effect, Layer } from "effect"
 import type { BackendStore } from "../../backend/BackendStore.js"
-import type { NodeInfo } from "../../core/ids.js"
 import { AdminHttp } from "../admin/AdminHttp.js"
 import { parseHostPort, resolveWorkerSettings, WorkerConfig, type WorkerSettings } from "../config.js"
 import { Membership } from "../membership/Membership.js"
 import { type ReadyState, WorkerReadiness } from "../membership/Readiness.js"
-import { WorkerMetrics, type WorkerStats } from "../metrics.js"
+import { WorkerMetrics } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
 import { DataPlane } from "../plane/DataPlane.js"
 import { Sendfile } from "../plane/Sendfile.js"
 import { DataServer, type DataServerShape } from "../server/DataServer.js"
 import { ServeMode } from "../server/ServeMode.js"
 import { BlockStore } from "../store/BlockStore.js"
-import type { DiskStore } from "../store/DiskStore.js"
-import { Worker } from "../Worker.js"
+import { Worker, type WorkerShape } from "../Worker.js"
 import { LeaseOwner } from "./LeaseOwner.js"
 import { LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, type ToLoop } from "./protocol.js"
 
@@ -261,21 +259,8 @@ const watchReadiness = (state: ReadyState, changed: () => void): void => {
   }
 }
 
-export interface WorkerLoopsShape {
-  readonly node: NodeInfo
-  readonly dataAddress: string
-  readonly dataPort: number
-  readonly adminAddress: string
-  readonly adminPort: number
-  readonly coordinator: string | undefined
-  readonly dataPlane: string
-  readonly serveMode: string
-  readonly settings: WorkerSettings
-  /** The owner's store (the only index of the cache dirs). */
-  readonly store: DiskStore
-  /** The owner's counters plus everything the loops reported. */
-  readonly stats: WorkerStats
-  readonly readiness: ReadyState
+/** A worker of N loops: `store` is the owner's (the only index of the cache dirs), `stats` the owner's counters plus everything the loops reported. */
+export interface WorkerLoopsShape extends WorkerShape {
   readonly loops: LoopsControl
 }
 
