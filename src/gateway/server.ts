@@ -6,10 +6,9 @@
  */
 import { randomBytes, randomUUID } from "node:crypto"
 import * as http from "node:http"
-import type { AddressInfo } from "node:net"
 import { azureError, AZURE_API_VERSION } from "../origin/azure.js"
 import { s3Error } from "../origin/s3.js"
-import { splitTarget, urlFor } from "../origin/server.js"
+import { listenHttp, type RunningServer, splitTarget } from "../origin/server.js"
 import { type AuthResult, verifySharedKey, verifySigV4 } from "./auth.js"
 import { handleAzure } from "./azureApi.js"
 import { type GwCtx, RequestAbort, RequestContext, type Services } from "./context.js"
@@ -123,45 +122,21 @@ export const handleRequest = (g: Services) => {
   }
 }
 
-export interface RunningGateway {
-  readonly server: http.Server
-  readonly host: string
-  readonly port: number
-  readonly url: string
-  readonly close: () => Promise<void>
-}
+export type RunningGateway = RunningServer
 
-export const listen = (g: Services, host: string, port: number): Promise<RunningGateway> =>
-  new Promise((resolve, reject) => {
-    const server = http.createServer(
-      {
-        requestTimeout: g.options.requestTimeoutMs,
-        headersTimeout: Math.min(60_000, g.options.requestTimeoutMs),
-        keepAliveTimeout: 5_000
-      },
-      handleRequest(g)
-    )
-    // A connection silent in both directions this long (a reader that stopped reading) is closed.
-    server.setTimeout(g.options.idleTimeoutMs, (socket) => socket.destroy())
-    server.once("error", reject)
-    server.listen(port, host, () => {
-      server.off("error", reject)
-      const actual = (server.address() as AddressInfo).port
-      const url = urlFor(host, actual)
-      g.url = url
-      resolve({
-        server,
-        host,
-        port: actual,
-        url,
-        close: () =>
-          new Promise<void>((done) => {
-            server.close(() => done())
-            server.closeAllConnections()
-          })
-      })
-    })
-  })
+export const listen = (g: Services, host: string, port: number): Promise<RunningGateway> => {
+  const server = http.createServer(
+    {
+      requestTimeout: g.options.requestTimeoutMs,
+      headersTimeout: Math.min(60_000, g.options.requestTimeoutMs),
+      keepAliveTimeout: 5_000
+    },
+    handleRequest(g)
+  )
+  // A connection silent in both directions this long (a reader that stopped reading) is closed.
+  server.setTimeout(g.options.idleTimeoutMs, (socket) => socket.destroy())
+  return listenHttp(server, host, port, (url) => (g.url = url))
+}
 
 /** Never logged in full: which credentials the gateway checks, for start-up messages. */
 export const describeAuth = (g: Pick<Services, "options">): string => {

@@ -217,18 +217,15 @@ export const urlFor = (host: string, port: number): string => {
   return `http://${h}:${port}`
 }
 
-export const listen = (state: StubState, host: string, port: number): Promise<RunningServer> =>
+/** Binds `server` (ephemeral port when 0); `onUrl` learns the URL before anyone can reach it. */
+export const listenHttp = (server: http.Server, host: string, port: number, onUrl: (url: string) => void = () => {}): Promise<RunningServer> =>
   new Promise((resolve, reject) => {
-    const server = http.createServer(handleRequest(state))
-    // Large uploads and deliberately slow readers are normal here; no whole-request deadline.
-    server.requestTimeout = 0
-    server.keepAliveTimeout = 30_000
     server.once("error", reject)
     server.listen(port, host, () => {
       server.off("error", reject)
       const actual = (server.address() as AddressInfo).port
       const url = urlFor(host, actual)
-      state.url = url
+      onUrl(url)
       resolve({
         server,
         host,
@@ -242,3 +239,11 @@ export const listen = (state: StubState, host: string, port: number): Promise<Ru
       })
     })
   })
+
+export const listen = (state: StubState, host: string, port: number): Promise<RunningServer> => {
+  const server = http.createServer(handleRequest(state))
+  // Large uploads and deliberately slow readers are normal here; no whole-request deadline.
+  server.requestTimeout = 0
+  server.keepAliveTimeout = 30_000
+  return listenHttp(server, host, port, (url) => (state.url = url))
+}
