@@ -2,7 +2,7 @@ import * as path from "node:path"
 import { Command, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, Console, Effect } from "effect"
-import { subcommands } from "./commands.js"
+import { loadSubcommands } from "./commands.js"
 import * as ConfigFile from "./configFile.js"
 
 // Declared so help lists it and the parser accepts it; the value is read ahead (configPathFrom).
@@ -17,7 +17,7 @@ const talon = Command.make("talon", { config }, () =>
   Console.log("talon: a distributed read cache for S3 and Azure Blob. Run `talon --help` for the subcommands.")
 ).pipe(
   Command.withDescription("Talon: a distributed read cache for object storage (S3, Azure Blob)."),
-  Command.withSubcommands(subcommands)
+  Command.withSubcommands(await loadSubcommands(process.argv.slice(2)))
 )
 
 const cli = Command.run(talon, { name: "talon", version: "0.1.0" })
