@@ -91,6 +91,13 @@ export const renderPrometheus = (s: WorkerStats, g: Gauges): string => {
   line(out, "talon_worker_request_errors_total", "counter", "Requests answered with an ERROR frame.", s.errors)
   line(out, "talon_worker_bytes_served_total", "counter", "Payload bytes of successful replies.", s.bytesServed)
   line(out, "talon_worker_pings_total", "counter", "Ping requests answered.", s.pings)
+  line(
+    out,
+    "talon_worker_hit_table_hits_total",
+    "counter",
+    "Range requests answered by the native plane's hit table, without JS (counted in hits_total too).",
+    s.offloaded?.[0] ?? 0
+  )
   line(out, "talon_worker_origin_fetches_total", "counter", "Origin range fetches.", s.originFetches)
   line(out, "talon_worker_origin_fetch_failures_total", "counter", "Origin range fetches that failed.", s.originFetchFailures)
   line(out, "talon_worker_origin_bytes_total", "counter", "Bytes fetched from the origin.", s.originBytes)

@@ -98,6 +98,10 @@ describe.runIf(native)("native hit table", () => {
       if (hitTable) expect(after.fastHits - before.fastHits).toBeGreaterThanOrEqual(rs.length * 3 - 2)
       else expect(after.fastHits).toBe(before.fastHits)
       expect(w.worker.stats.hits - hitsBefore).toBe(rs.length * 3)
+      const metrics = await (await fetch(`http://127.0.0.1:${w.worker.adminPort}/metrics`)).text()
+      const tableHits = Number(/^talon_worker_hit_table_hits_total (\d+)$/m.exec(metrics)?.[1])
+      if (hitTable) expect(tableHits).toBeGreaterThanOrEqual(rs.length * 3 - 2)
+      else expect(tableHits).toBe(0)
       c.close()
       await w.stop()
     }
