@@ -12,11 +12,11 @@ export const buildDist = (): void => {
   execFileSync(process.execPath, [join(repoRoot, "scripts/build.mjs")], { stdio: "inherit" })
 }
 
-/** The Node flags of bin/talon.mjs's shebang (`#!/usr/bin/env -S node FLAGS`): what `npx talon` runs with. */
+/** The Node flags bin/talon.mjs starts node with (its `exec node FLAGS "$0"` line): what `npx talon` runs with. */
 export const talonNodeFlags = (): ReadonlyArray<string> => {
-  const first = readFileSync(join(repoRoot, "bin/talon.mjs"), "utf8").split("\n", 1)[0]!
-  const m = /^#!\/usr\/bin\/env -S node\b(.*)$/.exec(first)
-  return m === null ? [] : m[1]!.trim().split(/\s+/).filter((f) => f !== "")
+  const m = /^":" \/\/; exec node (.*?) "\$0" "\$@"$/m.exec(readFileSync(join(repoRoot, "bin/talon.mjs"), "utf8"))
+  if (m === null) throw new Error("bin/talon.mjs: no `exec node FLAGS \"$0\"` line to read the node flags from")
+  return m[1]!.split(/\s+/).filter((f) => f !== "")
 }
 
 /** Argv prefix that runs the `talon` CLI the way users do. */
