@@ -164,9 +164,21 @@ static uint32_t units_drop(hits_t *h, uint32_t oid) {
   return n;
 }
 
+/* Empties the table: every unit (closing its dup) and every object. Returns the units dropped. */
+static uint32_t table_clear(hits_t *h) {
+  uint32_t n = units_drop(h, 0);
+  for (uint32_t i = 0; i < OBJ_CAP; i++) {
+    free(h->objs[i].id);
+    h->objs[i].id = NULL;
+    h->objs[i].oid = 0;
+  }
+  h->nobjs = 0;
+  h->last = NULL;
+  return n;
+}
+
 static void table_free(napi_env env, hits_t *h) {
-  units_drop(h, 0);
-  for (uint32_t i = 0; i < OBJ_CAP; i++) free(h->objs[i].id);
+  table_clear(h);
   if (env != NULL && h->counts_ref != NULL) napi_delete_reference(env, h->counts_ref);
   free(h);
 }
@@ -238,13 +250,11 @@ int hits_serve(state_t *st, hits_t *h, int fd) {
     if (sent == 0) break;
     u->touched = 1;
     p += HEADER + blen;
-    if (err == 0) {
-      st->c.fast_hits++;
-      st->c.fast_bytes += len;
-      h->counts[0] += 1;
-      h->counts[1] += (double)len;
-      continue;
-    }
+    st->c.fast_hits++;
+    st->c.fast_bytes += len;
+    h->counts[0] += 1;
+    h->counts[1] += (double)len;
+    if (err == 0) continue;
     /* Partly sent: JS finishes the reply (from its own dup of the file) before anything else. */
     int tail = dup(u->fd);
     if (tail < 0) {
@@ -253,22 +263,17 @@ int hits_serve(state_t *st, hits_t *h, int fd) {
       handoff(st, fd, n, end);
       return 0;
     }
-    st->c.fast_hits++;
-    st->c.fast_bytes += len;
-    h->counts[0] += 1;
-    h->counts[1] += (double)len;
     uint64_t file_sent = sent > HEADER ? (uint64_t)sent - HEADER : 0;
+    uint64_t file_off = off - start + file_sent;
     handoff(st, fd, n, p);
     int32_t *ho = st->handoff;
     ho[3] = 1;
     ho[4] = tail;
     ho[5] = (int32_t)(sent < HEADER ? sent : HEADER);
-    ho[6] = (int32_t)be32(f + 8);
-    ho[7] = (int32_t)(uint32_t)len;
-    uint64_t file_off = off - start + file_sent;
-    ho[8] = (int32_t)(uint32_t)file_off;
-    ho[9] = (int32_t)(uint32_t)(file_off >> 32);
-    ho[10] = (int32_t)(uint32_t)(len - file_sent);
+    ho[6] = (int32_t)(uint32_t)file_off;
+    ho[7] = (int32_t)(uint32_t)(file_off >> 32);
+    ho[8] = (int32_t)(uint32_t)(len - file_sent);
+    memcpy(ho + 12, hdr, HEADER); /* the reply header, as sent */
     return 0;
   }
   if (p == end) return 1;
@@ -435,12 +440,8 @@ static napi_value HitsDropObject(napi_env env, napi_callback_info info) {
   }
   hits_t *h = arg_table(env, st, argv[0]);
   if (h == NULL) return make_int(env, 0);
-  for (uint32_t i = 0; i < OBJ_CAP; i++) {
-    if (h->objs[i].oid == (uint32_t)oid) {
-      obj_remove_at(h, i);
-      break;
-    }
-  }
+  obj_t *o = obj_by_oid(h, (uint32_t)oid);
+  if (o != NULL) obj_remove_at(h, (uint32_t)(o - h->objs));
   return make_int(env, units_drop(h, (uint32_t)oid));
 }
 
@@ -464,16 +465,7 @@ static napi_value HitsDropUnit(napi_env env, napi_callback_info info) {
 static napi_value HitsClear(napi_env env, napi_callback_info info) {
   ARGS(1);
   hits_t *h = arg_table(env, st, argv[0]);
-  if (h == NULL) return make_int(env, 0);
-  uint32_t n = units_drop(h, 0);
-  for (uint32_t i = 0; i < OBJ_CAP; i++) {
-    free(h->objs[i].id);
-    h->objs[i].id = NULL;
-    h->objs[i].oid = 0;
-  }
-  h->nobjs = 0;
-  h->last = NULL;
-  return make_int(env, n);
+  return make_int(env, h == NULL ? 0 : table_clear(h));
 }
 
 /* hitsSweep(out: Int32Array) -> count: tags of units answered since the last sweep (for the store's LRU). */

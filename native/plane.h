@@ -48,7 +48,12 @@ typedef struct {
   napi_ref hits_refs[3];
   uint8_t *conn_fast; /* conn_fast[fd] = t: the connection is idle in JS, table t may serve its reads */
   size_t conn_fast_len;
-  int32_t *handoff; /* what the last fast read left to JS (see hits.c) */
+  /*
+   * What the last fast read left to JS (hits.c): [0] fd (-1: nothing), [1] recv's result, [2] the
+   * first byte not served; [3] 1 when a reply went out only partly, then [4] a dup of its file,
+   * [5] header bytes sent, [6..7] file offset (lo, hi), [8] file bytes left, [12..15] its header.
+   */
+  int32_t *handoff;
   uint8_t *rbuf;    /* the plane's one read buffer (JS reads it too) */
   size_t rbuf_len;
 } state_t;

@@ -59,7 +59,7 @@ import { Sendfile } from "../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../src/worker/server/ServeMode.js"
 import { Worker } from "../src/worker/Worker.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
-import { buildDist, talonNodeFlags } from "./lib/build.js"
+import { buildDist, talonBin } from "./lib/build.js"
 import { buildCeiling } from "./lib/ceiling.js"
 
 const root = repoRoot
@@ -361,7 +361,7 @@ const startWorker = async (spec: WorkerArmSpec, stubUrl: string, cacheRoot: stri
   mkdirSync(cache, { recursive: true })
   const cpus = spec.loops === 2 ? "0,1" : "0"
   const argv = [
-    "-c", cpus, process.execPath, ...talonNodeFlags(), "bin/talon.mjs", "worker",
+    "-c", cpus, ...talonBin(), "worker",
     "--coordinator", "", "--data-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
     "--cache-dir", cache, "--capacity", "1G",
     "--data-plane", spec.plane, "--serve-mode", spec.mode, "--loops", String(spec.loops),

@@ -69,7 +69,6 @@ interface Server {
   readonly mode: string
 }
 
-const talon = talonBin().slice(1)
 
 /** Starts a pinned child and resolves with the first match of `ready` in its output. */
 const startChild = (
@@ -205,7 +204,7 @@ const main = Effect.gen(function* () {
   const blob = join(originRoot, BUCKET, "dataplane", "blob")
   writeFileSync(blob, randomBytes(SIZE))
 
-  const origin = yield* startChild("origin", [process.execPath, ...talon, "origin", "--root", originRoot, "--port", "0"], /listening on (http:\/\/[\d.]+:\d+)/)
+  const origin = yield* startChild("origin", [...talonBin(), "origin", "--root", originRoot, "--port", "0"], /listening on (http:\/\/[\d.]+:\d+)/)
   const backendEnv = {
     TALON_S3_ENDPOINT: origin.match[1]!,
     TALON_S3_REGION: "us-east-1",
@@ -214,7 +213,7 @@ const main = Effect.gen(function* () {
   }
   const coordinator = yield* startChild(
     "coordinator",
-    [process.execPath, ...talon, "coordinator", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"],
+    [...talonBin(), "coordinator", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"],
     /coordinator control on ([\d.]+:\d+)/,
     backendEnv
   )
@@ -234,7 +233,7 @@ const main = Effect.gen(function* () {
     const w = yield* startChild(
       arm,
       [
-        process.execPath, ...talon, "worker", "--id", `bench-${arm}`, "--data-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+        ...talonBin(), "worker", "--id", `bench-${arm}`, "--data-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
         "--coordinator", coord, "--cache-dir", join(dir, `cache-${arm}`), "--data-plane", plane, "--serve-mode", mode,
         "--loops", String(LOOPS)
       ],

@@ -44,7 +44,7 @@ import { type Arm, runRounds, spread } from "../src/bench/rounds.js"
 import { clockTicks, parseStat } from "../src/loadgen/procSampler.js"
 import { sampleBytes } from "../src/origin/seed.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
-import { buildDist, talonNodeFlags } from "./lib/build.js"
+import { buildDist, talonBin } from "./lib/build.js"
 
 const root = repoRoot
 const args = scriptArgs()
@@ -90,7 +90,6 @@ interface Proc {
 const procs: Array<Proc> = []
 /** Node flags for the gateways from the diagnostics environment (they go before the script path). */
 const gatewayNodeFlags = (): ReadonlyArray<string> => [
-  ...talonNodeFlags(),
   ...(process.env.GW_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.GW_PROF] : []),
   ...(process.env.GW_TRACE ? ["--trace-gc"] : []),
   ...(process.env.GW_NODE_FLAGS ? process.env.GW_NODE_FLAGS.split(" ").filter((f) => f !== "") : [])
@@ -345,12 +344,13 @@ const main = Effect.gen(function* () {
   const expected = Array.from({ length: SIZE / MiB }, (_, i) => createHash("sha256").update(object.subarray(i * MiB, (i + 1) * MiB)).digest("hex"))
 
   buildDist()
-  const talon = join(root, "bin/talon.mjs")
+  // Node, the launcher's flags and bin/talon.mjs: every process runs as `npx talon` runs it.
+  const [node, ...talon] = talonBin()
   const originPort = yield* Effect.promise(freePort)
-  const origin = start("origin", [process.execPath, talon, "origin", "--root", join(dir, "origin"), "--port", String(originPort)])
+  const origin = start("origin", [node!, ...talon, "origin", "--root", join(dir, "origin"), "--port", String(originPort)])
   const controlPort = yield* Effect.promise(freePort)
   const adminPort = yield* Effect.promise(freePort)
-  const coordinator = start("coordinator", [process.execPath, talon, "coordinator", "--listen", `127.0.0.1:${controlPort}`, "--admin-listen", `127.0.0.1:${adminPort}`], {
+  const coordinator = start("coordinator", [node!, ...talon, "coordinator", "--listen", `127.0.0.1:${controlPort}`, "--admin-listen", `127.0.0.1:${adminPort}`], {
     TALON_S3_ENDPOINT: `http://127.0.0.1:${originPort}`,
     TALON_S3_ACCESS_KEY_ID: "talon",
     TALON_S3_SECRET_ACCESS_KEY: "talon-secret",
@@ -367,7 +367,7 @@ const main = Effect.gen(function* () {
     TALON_AZURE_KEY: AZ_KEY
   }
   const workers = ["worker-1", "worker-2"].map((id) =>
-    start(id, [process.execPath, talon, "worker", "--cache-dir", join(dir, id)], {
+    start(id, [node!, ...talon, "worker", "--cache-dir", join(dir, id)], {
       ...originEnv,
       TALON_WORKER_ID: id,
       TALON_WORKER_COORDINATOR: `127.0.0.1:${controlPort}`,
@@ -389,7 +389,7 @@ const main = Effect.gen(function* () {
   }
   const gatewayArgs = (route: string) =>
     // From dist/ like every other process (no tsx loader thread in the measured process).
-    [process.execPath, ...gatewayNodeFlags(), talon, "gateway", "--listen", "127.0.0.1:0", "--route", route, "--auth", "on", "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)]
+    [node!, ...gatewayNodeFlags(), ...talon, "gateway", "--listen", "127.0.0.1:0", "--route", route, "--auth", "on", "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)]
   const gwCache = start("gateway-cache", gatewayArgs("cache"), gatewayEnv)
   if (process.env.GW_TRACE) process.on("exit", () => writeFileSync(process.env.GW_TRACE!, gwCache.output()))
   const gwOrigin = start("gateway-origin", gatewayArgs("origin"), gatewayEnv)

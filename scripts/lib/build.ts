@@ -13,7 +13,7 @@ export const buildDist = (): void => {
 }
 
 /** The Node flags bin/talon.mjs starts node with (its `exec node FLAGS "$0"` line): what `npx talon` runs with. */
-export const talonNodeFlags = (): ReadonlyArray<string> => {
+const talonNodeFlags = (): ReadonlyArray<string> => {
   const m = /^":" \/\/; exec node (.*?) "\$0" "\$@"$/m.exec(readFileSync(join(repoRoot, "bin/talon.mjs"), "utf8"))
   if (m === null) throw new Error("bin/talon.mjs: no `exec node FLAGS \"$0\"` line to read the node flags from")
   return m[1]!.split(/\s+/).filter((f) => f !== "")

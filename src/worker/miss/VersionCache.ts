@@ -69,9 +69,7 @@ export class VersionCache {
       (stat) => {
         this.#inflight.delete(key)
         const now = this.#now()
-        const prev = this.#entries.get(key)
-        this.#entries.set(key, { stat, expiresAt: now + this.#ttlMs, refreshAt: now + this.#ttlMs / 2, head })
-        if (prev !== undefined && prev.stat.version !== stat.version) this.onDrop?.(key)
+        this.#set(key, { stat, expiresAt: now + this.#ttlMs, refreshAt: now + this.#ttlMs / 2, head })
         return stat
       },
       (e) => {
@@ -86,9 +84,14 @@ export class VersionCache {
   /** Caches `stat` until `expiresAt` (default: the TTL from now); a serving loop uses its owner's expiry. */
   seed(key: string, stat: ObjectStat, expiresAt: number = this.#now() + this.#ttlMs): void {
     // A seeded entry belongs to its owner (a loop asks the primary), so it is never renewed here.
+    this.#set(key, { stat, expiresAt, refreshAt: Infinity, head: undefined })
+  }
+
+  /** Caches an entry; one replacing another of a different version counts as a drop. */
+  #set(key: string, entry: Cached): void {
     const prev = this.#entries.get(key)
-    this.#entries.set(key, { stat, expiresAt, refreshAt: Infinity, head: undefined })
-    if (prev !== undefined && prev.stat.version !== stat.version) this.onDrop?.(key)
+    this.#entries.set(key, entry)
+    if (prev !== undefined && prev.stat.version !== entry.stat.version) this.onDrop?.(key)
   }
 
   /** When the cached stat of `key` stops being fresh (ms, same clock as `now`), if one is cached. */

@@ -275,17 +275,13 @@ class NativeWriter implements ConnectionWriter, Watched {
    */
   takeOver(ho: Int32Array): void {
     if (ho[3] === 1) {
+      // Layout: native/plane.h (state_t.handoff). The header is copied: `ho` is rewritten by the next handoff.
       const dup = ho[4]!
-      const header = Buffer.alloc(16)
-      header.writeUInt16BE(0x544c, 0)
-      header[2] = 1
-      header[3] = 2
-      header.writeUInt32BE(ho[6]! >>> 0, 8)
-      header.writeUInt32BE(ho[7]! >>> 0, 12)
-      const remaining = ho[10]! >>> 0
-      const offset = (ho[8]! >>> 0) + (ho[9]! >>> 0) * 4294967296
+      const header = new Uint8Array(ho.buffer, ho.byteOffset + 48 + ho[5]!, 16 - ho[5]!).slice()
+      const offset = (ho[6]! >>> 0) + (ho[7]! >>> 0) * 4294967296
+      const remaining = ho[8]! >>> 0
       const close = () => void this.rt.addon.closeFd(dup)
-      this.submit(header.subarray(ho[5]!), remaining > 0 ? [{ fd: dup, offset, length: remaining }] : null).then(close, close)
+      this.submit(header, remaining > 0 ? [{ fd: dup, offset, length: remaining }] : null).then(close, close)
     }
     this.reader?.handedOff(ho[1]!, ho[2]!)
   }

@@ -95,7 +95,7 @@ export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServe
           stats,
           readTimeoutMs: cfg.readTimeoutMs,
           maxInflight: cfg.maxInflightPerConnection,
-          hits: handler.hits === undefined ? undefined : table
+          hits: table
         })
       }
       const server = net.createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: plane.read !== undefined }, onConnection)

@@ -62,6 +62,15 @@ interface DirState {
   readonly removing: Map<string, Promise<void>>
 }
 
+/** Moves a unit to the back of its dir's LRU, unless it is among the most recently moved quarter (see Unit.lruStamp). */
+const touchLru = (dir: DirState, u: Unit): void => {
+  if (dir.moves - u.lruStamp > dir.lru.size >> 2) {
+    dir.lru.delete(u)
+    dir.lru.add(u)
+    u.lruStamp = ++dir.moves
+  }
+}
+
 /** A file written to a temp name, ready to be renamed into place as unit `index` of a block. */
 export interface FilledUnit {
   readonly tmpPath: string
@@ -141,16 +150,11 @@ export class DiskStore {
     const units = entry.units
     for (let i = first; i < end; i++) if (units[i] === undefined) return false
     const dir = this.#dirs[entry.dirIndex]!
-    const lru = dir.lru
     const open = this.#open
     for (let i = first; i < end; i++) {
       const u = units[i]!
       u.refs++
-      if (dir.moves - u.lruStamp > lru.size >> 2) {
-        lru.delete(u)
-        lru.add(u)
-        u.lruStamp = ++dir.moves
-      }
+      touchLru(dir, u)
       if (u.fd >= 0 && this.#fdMoves - u.fdStamp > open.size >> 2) {
         open.delete(u)
         open.add(u)
@@ -163,13 +167,7 @@ export class DiskStore {
 
   /** Marks a unit recently used without pinning it (hits answered outside `pin`). */
   touch(u: Unit): void {
-    if (u.gone) return
-    const dir = this.#dirs[u.entry.dirIndex]!
-    if (dir.moves - u.lruStamp > dir.lru.size >> 2) {
-      dir.lru.delete(u)
-      dir.lru.add(u)
-      u.lruStamp = ++dir.moves
-    }
+    if (!u.gone) touchLru(this.#dirs[u.entry.dirIndex]!, u)
   }
 
   /**
