@@ -5,7 +5,7 @@
 // --no-memory-reducer: V8 otherwise shrinks a busy process's heap (young generation included)
 // with extra full GCs once it goes quiet, and the next burst runs on the shrunken heap. Measured
 // on the gateway proxy bench (cache runs after ~8 s gaps): 9 of 30 runs fast without the flag,
-// 32 of 36 with it; a slow run costs the gateway ~0.9-1.5 ms of CPU per 1 MiB request instead of
+// 41 of 46 with it; a slow run costs the gateway ~0.9-1.5 ms of CPU per 1 MiB request instead of
 // 0.55-0.8, at 2-4x the p99 (BENCHMARKS.md). Command line only: v8.setFlagsFromString is too late.
 // Runs the build in dist/ (made by `npm install`) when it is at least as new as every source
 // file; otherwise runs src/ through tsx's loader, so an edited checkout never runs stale code.
