@@ -124,6 +124,12 @@ export const workerOptions = {
     "Processes (event loops) serving the one data port: N ≥ 2 forks N serving loops under a primary that alone owns the cache index and fills; connections are spread round-robin (NODE_CLUSTER_SCHED_POLICY=none: the kernel picks)",
     String(WORKER_DEFAULTS.loops)
   ),
+  sendBuffer: opt(
+    size("send-buffer"),
+    "sendBuffer",
+    "SO_SNDBUF of each data connection (K/M suffixes); 0 keeps the kernel's autotuned default. A small buffer bounds the memory many slow readers pin in the kernel",
+    "0"
+  ),
   // A boolean flag is never absent (false when not given): only its presence is a setting.
   hitTable: Options.boolean("no-hit-table").pipe(
     Options.withDescription(

@@ -350,6 +350,9 @@ class NativeWriter implements ConnectionWriter, Watched {
       }
       if (r !== BLOCKED && r !== -EAGAIN) return Promise.reject(this.fail(r))
     }
+    // Bytes are now queued behind JS: the hit table must not answer this connection until the
+    // queue drains and the serve loop marks it idle again, or its replies would cut into this one.
+    this.rt.unmark(this.fd)
     // Kept past this call: the caller's header buffer is reused for the next reply.
     if (segments !== null && job.header !== null) job.header = Uint8Array.prototype.slice.call(job.header)
     this.scratch = newJob()

@@ -13,6 +13,8 @@ import * as net from "node:net"
 import { Context, Data, Effect, Layer, Option } from "effect"
 import { capFor, DEFAULT_CAPS, HEADER_LEN, isMsgType, MAGIC, PROTOCOL_VERSION, type FrameCaps } from "../../protocol/index.js"
 import { DataPlane, type ConnectionWriter, type DataPlaneShape, type HitTable } from "../plane/DataPlane.js"
+import { setSendBuffer } from "../plane/Native.js"
+import { loadNativeAddon } from "../plane/NativeAddon.js"
 import { parseHostPort, WorkerConfig } from "../config.js"
 import { WorkerMetrics, type WorkerStats } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
@@ -81,12 +83,14 @@ export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServe
       if (hp === undefined) {
         return yield* Effect.fail(new DataServerListenError({ address: cfg.dataAddress, detail: "expected host:port" }))
       }
+      const sizeSendBuffer = yield* sendBufferSizer(cfg.sendBuffer)
       const sockets = new Set<net.Socket>()
       // allowHalfOpen: a client that half-closes after its last request still gets every reply.
       // A plane that reads connections itself gets them paused: libuv must never read them.
       const onConnection = (socket: net.Socket) => {
         sockets.add(socket)
         socket.once("close", () => sockets.delete(socket))
+        sizeSendBuffer?.(socket)
         serveConnection(socket, {
           plane,
           writer: plane.attach(socket),
@@ -128,6 +132,28 @@ export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServe
       } satisfies DataServerShape
     })
   )
+}
+
+/**
+ * Sets each connection's SO_SNDBUF (Node has no API for it on TCP sockets: the addon's setsockopt).
+ * Without the addon the setting cannot apply, and the worker says so once at start.
+ */
+const sendBufferSizer = (bytes: number): Effect.Effect<((socket: net.Socket) => void) | undefined> => {
+  if (bytes === 0) return Effect.succeed(undefined)
+  const load = loadNativeAddon()
+  if (load._tag === "Unavailable") {
+    return Effect.as(
+      Effect.logWarning(`--send-buffer ${bytes} is ignored: setting SO_SNDBUF needs the native addon (${load.reason})`),
+      undefined
+    )
+  }
+  return Effect.succeed((socket: net.Socket) => {
+    try {
+      setSendBuffer(socket, bytes)
+    } catch {
+      // A socket already closed by its peer: nothing to size.
+    }
+  })
 }
 
 interface ConnectionDeps {
@@ -254,9 +280,16 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
     }
   })
 
-  /** Idle: the plane may answer the next reads' hits itself (until it hands bytes back to onBytes). */
+  /** True while onBytes walks a read's frames: replies settling mid-walk must not hand the connection to the plane. */
+  let walking = false
+
+  /**
+   * Idle: the plane may answer the next reads' hits itself (until it hands bytes back to onBytes).
+   * Never mid-walk: frames after the current one are not answered yet, and a hit the plane answered
+   * before them would leave first (out of order) or cut into a reply still being sent.
+   */
   const offload = () => {
-    if (hits !== undefined && !paused && !dead && !ended && carryLen === 0 && conn.pending() === 0) reader?.offload?.(hits)
+    if (hits !== undefined && !walking && !paused && !dead && !ended && carryLen === 0 && conn.pending() === 0) reader?.offload?.(hits)
   }
 
   const pause = () => {
@@ -278,6 +311,21 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
 
   const onBytes = (b: Buffer, start: number, end: number) => {
     if (dead) return
+    walking = true
+    let whole: boolean
+    try {
+      whole = walk(b, start, end)
+    } finally {
+      walking = false
+    }
+    // Stopped early (a frame still incomplete, a dropped connection, a Put): nothing to pause or hand over.
+    if (!whole || dead) return
+    if (!paused && conn.pending() >= deps.maxInflight) pause()
+    else offload()
+  }
+
+  /** Serves the whole frames in `b[start, end)` and keeps a trailing partial one; true when it read to the end. */
+  const walk = (b: Buffer, start: number, end: number): boolean => {
     let p = start
     if (carryLen > 0) {
       const c = carry!
@@ -286,9 +334,12 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
         b.copy(c, carryLen, p, p + take)
         carryLen += take
         p += take
-        if (carryLen < HEADER_LEN) return
+        if (carryLen < HEADER_LEN) return false
         const length = bodyLength(c, 0)
-        if (length < 0) return drop()
+        if (length < 0) {
+          drop()
+          return false
+        }
         carryNeed = HEADER_LEN + length
         if (carryNeed > c.length) {
           const grown = Buffer.allocUnsafe(carryNeed)
@@ -300,21 +351,24 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
       b.copy(carry!, carryLen, p, p + take)
       carryLen += take
       p += take
-      if (carryLen < carryNeed) return
+      if (carryLen < carryNeed) return false
       const whole = carry!
       const length = carryNeed - HEADER_LEN
       carryLen = 0
       carryNeed = 0
       if (whole.length > CARRY_KEEP) carry = undefined
-      if (!frame(whole, 0, length)) return
+      if (!frame(whole, 0, length)) return false
     }
     while (end - p >= HEADER_LEN) {
       const length = bodyLength(b, p)
-      if (length < 0) return drop()
+      if (length < 0) {
+        drop()
+        return false
+      }
       if (end - p - HEADER_LEN < length) break
       const more = frame(b, p, length)
       p += HEADER_LEN + length
-      if (!more) return
+      if (!more) return false
     }
     if (p < end) {
       const rest = end - p
@@ -327,8 +381,7 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
       b.copy(carry, 0, p, end)
       carryLen = rest
     }
-    if (!paused && conn.pending() >= deps.maxInflight) pause()
-    else offload()
+    return true
   }
 
   const onEnd = () => {
