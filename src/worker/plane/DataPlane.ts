@@ -43,7 +43,8 @@ export interface ConnectionWriter {
 export interface ReadSink {
   /**
    * Bytes read, at `buf[start, end)`. The buffer is reused by the next read: anything kept past
-   * this call must be copied.
+   * this call must be copied. An empty range only asks the loop to look at the connection again
+   * (a reply it never saw, finished by the plane, is out).
    */
   readonly bytes: (buf: Buffer, start: number, end: number) => void
   /** The peer half-closed (end of stream); nothing more will be read. */

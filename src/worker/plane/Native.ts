@@ -200,6 +200,12 @@ class NativeReader implements ConnectionReader {
     this.delivered(this.rt.addon.recv(this.writer.fd, buf, 0, buf.length), 0, broken)
   }
 
+  /** Lets the serve loop look at the connection again without new bytes (it may be idle now). */
+  nudge(): void {
+    if (this.finished || this.writer.socketDestroyed()) return
+    this.sink.bytes(this.rt.readBuffer, 0, 0)
+  }
+
   /** A read the hit table made and could not finish: `n` as recv returned it, bytes from `from` still to serve. */
   handedOff(n: number, from: number): void {
     if (this.finished || this.writer.socketDestroyed()) return
@@ -281,7 +287,13 @@ class NativeWriter implements ConnectionWriter, Watched {
       const offset = (ho[6]! >>> 0) + (ho[7]! >>> 0) * 4294967296
       const remaining = ho[8]! >>> 0
       const close = () => void this.rt.addon.closeFd(dup)
-      this.submit(header, remaining > 0 ? [{ fd: dup, offset, length: remaining }] : null).then(close, close)
+      // The serve loop never saw this reply: once it is out, tell the loop (an empty read) so it
+      // can hand the idle connection back to the table.
+      const sent = () => {
+        close()
+        this.reader?.nudge()
+      }
+      this.submit(header, remaining > 0 ? [{ fd: dup, offset, length: remaining }] : null).then(sent, close)
     }
     this.reader?.handedOff(ho[1]!, ho[2]!)
   }
