@@ -16,7 +16,7 @@ import { CredentialsConfig, type RouteName } from "../gateway/config.js"
 import { OriginStub, type OriginStubShape } from "../origin/OriginStub.js"
 import { seed } from "../origin/seed.js"
 import { Worker, type WorkerShape } from "../worker/Worker.js"
-import type { WorkerSettings } from "../worker/config.js"
+import { WorkerConfig, type WorkerSettings } from "../worker/config.js"
 
 export interface LocalClusterOptions {
   /** Where origin data and cache dirs live; default a fresh temp dir removed at shutdown. */
@@ -86,16 +86,19 @@ const make = (options: LocalClusterOptions = {}) =>
     )
     const workers: Array<WorkerShape> = []
     for (let i = 0; i < (options.workers ?? 2); i++) {
+      // Settings the cluster does not fix (plane, serve mode, hit table, page size, ...) still
+      // come from TALON_WORKER_* as for `talon worker`.
+      const settings = WorkerConfig.layer({
+        ...options.worker,
+        id: `worker-${i + 1}`,
+        dataAddress: `${host}:${port(DEFAULT_PORTS.workerData + i)}`,
+        adminAddress: `${host}:${port(DEFAULT_PORTS.workerAdmin + i)}`,
+        coordinator: coordinator.controlAddress,
+        cacheDirs: [path.join(dir, `cache-${i + 1}`)],
+        heartbeatIntervalMs
+      })
       const ctx = yield* Layer.build(
-        Worker.layerOf({
-          ...options.worker,
-          id: `worker-${i + 1}`,
-          dataAddress: `${host}:${port(DEFAULT_PORTS.workerData + i)}`,
-          adminAddress: `${host}:${port(DEFAULT_PORTS.workerAdmin + i)}`,
-          coordinator: coordinator.controlAddress,
-          cacheDirs: [path.join(dir, `cache-${i + 1}`)],
-          heartbeatIntervalMs
-        }).pipe(Layer.provide(Layer.succeed(BackendStore, backend)))
+        Worker.layer.pipe(Layer.provide(settings), Layer.provide(Layer.succeed(BackendStore, backend)))
       )
       workers.push(Context.get(ctx, Worker))
     }
