@@ -27,9 +27,9 @@ afterAll(async () => {
 const ok = (id: number, offset: number, len: number): Buffer =>
   Buffer.concat([encodeHeader({ type: MsgType.GetRange, flags: 0, requestId: id, length: len }), scratch.bytes.subarray(offset, offset + len)])
 const get = (id: number, offset: number, len: number): Buffer => encodeGetRangeFrame(id, { object, offset, len })
-const errorReply = (id: number, message: string, type = MsgType.GetRange): Buffer => encodeErrorFrame(type, id, message)
+const errorReply = (id: number, message: string, type: MsgType = MsgType.GetRange): Buffer => encodeErrorFrame(type, id, message)
 
-/** Sends `request` on a fresh connection and returns exactly `expected.length` bytes of reply. */
+/** Sends `request` on a fresh connection and returns the first `expectedLength` bytes of reply. */
 const exchange = async (request: Buffer, expectedLength: number, port = server.port) => {
   const c = await rawBytes(port)
   c.socket.write(request)
