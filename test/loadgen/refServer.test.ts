@@ -3,9 +3,21 @@
  * Talon's wire vectors in, byte-exact replies out, pipelined replies in request order,
  * every error path answered (or the connection dropped) as the wire spec says.
  */
+import * as fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Backend } from "../../src/core/ids.js"
-import { Flags, HEADER_LEN, MsgType, encodeErrorFrame, encodeFrame, encodeGetRangeFrame, encodeHeader } from "../../src/protocol/index.js"
+import {
+  Flags,
+  FrameDecoder,
+  HEADER_LEN,
+  MsgType,
+  RESPONSE_CAPS,
+  encodeErrorFrame,
+  encodeFrame,
+  encodeGetRangeFrame,
+  encodeHeader,
+  isFrameError
+} from "../../src/protocol/index.js"
 import { wireVector } from "../support/wireVectors.js"
 import { makeScratch, rawBytes, type Running, type Scratch, startRefServer } from "./servers.js"
 
@@ -135,6 +147,7 @@ describe("talon-ref-server: bad requests", () => {
   it.each([
     ["bad magic", (() => { const b = get(1, 0, 1); b[0] = 0x55; return b })()],
     ["bad version", (() => { const b = get(1, 0, 1); b[2] = 2; return b })()],
+    ["an unknown message type (6)", (() => { const b = encodeFrame(MsgType.Ping, 1, new Uint8Array(0)); b[3] = 6; return b })()],
     ["a GetRange body over the 64 KiB cap", encodeHeader({ type: MsgType.GetRange, flags: 0, requestId: 1, length: 65537 })],
     ["a Ping body over the 4 KiB cap", encodeHeader({ type: MsgType.Ping, flags: 0, requestId: 1, length: 4097 })]
   ])("drops the connection unanswered on %s, and serves others meanwhile", async (_name, bytes) => {
@@ -178,4 +191,36 @@ describe("talon-ref-server: a slow reader", () => {
       await small.stop()
     }
   })
+})
+
+describe("talon-ref-server: arbitrary input", () => {
+  /** A frame with any type, flags and id and a body of any bytes (within the caps), or raw junk. */
+  const anyInput = fc.oneof(
+    fc.record({ type: fc.integer({ min: 0, max: 7 }), flags: fc.integer({ min: 0, max: 3 }), id: fc.nat(), body: fc.uint8Array({ maxLength: 200 }) }).map(
+      ({ type, flags, id, body }) => {
+        const h = encodeHeader({ type: 2, flags: 0, requestId: id, length: body.length })
+        h[3] = type
+        h.writeUInt16BE(flags, 4)
+        return Buffer.concat([h, body])
+      }
+    ),
+    fc.uint8Array({ minLength: 1, maxLength: 300 }).map((b) => Buffer.from(b))
+  )
+
+  it("answers any bytes with well-formed frames or a dropped connection, and keeps serving everyone else", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(anyInput, { minLength: 1, maxLength: 4 }), async (inputs) => {
+        const c = await rawBytes(server.port)
+        c.socket.end(Buffer.concat(inputs))
+        const replies = new FrameDecoder(RESPONSE_CAPS)
+        replies.push(await c.closed)
+        for (let f = replies.next(); f !== undefined; f = replies.next()) expect(isFrameError(f)).toBe(false)
+        expect(replies.end()).toBeUndefined()
+        const { c: other, got } = await exchange(get(1, 4096, 512), HEADER_LEN + 512)
+        expect(got.equals(ok(1, 4096, 512))).toBe(true)
+        other.socket.destroy()
+      }),
+      { numRuns: 60 }
+    )
+  }, 120_000)
 })

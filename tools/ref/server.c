@@ -137,7 +137,8 @@ static int parse(conn *c) {
   while (c->in_len - pos >= WIRE_HEADER_LEN) {
     wire_header h;
     wire_read_header(c->in + pos, &h);
-    if (h.magic != WIRE_MAGIC || h.version != WIRE_VERSION || h.length > wire_cap(h.type)) return -1;
+    /* Not a Talon frame (or over its cap): there is no well-formed reply to give. */
+    if (h.magic != WIRE_MAGIC || h.version != WIRE_VERSION || h.type > MSG_DELETE || h.length > wire_cap(h.type)) return -1;
     if (c->in_len - pos < WIRE_HEADER_LEN + h.length) break;
     const uint8_t *body = c->in + pos + WIRE_HEADER_LEN;
     if (h.type == MSG_GET_RANGE) get_range(c, h.id, body, h.length);
