@@ -2,9 +2,11 @@
  * talon-ref-load (tools/ref/load.c), built from source: a clean verified run against
  * talon-ref-server reports sane numbers, and every way a server can misbehave (a wrong
  * byte, replies out of order, a wrong length, an error frame, silence) fails the run
- * with exit 1 and a message that says what happened.
+ * with exit 1 and a message that says what happened; arbitrary reply bytes never crash it.
  */
 import { spawn } from "node:child_process"
+import * as net from "node:net"
+import * as fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeScratch, type Running, type Scratch, startFake, startRefServer } from "./servers.js"
 
@@ -164,4 +166,46 @@ describe("talon-ref-load against misbehaving servers", () => {
       await fake.stop()
     }
   }, RUN_TIMEOUT)
+})
+
+describe("talon-ref-load against arbitrary replies", () => {
+  /** Answers a connection's first request with `reply`, then closes it if `close`. */
+  const junkServer = (reply: Buffer, close: boolean): Promise<{ port: number; stop: () => Promise<void> }> =>
+    new Promise((resolve) => {
+      const sockets = new Set<net.Socket>()
+      const server = net.createServer((socket) => {
+        sockets.add(socket)
+        socket.on("error", () => {})
+        socket.once("data", () => (close ? socket.end(reply) : socket.write(reply)))
+      })
+      server.listen(0, "127.0.0.1", () =>
+        resolve({
+          port: (server.address() as net.AddressInfo).port,
+          stop: () =>
+            new Promise<void>((done) => {
+              for (const s of sockets) s.destroy()
+              server.close(() => done())
+            })
+        })
+      )
+    })
+
+  it("fails any malformed reply stream with exit 1 and one message, never a crash", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 200 }), fc.boolean(), async (bytes, close) => {
+        // Start from a plausible header for request 1 so the checks past the header get exercised too.
+        const reply = Buffer.concat([Buffer.from("544c0102000000000000000100", "hex"), Buffer.from(bytes)])
+        const fake = await junkServer(reply, close)
+        try {
+          const r = await load([...target(fake.port, { "--conns": "1", "--depth": "2", "--seconds": "0.2", "--warmup": "0", "--drain-timeout": "0.3" }), "--json"])
+          expect(r.code).toBe(1)
+          expect(r.stderr).toMatch(/^talon-ref-load: [^\n]+\n$/)
+          expect(JSON.parse(r.stdout.trim())["errors"]).toBeGreaterThan(0)
+        } finally {
+          await fake.stop()
+        }
+      }),
+      { numRuns: 25 }
+    )
+  }, 300_000)
 })
