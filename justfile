@@ -50,7 +50,7 @@ loadgen *args:
 bench-charts *args:
     npx tsx scripts/bench-charts.ts "$@"
 
-# Native vs portable, pipelined vs multiplexed, 1 vs 2 loops, against the C ceiling server (C pound client).
+# Native vs portable, pipelined vs multiplexed, 1 vs 2 loops, against the C ceiling server (C pound client; tools/ref where ../shared is absent).
 dataplane-bench *args:
     npx tsx scripts/dataplane-bench.ts "$@"
 

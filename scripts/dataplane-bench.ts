@@ -33,7 +33,7 @@ import { randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import * as net from "node:net"
 import { tmpdir } from "node:os"
-import { dirname, join, resolve } from "node:path"
+import { join, resolve } from "node:path"
 import * as inspector from "node:inspector"
 import * as v8 from "node:v8"
 import { Effect, Layer, ManagedRuntime } from "effect"
@@ -60,7 +60,7 @@ import { ServeMode } from "../src/worker/server/ServeMode.js"
 import { Worker } from "../src/worker/Worker.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
-import { buildCeiling } from "./lib/ceiling.js"
+import { buildCeiling, type CeilingTools } from "./lib/ceiling.js"
 
 const root = repoRoot
 
@@ -297,6 +297,7 @@ interface Metrics {
 
 const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) ? v : NaN)
 
+let yardstick: CeilingTools = { ceiling: "", pound: "", source: "" }
 let poundPath = ""
 let blobPath = ""
 
@@ -349,7 +350,7 @@ const failedRun: Metrics = {
 const startCeiling = async (): Promise<Target> => {
   const { match } = await startServer(
     "taskset",
-    ["-c", "0", join(dirname(poundPath), "ceiling"), "--listen", "127.0.0.1:0", "--file", blobPath],
+    ["-c", "0", yardstick.ceiling, "--listen", "127.0.0.1:0", "--file", blobPath],
     /listening on 127\.0\.0\.1:(\d+) pid (\d+)/
   )
   const pid = Number(match[2])
@@ -393,7 +394,8 @@ const startWorker = async (spec: WorkerArmSpec, stubUrl: string, cacheRoot: stri
 const prepare = async (prefix: string) => {
   const dir = mkdtempSync(join(tmpdir(), prefix))
   cleanupDirs.push(dir)
-  poundPath = buildCeiling(dir).pound
+  yardstick = buildCeiling(dir)
+  poundPath = yardstick.pound
   // The stub's layout is <root>/<bucket>/<key>: the object IS this file, which ceiling serves too.
   const originRoot = join(dir, "origin")
   mkdirSync(join(originRoot, BUCKET), { recursive: true })
@@ -553,6 +555,7 @@ const main = async () => {
         "CPU and RSS are sampled by the bench from /proc over pound's measured window and summed over every process of an arm (a loops=2 worker is a primary and two loops); pound's single-pid numbers are kept as pound_* fields.",
         "At 64 connections the client core can be the limit (client_cores ≈ 1): then rps is the client's number and CPU per request is the server comparison that counts.",
         spin ? "pound ran with --spin (busy-polling client)." : "pound ran without --spin: 64×16 runs are bistable (see shared/tools/ceiling/README.md).",
+        `C server and client: ${yardstick.source}.`,
         "Workers run with --version-ttl-ms 86400000 so no window contains a version re-check; the origin served no requests during the measured rounds when origin_requests_during_rounds is 0."
       ],
       command: `npx tsx scripts/dataplane-bench.ts ${args.argv.join(" ")}`.trim(),

@@ -3,7 +3,6 @@
  * vector it handles, sent byte-for-byte; Register/Heartbeat built with the codec;
  * malformed input answered or dropped per connection, never crashing the server.
  */
-import * as fs from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
 import { NodeRole, type NodeInfo } from "../../src/core/ids.js"
@@ -21,19 +20,10 @@ import {
 } from "../../src/protocol/index.js"
 import { objects, testCoordinator } from "./fixtures/harness.js"
 import { RawPeer } from "./fixtures/rawPeer.js"
+import { wireVector, wireVectors } from "../support/wireVectors.js"
 
-interface Vector {
-  readonly name: string
-  readonly hex: string
-}
-const vectors: ReadonlyArray<Vector> = JSON.parse(
-  fs.readFileSync(new URL("../../../shared/talon/conformance_vectors.json", import.meta.url), "utf8")
-).vectors
-const vector = (name: string): Buffer => {
-  const v = vectors.find((x) => x.name === name)
-  if (v === undefined) throw new Error(`no conformance vector ${name}`)
-  return Buffer.from(v.hex, "hex")
-}
+const vectors = wireVectors.frames
+const vector = wireVector
 const requestIdOf = (frame: Buffer) => frame.readUInt32BE(8)
 
 const controlOf = (frame: Frame): ControlMessage => {

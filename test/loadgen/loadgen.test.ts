@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Backend } from "../../src/core/ids.js"
 import { failureOf, type LoadSpec, runLoad } from "../../src/loadgen/run.js"
-import { makeScratch, repoRoot, type Running, type Scratch, startCeiling, startFake } from "./servers.js"
+import { makeScratch, repoRoot, type Running, type Scratch, startRefServer, startFake } from "./servers.js"
 
 const RANGE = 64 * 1024
 const BLOB = 8 * 1024 * 1024
@@ -11,17 +11,17 @@ const CLI_TIMEOUT = 180_000
 const ERROR_MESSAGE = "worker is not ready: cache dir /x is read-only"
 
 let scratch: Scratch
-let ceiling: Running
+let refServer: Running
 let failing: Running
 
 beforeAll(async () => {
   scratch = makeScratch(BLOB)
-  ceiling = await startCeiling(scratch.ceiling, scratch.blob)
-  failing = await startCeiling(scratch.ceiling, scratch.blob, ["--error", ERROR_MESSAGE])
+  refServer = await startRefServer(scratch.server, scratch.blob)
+  failing = await startRefServer(scratch.server, scratch.blob, ["--error", ERROR_MESSAGE])
 })
 
 afterAll(async () => {
-  await ceiling?.stop()
+  await refServer?.stop()
   await failing?.stop()
   scratch?.cleanup()
 })
@@ -62,10 +62,10 @@ const cli = (args: ReadonlyArray<string>) =>
     })
   })
 
-describe("loadgen against ceiling", () => {
+describe("loadgen against the C reference server", () => {
   it.live("measures a clean run over two threads with every byte verified and the server sampled", () =>
     Effect.gen(function* () {
-      const r = yield* runLoad(spec(ceiling.port, { verify: scratch.blob, serverPids: [ceiling.pid] }))
+      const r = yield* runLoad(spec(refServer.port, { verify: scratch.blob, serverPids: [refServer.pid] }))
       expect(failureOf(r)).toBeUndefined()
       expect(r.errors).toBe(0)
       expect(r.samples).toBeGreaterThan(0)
@@ -83,8 +83,8 @@ describe("loadgen against ceiling", () => {
 
   it("prints JSON lines for a conns sweep and exits 0", async () => {
     const { code, stdout, stderr } = await cli([
-      "--addr", `127.0.0.1:${ceiling.port}`, "--conns", "1,4", "--depth", "2", "--seconds", "0.5", "--warmup", "0.1",
-      "--object", "az://container/blob", "--size", "8M", "--range", "64K", "--server-pid", String(ceiling.pid), "--json"
+      "--addr", `127.0.0.1:${refServer.port}`, "--conns", "1,4", "--depth", "2", "--seconds", "0.5", "--warmup", "0.1",
+      "--object", "az://container/blob", "--size", "8M", "--range", "64K", "--server-pid", String(refServer.pid), "--json"
     ])
     expect(stderr).toBe("")
     expect(code).toBe(0)
@@ -112,7 +112,7 @@ describe("loadgen against ceiling", () => {
 
   it.live("fails a run that asks past the end of the object (byte counts are the server's, not assumed)", () =>
     Effect.gen(function* () {
-      const r = yield* runLoad(spec(ceiling.port, { size: BLOB + RANGE, conns: 1, threads: 1, seconds: 0.5, warmup: 0 }))
+      const r = yield* runLoad(spec(refServer.port, { size: BLOB + RANGE, conns: 1, threads: 1, seconds: 0.5, warmup: 0 }))
       expect(failureOf(r)).toMatch(/^error frame from server \(conn 0, id \d+, offset \d+\): range out of bounds/)
       expect(r.error_frames).toBeGreaterThan(0)
     }))

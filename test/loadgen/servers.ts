@@ -1,28 +1,29 @@
-/** Servers the loadgen tests drive: the C `ceiling` (built from ../shared) and a scriptable JS one. */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+/** Servers the loadgen tests drive: the C reference server (tools/ref) and a scriptable JS one. */
+import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
+import { buildRefTools } from "../../tools/ref/build.js"
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
-export const ceilingSource = resolve(repoRoot, "../shared/tools/ceiling")
 
 export interface Scratch {
   readonly dir: string
   readonly blob: string
   readonly bytes: Buffer
-  readonly ceiling: string
-  readonly pound: string
+  /** talon-ref-server and talon-ref-load, built from tools/ref. */
+  readonly server: string
+  readonly load: string
   readonly cleanup: () => void
 }
 
-/** A temp dir with a random blob and freshly built `ceiling` and `pound` binaries. */
+/** A temp dir with a random blob and freshly built C reference tools. */
 export const makeScratch = (blobBytes: number): Scratch => {
   const dir = mkdtempSync(join(tmpdir(), "loadgen-test-"))
-  execFileSync("make", ["-s", "-C", ceilingSource, `OUT=${join(dir, "bin")}`], { stdio: "pipe" })
+  const tools = buildRefTools(join(dir, "bin"))
   const bytes = randomBytes(blobBytes)
   const blob = join(dir, "blob")
   writeFileSync(blob, bytes)
@@ -30,8 +31,8 @@ export const makeScratch = (blobBytes: number): Scratch => {
     dir,
     blob,
     bytes,
-    ceiling: join(dir, "bin", "ceiling"),
-    pound: join(dir, "bin", "pound"),
+    server: tools.server,
+    load: tools.load,
     cleanup: () => rmSync(dir, { recursive: true, force: true })
   }
 }
@@ -42,8 +43,8 @@ export interface Running {
   readonly stop: () => Promise<void>
 }
 
-/** Starts `ceiling` on an ephemeral port and reads the port from its banner line. */
-export const startCeiling = (bin: string, file: string, extra: ReadonlyArray<string> = []): Promise<Running> =>
+/** Starts talon-ref-server on an ephemeral port and reads the port from its banner line. */
+export const startRefServer = (bin: string, file: string, extra: ReadonlyArray<string> = []): Promise<Running> =>
   new Promise((resolvePort, reject) => {
     const child: ChildProcess = spawn(bin, ["--listen", "127.0.0.1:0", "--file", file, ...extra], {
       stdio: ["ignore", "pipe", "pipe"]
@@ -56,7 +57,7 @@ export const startCeiling = (bin: string, file: string, extra: ReadonlyArray<str
         child.kill("SIGTERM")
       })
     child.once("error", reject)
-    child.once("exit", (code) => reject(new Error(`ceiling exited (${code}) before listening: ${out}`)))
+    child.once("exit", (code) => reject(new Error(`talon-ref-server exited (${code}) before listening: ${out}`)))
     child.stdout!.on("data", (d: Buffer) => {
       out += d.toString()
       const m = /listening on 127\.0\.0\.1:(\d+) pid (\d+)/.exec(out)
@@ -104,7 +105,7 @@ const pump = (socket: net.Socket, queue: Array<Buffer>): void => {
   next()
 }
 
-/** A Talon GetRange server in plain JS, for behaviour ceiling does not have (reordering, lies, silence). */
+/** A Talon GetRange server in plain JS, for behaviour the reference server does not have (reordering, lies, silence). */
 export const startFake = (opts: FakeOptions): Promise<FakeServer> =>
   new Promise((resolveServer) => {
     const offsets: Array<number> = []
@@ -177,4 +178,47 @@ export const startFake = (opts: FakeOptions): Promise<FakeServer> =>
           })
       })
     })
+  })
+
+export interface RawBytes {
+  readonly socket: net.Socket
+  /** Everything received so far. */
+  readonly received: () => Buffer
+  /** Resolves with the first `n` bytes received; rejects if the connection closes first. */
+  readonly take: (n: number) => Promise<Buffer>
+  /** Resolves with every byte received once the server has closed the connection. */
+  readonly closed: Promise<Buffer>
+}
+
+/** A loopback connection that keeps every received byte, for byte-exact checks of replies. */
+export const rawBytes = (port: number): Promise<RawBytes> =>
+  new Promise((resolveConn, reject) => {
+    const socket = net.connect({ port, host: "127.0.0.1" })
+    let got = Buffer.alloc(0)
+    let ended = false
+    const waiters: Array<() => void> = []
+    const wake = () => waiters.splice(0).forEach((w) => w())
+    socket.on("data", (d: Buffer) => {
+      got = Buffer.concat([got, d])
+      wake()
+    })
+    socket.on("error", () => {})
+    const closed = new Promise<Buffer>((r) =>
+      socket.on("close", () => {
+        ended = true
+        wake()
+        r(got)
+      })
+    )
+    const take = (n: number): Promise<Buffer> =>
+      new Promise((res, rej) => {
+        const check = () => {
+          if (got.length >= n) res(got.subarray(0, n))
+          else if (ended) rej(new Error(`connection closed after ${got.length} of ${n} bytes`))
+          else waiters.push(check)
+        }
+        check()
+      })
+    socket.once("error", reject)
+    socket.once("connect", () => resolveConn({ socket, received: () => got, take, closed }))
   })
