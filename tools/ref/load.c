@@ -143,6 +143,12 @@ static void set_out_interest(conn *c, int want) {
 /* Tops the connection up to --depth in flight (while the run is sending) and writes what the socket takes. */
 static void pump(conn *c) {
   uint64_t now = now_ns();
+  /* Only requests still unsent stay buffered, so the buffer never holds more than --depth of them. */
+  if (c->out_sent > 0) {
+    memmove(c->out, c->out + c->out_sent, c->out_len - c->out_sent);
+    c->out_len -= c->out_sent;
+    c->out_sent = 0;
+  }
   while (sending && c->f_len < (size_t)opt.depth) {
     inflight *f = &c->fifo[(c->f_head + c->f_len++) % (size_t)opt.depth];
     f->id = ++c->next_id;
