@@ -209,6 +209,9 @@ class NativeReader implements ConnectionReader {
   /** A read the hit table made and could not finish: `n` as recv returned it, bytes from `from` still to serve. */
   handedOff(n: number, from: number): void {
     if (this.finished || this.writer.socketDestroyed()) return
+    // Woken with nothing to read (the table read it all on an earlier round): the connection is
+    // still idle, so the loop may hand it straight back.
+    if (n === -EAGAIN) return this.nudge()
     this.delivered(n, from, false)
   }
 
