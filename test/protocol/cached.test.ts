@@ -143,7 +143,11 @@ describe("versioned range codecs (properties)", () => {
   })
 
   it("decoders never throw on arbitrary bytes (and on mutated valid bodies)", () => {
-    const decoders = [decodeCachedRangeRequest, decodeTenantScopedCachedRange, decodeTenantScopedRange]
+    const decoders: ReadonlyArray<(b: Uint8Array) => Either.Either<unknown, { readonly _tag: string }>> = [
+      decodeCachedRangeRequest,
+      decodeTenantScopedCachedRange,
+      decodeTenantScopedRange
+    ]
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
         for (const d of decoders) {
