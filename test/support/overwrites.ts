@@ -41,7 +41,13 @@ export const startCluster = (o: ClusterOptions) =>
     const dir = yield* tempDir
     const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
     const backend = Router.layerLocal(origin.url)
-    const coordinator = yield* makeCoordinator({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0" }).pipe(Effect.provide(backend))
+    // Members never expire here: a loaded machine can delay heartbeats, and these tests are about versions.
+    const coordinator = yield* makeCoordinator({
+      listen: "127.0.0.1:0",
+      adminListen: "127.0.0.1:0",
+      heartbeatIntervalMs: 500,
+      missedHeartbeats: 1000
+    }).pipe(Effect.provide(backend))
     for (let i = 0; i < o.workers; i++) {
       yield* Layer.build(
         Worker.layerOf({

@@ -77,6 +77,8 @@ const EMPTY = new Uint8Array(0)
 export class RequestHandler {
   /** Recently seen ObjectIds by their wire bytes (the hit path skips decoding them). */
   private readonly ids = new ObjectIdCache()
+  /** The same for GetCachedRange bodies: ObjectId and version bytes. */
+  private readonly pinnedIds = new ObjectIdCache()
   /** Publishes served hits to the plane's hit table, when the plane has one. */
   hits: HitPublisher | undefined = undefined
 
@@ -116,9 +118,16 @@ export class RequestHandler {
         )
       }
     }
+    if (type === MsgType.GetCachedRange && this.ready.ready) {
+      const known = this.pinnedIds.matchAt(buf, start, end)
+      if (known !== undefined && known.problem === undefined && known.version !== undefined) {
+        const outcome = this.reader.readVersion(known.object, known.version, this.pinnedIds.offset, this.pinnedIds.len, known.key)
+        return this.range(type, requestId, outcome)
+      }
+    }
     const view = buf.subarray(start, end)
-    // A GetRange body is decoded before this returns (remember() copies what it keeps).
-    const payload = type === MsgType.GetRange ? view : Buffer.from(view)
+    // GetRange and GetCachedRange bodies are decoded before this returns (remember() copies what it keeps).
+    const payload = type === MsgType.GetRange || type === MsgType.GetCachedRange ? view : Buffer.from(view)
     return this.handle({ header: { type: type as MsgType, flags: 0, requestId, length: end - start }, payload })
   }
 
@@ -215,6 +224,11 @@ export class RequestHandler {
       const d = decodeCachedRangeRequest(payload)
       if (Either.isLeft(d)) return this.error(type, requestId, `malformed ${msgTypeName(type)} body: ${d.left.message}`)
       req = d.right
+      const key = objectKey(req.object)
+      const bad = invalidObject(req.object)
+      this.pinnedIds.remember(payload, req.object, key, bad, req.version)
+      if (bad !== undefined) return this.error(type, requestId, bad)
+      return this.range(type, requestId, this.reader.readVersion(req.object, req.version, req.offset, req.len, key))
     } else {
       const d = decodeTenantScopedCachedRange(payload)
       if (Either.isLeft(d)) return this.error(type, requestId, `malformed ${msgTypeName(type)} body: ${d.left.message}`)
