@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
-import { explain, matchingVersion, overwriteFor, sizeCycle, startCluster, versionBytes, VersionLog } from "../support/overwrites.js"
+import { explain, matchingVersion, overwrite, sizeCycle, startCluster, versionBytes, VersionLog } from "../support/overwrites.js"
 
 const BLOCK = 64 * 1024
 const PAGE = 16 * 1024
@@ -32,6 +32,7 @@ describe("TalonClient reads while the object is overwritten", () => {
           const failures: Array<string> = []
           const seen = new Set<number>()
           let ok = 0
+          let versionChanged = 0
           const reader = (seed: number) =>
             Effect.gen(function* () {
               let i = seed
@@ -43,6 +44,7 @@ describe("TalonClient reads while the object is overwritten", () => {
                 const r = yield* Effect.either(client.read("s3://bucket/obj.bin", offset, length))
                 if (r._tag === "Left") {
                   if (r.left._tag !== "VersionChanged") failures.push(`${r.left._tag}: ${r.left.message}`)
+                  else versionChanged++
                   continue
                 }
                 const v = matchingVersion(log, offset, length, r.right)
@@ -55,7 +57,10 @@ describe("TalonClient reads while the object is overwritten", () => {
             })
           yield* Effect.all(
             [
-              Effect.promise(() => overwriteFor(log, sizeCycle(BASE, BLOCK), 120, 5000)).pipe(
+              // Writes every 120 ms at the soonest, and only after two more reads completed.
+              Effect.promise(() =>
+                overwrite(log, sizeCycle(BASE, BLOCK), { count: 24, everyMs: 120, deadlineMs: 90_000, progressed: () => ok >= 2 * (log.versions.length - 1) + 2 })
+              ).pipe(
                 Effect.ensuring(Effect.sync(() => (writing = false)))
               ),
               ...[1, 2, 3, 4, 5, 6].map((s) => reader(s * 1000))
@@ -64,7 +69,8 @@ describe("TalonClient reads while the object is overwritten", () => {
           )
           expect(bad.slice(0, 5), `${bad.length} mixed bodies of ${ok + bad.length}`).toEqual([])
           expect(failures.slice(0, 5)).toEqual([])
-          expect(ok).toBeGreaterThan(20)
+          expect(log.versions.length, `versions written (${ok} reads ok, ${versionChanged} VersionChanged)`).toBe(25)
+          expect(ok).toBeGreaterThanOrEqual(48)
           // Reads happened across the overwrites, not only before or after them.
           expect(seen.size).toBeGreaterThanOrEqual(4)
 

@@ -152,13 +152,23 @@ export const explain = (log: VersionLog, offset: number, body: Uint8Array): stri
   return `${b.length} bytes at offset ${offset}: ${parts.join(", ")}`
 }
 
-/** Runs `writer` every `everyMs` for `forMs`, then resolves with how many versions it wrote. */
-export const overwriteFor = async (log: VersionLog, sizes: ReadonlyArray<number>, everyMs: number, forMs: number): Promise<number> => {
-  const until = Date.now() + forMs
+/**
+ * Writes `count` new versions, one every `everyMs` at the soonest and only once `progressed()`
+ * says enough reads completed since the previous write (so reads interleave with writes however
+ * slow the machine is), giving up on that wait after `deadlineMs` in all. Resolves with how many
+ * versions it wrote.
+ */
+export const overwrite = async (
+  log: VersionLog,
+  sizes: ReadonlyArray<number>,
+  o: { readonly count: number; readonly everyMs: number; readonly deadlineMs: number; readonly progressed?: () => boolean }
+): Promise<number> => {
+  const deadline = Date.now() + o.deadlineMs
   let n = 0
-  while (Date.now() < until) {
-    await new Promise((r) => setTimeout(r, everyMs))
-    await log.write(versionBytes(sizes[(log.versions.length) % sizes.length]!))
+  while (n < o.count && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, o.everyMs))
+    while (o.progressed !== undefined && !o.progressed() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    await log.write(versionBytes(sizes[log.versions.length % sizes.length]!))
     n++
   }
   return n
