@@ -100,8 +100,9 @@ export class RequestHandler {
   /**
    * One frame read in place: type and id from its header, body at `buf[start, end)`. `buf` is
    * the serve loop's read buffer and is overwritten by the next read, so nothing may keep the
-   * body: a GetRange of a known object is answered from it directly (the hit path allocates
-   * no frame, header or payload view); every other type gets a copy.
+   * body: a GetRange (or GetCachedRange) of a known object and version is answered from it
+   * directly (the hit path allocates no frame, header or payload view); those two types are
+   * otherwise decoded before this returns, and every other type gets a copy.
    */
   handleAt(type: number, requestId: number, buf: Buffer, start: number, end: number): Reply | Promise<Reply> {
     if (type === MsgType.GetRange && this.ready.ready) {
