@@ -3,7 +3,8 @@
  * overwritten at the origin (same size, smaller, larger). Every body must be exactly one
  * version's bytes; a read that cannot get one version may fail, but only with the typed
  * VersionChanged error. Two workers, short version TTLs, so pieces of one read go to workers
- * whose views of the object's version differ.
+ * whose views of the object's version differ; on the portable plane and the default one
+ * (native where it builds: its hit table leaves versioned requests to JS).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -15,13 +16,13 @@ const BLOCK = 64 * 1024
 const PAGE = 16 * 1024
 const BASE = 6 * BLOCK + 12345
 
-describe("TalonClient reads while the object is overwritten", () => {
+describe.each(["portable", "auto"] as const)("TalonClient reads while the object is overwritten (%s plane)", (dataPlane) => {
   it.live(
     "every body is one version's bytes (same size, smaller, larger overwrites)",
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const cluster = yield* startCluster({ workers: 2, blockSize: BLOCK, pageSize: PAGE, versionTtlMs: 150 })
+          const cluster = yield* startCluster({ workers: 2, blockSize: BLOCK, pageSize: PAGE, versionTtlMs: 150, dataPlane })
           yield* Effect.promise(() => raw(cluster.origin.url, "PUT", "/bucket"))
           const log = new VersionLog(cluster.origin.url, "bucket", "obj.bin")
           yield* Effect.promise(() => log.write(versionBytes(BASE)))

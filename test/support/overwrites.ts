@@ -26,6 +26,8 @@ export interface ClusterOptions {
   readonly blockSize: number
   readonly pageSize: number
   readonly versionTtlMs: number
+  /** The workers' data plane (default portable). */
+  readonly dataPlane?: "portable" | "native" | "auto"
 }
 
 export interface Cluster {
@@ -58,7 +60,7 @@ export const startCluster = (o: ClusterOptions) =>
           cacheDirs: [path.join(dir, `w${i}`)],
           blockSize: o.blockSize,
           pageSize: o.pageSize,
-          dataPlane: "portable",
+          dataPlane: o.dataPlane ?? "portable",
           versionTtlMs: o.versionTtlMs
         }).pipe(Layer.provide(backend))
       )
