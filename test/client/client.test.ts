@@ -242,6 +242,9 @@ describe("TalonClient errors and metadata", () => {
           expect(err.message).toContain("version mismatch: expected b, found c")
         }
         expect(workers.reduce((n, w) => n + w.served.length, 0)).toBe(3)
+        // A stream (whose earlier bytes may be with the consumer already) is not reread: it fails typed.
+        const streamed = yield* Effect.flip(Stream.runCollect(client.readStream("s3://bucket/moving.bin", 0, 10)))
+        expect(streamed._tag).toBe("VersionChanged")
         store.delete(key)
       })
     )

@@ -1,6 +1,7 @@
 /**
  * GetCachedRange (type 6) and GetCachedRangeTenant (type 9) over real sockets, on the portable
- * plane and the default one (native where it builds, whose hit table hands these types to JS):
+ * plane and the default one (native where it builds, whose hit table hands these types to JS),
+ * pipelined and multiplexed:
  * the reply is a GetRange frame of exactly the named version's bytes; a version the origin no
  * longer has is a typed VersionMismatch; bad bodies get typed errors and the connection keeps
  * serving; AdmitCachedBlock is refused and its connection closed.
@@ -45,9 +46,10 @@ const bytesOf = (f: Frame, want: Uint8Array) => {
 }
 
 describe.each([
-  ["portable", Sendfile.Portable],
-  ["auto", Sendfile.Auto]
-] as const)("GetCachedRange on the %s plane", (_name, plane) => {
+  ["portable", "pipelined", Sendfile.Portable, ServeMode.Pipelined],
+  ["auto", "pipelined", Sendfile.Auto, ServeMode.Pipelined],
+  ["auto", "multiplexed", Sendfile.Auto, ServeMode.Multiplexed]
+] as const)("GetCachedRange on the %s plane, %s mode", (_plane, _mode, plane, mode) => {
   it("serves exactly the named version, refuses a gone one, and keeps the connection", async () => {
     const originRoot = await tempDir(cleanup, "talon-origin-")
     const put = async (key: string, bytes: Uint8Array) => {
@@ -57,7 +59,7 @@ describe.each([
     }
     const origin = makeDirBackend(originRoot)
     const settings = { cacheDirs: [await tempDir(cleanup, "talon-cache-")], blockSize: 64 * KiB, pageSize: 16 * KiB, versionTtlMs: 600_000 }
-    const w = await startWorker(cleanup, origin.layer, settings, ServeMode.Pipelined, plane)
+    const w = await startWorker(cleanup, origin.layer, settings, mode, plane)
     const v1 = pattern(200 * KiB, 5)
     const v2 = pattern(150 * KiB, 6)
     await put("a.bin", v1)
