@@ -7,6 +7,13 @@
  * segments (split further into bounded GetRange requests); each goes to the
  * block's replicas in rank order, and when every replica fails the membership is
  * refreshed and the request retried once before the read fails.
+ *
+ * One read, one version: every request of a read is a GetCachedRange naming the version the
+ * read's stat returned, so workers whose views of the object differ still answer with bytes of
+ * that one version, or with VersionMismatch when the origin no longer has it. `read` then
+ * stats the object again and reads it whole again (at most `VERSION_ATTEMPTS` times) and
+ * fails with the typed `VersionChanged` after that; `readStream` and `readRaw` fail with it
+ * at once (bytes of the old version may already be with the caller).
  */
 import {
   Cause,
@@ -27,7 +34,7 @@ import { NodeRole, type BlockId, type NodeInfo, type ObjectId } from "../core/id
 import { objectIdFromPath, objectIdFromUri, objectIdToPath, objectIdToUri } from "../core/objectId.js"
 import { planRead } from "../core/geometry.js"
 import { Maglev } from "../placement/index.js"
-import type { ControlMessage } from "../protocol/index.js"
+import { DataErrorCode, type ControlMessage } from "../protocol/index.js"
 import { ControlChannel, type ControlError } from "./ControlChannel.js"
 import { resolveClientOptions, type TalonClientOptions } from "./config.js"
 import {
@@ -36,6 +43,7 @@ import {
   NoWorkers,
   ObjectNotFound,
   ReadFailed,
+  VersionChanged,
   type FailedAttempt,
   type TalonClientError
 } from "./errors.js"
@@ -111,6 +119,8 @@ export const toListPrefix = (prefix: string): string => {
 }
 
 const MAX_STAT_ENTRIES = 10_000
+/** Whole-read attempts, each pinned to a freshly stat'ed version, before VersionChanged. */
+const VERSION_ATTEMPTS = 3
 const MAX_RANK_ENTRIES = 16_384
 const noop: CancelFetch = () => {}
 
@@ -288,6 +298,13 @@ export const makeTalonClient = (
         const hit = freshStat(object, key)
         return hit !== undefined ? Effect.succeed(hit) : Deferred.await(fetchStat(object, key))
       })
+    /** The stat asked again (a worker said the cached version is gone at the origin). */
+    const restat = (object: ObjectId): Effect.Effect<ObjectInfo, TalonClientError> =>
+      Effect.suspend(() => {
+        const key = objectIdToPath(object)
+        statCache.delete(key)
+        return Deferred.await(fetchStat(object, key))
+      })
 
     // ---- one GetRange piece, with replica fallback and one refresh-and-retry ----
     const runtime = yield* Effect.runtime<never>()
@@ -352,9 +369,20 @@ export const makeTalonClient = (
               return
             }
             if (r.ok) return done(r)
+            if (r.error._tag === "WorkerRejected" && r.error.code === DataErrorCode.VersionMismatch) {
+              // The worker asked the origin: another replica cannot have bytes of a version the origin dropped.
+              return fail(
+                new VersionChanged({
+                  object: objectIdToUri(piece.block.object),
+                  version: piece.block.version,
+                  attempts: 1,
+                  detail: `${r.error.address}: ${r.error.detail}`
+                })
+              )
+            }
             attempts.push({ address: r.error.address, detail: r.error.detail })
             attempt(i + 1)
-          })
+          }, piece.block.version)
         }
         attempt(0)
       }
@@ -405,7 +433,19 @@ export const makeTalonClient = (
 
     const read = (target: ObjectTarget, offset: number, length: number): Effect.Effect<Uint8Array, TalonClientError> =>
       Effect.gen(function* () {
-        const info = yield* validate(target, offset, length)
+        let info = yield* validate(target, offset, length)
+        for (let attempt = 1; ; attempt++) {
+          const r = yield* Effect.either(readVersion(info, offset, length))
+          if (r._tag === "Right") return r.right
+          if (r.left._tag !== "VersionChanged") return yield* Effect.fail(r.left)
+          if (attempt >= VERSION_ATTEMPTS) return yield* Effect.fail(new VersionChanged({ ...r.left, attempts: attempt }))
+          info = yield* restat(info.object)
+        }
+      })
+
+    /** One attempt of `read`: every piece of exactly `info.version`. */
+    const readVersion = (info: ObjectInfo, offset: number, length: number): Effect.Effect<Uint8Array, TalonClientError> =>
+      Effect.gen(function* () {
         const pieces = plan(info, offset, length)
         const total = Math.max(0, Math.min(offset + length, info.size) - offset)
         const out = new Uint8Array(total)

@@ -11,7 +11,16 @@
  */
 import { Data, Duration, Effect } from "effect"
 import type { ObjectId } from "../core/ids.js"
-import { DEFAULT_CAPS, Flags, MsgType, encodeGetRangeFrame, type FrameCaps } from "../protocol/index.js"
+import {
+  DataErrorCode,
+  DEFAULT_CAPS,
+  decodeErrorPayload,
+  encodeGetCachedRangeFrame,
+  encodeGetRangeFrame,
+  Flags,
+  MsgType,
+  type FrameCaps
+} from "../protocol/index.js"
 import { DataConnection, type DataReply } from "./DataConnection.js"
 import { type Payload, SlabPool } from "./SlabPool.js"
 
@@ -25,10 +34,11 @@ export class WorkerUnavailable extends Data.TaggedError("WorkerUnavailable")<{
   }
 }
 
-/** The worker answered with an error frame; `detail` is its message verbatim. */
+/** The worker answered with an error frame; `detail` is its message verbatim, `code` its class (Unknown for an untyped reply). */
 export class WorkerRejected extends Data.TaggedError("WorkerRejected")<{
   readonly address: string
   readonly detail: string
+  readonly code: DataErrorCode
 }> {
   override get message() {
     return `worker ${this.address}: ${this.detail}`
@@ -80,9 +90,17 @@ export class WorkerPool {
    * `address`, as views into the pool's read buffers (the caller releases the payload).
    * `done` is called exactly once unless cancelled. A reply not in within the request
    * timeout closes its connection: replies on a pipelined connection come in order, so
-   * a stuck one blocks the rest.
+   * a stuck one blocks the rest. With `version` the request is a GetCachedRange: the worker
+   * answers only with bytes of that version (or a VersionMismatch rejection).
    */
-  fetch(address: string, object: ObjectId, offset: number, length: number, done: (result: FetchResult) => void): CancelFetch {
+  fetch(
+    address: string,
+    object: ObjectId,
+    offset: number,
+    length: number,
+    done: (result: FetchResult) => void,
+    version?: string
+  ): CancelFetch {
     if (this.closed) {
       done({ ok: false, error: new WorkerUnavailable({ address, detail: "client closed" }) })
       return noop
@@ -104,11 +122,17 @@ export class WorkerPool {
       connection.close()
       finish({ ok: false, error: new WorkerUnavailable({ address, detail: `no reply within ${this.requestTimeoutMs} ms` }) })
     }, this.requestTimeoutMs)
-    connection.send(id, encodeGetRangeFrame(id, { object, offset, len: length }), (reply: DataReply) => {
+    const frame =
+      version === undefined
+        ? encodeGetRangeFrame(id, { object, offset, len: length })
+        : encodeGetCachedRangeFrame(id, { object, version, offset, len: length })
+    connection.send(id, frame, (reply: DataReply) => {
       if (!reply.ok) return finish({ ok: false, error: new WorkerUnavailable({ address, detail: `${reply.kind}: ${reply.detail}` }) })
       const { header, payload } = reply
       if ((header.flags & Flags.Error) !== 0) {
-        return finish({ ok: false, error: new WorkerRejected({ address, detail: payload.copyOut().toString("utf8") }) })
+        const e = decodeErrorPayload(payload.copyOut())
+        payload.release()
+        return finish({ ok: false, error: new WorkerRejected({ address, detail: e.message, code: e.code }) })
       }
       if (header.type !== MsgType.GetRange) {
         payload.release()

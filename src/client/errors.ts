@@ -53,6 +53,23 @@ export class ReadFailed extends Data.TaggedError("ReadFailed")<{
   }
 }
 
+/**
+ * The object kept changing at the origin while it was read: every attempt's pieces were pinned
+ * to the version its stat named (so no bytes of two versions were ever combined), and a worker
+ * reported that the origin no longer has it. Retrying the read later reads the new version.
+ */
+export class VersionChanged extends Data.TaggedError("VersionChanged")<{
+  readonly object: string
+  /** The version the last attempt was pinned to. */
+  readonly version: string
+  readonly attempts: number
+  readonly detail: string
+}> {
+  override get message() {
+    return `${this.object} changed at the origin while it was read (${this.attempts} attempt${this.attempts === 1 ? "" : "s"}, last pinned to version ${this.version}): ${this.detail}; retry the read`
+  }
+}
+
 /** A malformed URI / path or range given by the caller. */
 export class InvalidRequest extends Data.TaggedError("InvalidRequest")<{
   readonly detail: string
@@ -62,4 +79,4 @@ export class InvalidRequest extends Data.TaggedError("InvalidRequest")<{
   }
 }
 
-export type TalonClientError = ObjectNotFound | NoWorkers | CoordinatorUnavailable | ReadFailed | InvalidRequest
+export type TalonClientError = ObjectNotFound | NoWorkers | CoordinatorUnavailable | ReadFailed | InvalidRequest | VersionChanged

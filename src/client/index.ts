@@ -14,6 +14,7 @@ export {
   NoWorkers,
   ObjectNotFound,
   ReadFailed,
+  VersionChanged,
   type TalonClientError
 } from "./errors.js"
 export { TalonClient, createTalonClient, makeTalonClient, parseTarget, toListPrefix } from "./TalonClient.js"

@@ -106,6 +106,9 @@ const nextOrAbort = (reader: ByteReader, aborts: RequestAbort): Promise<Payload 
         )
       })
 
+/** Fresh stats a GET may take when the object changes before its first bytes are in. */
+const READ_RESTATS = 2
+
 /** GET / HEAD of one object with conditions and one range, through the route. */
 export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeHeader: string | undefined): Promise<void> => {
   const g = ctx.g
@@ -139,8 +142,8 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
       reader.close()
       if (e instanceof Aborted) return answerAborted(ctx, d)
       const err = e as RouteError
-      // The object changed since it was stat'ed: ask the origin again, once.
-      if ((err.kind === "changed" || err.kind === "range") && attempt === 0) {
+      // The object changed since it was stat'ed: ask the origin again (a bounded number of times).
+      if ((err.kind === "changed" || err.kind === "range") && attempt < READ_RESTATS) {
         g.stats.invalidate(object)
         continue
       }

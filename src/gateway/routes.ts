@@ -3,6 +3,12 @@
  * read into aligned pieces fetched from the cluster through `TalonClient`, a bounded
  * window of them ahead of the writer, each falling back to the origin on its own when
  * its workers are unreachable or slow.
+ *
+ * Every piece is pinned to the version the response head promised: from the cluster as
+ * GetCachedRange of that version (workers refuse any other), from the origin under If-Match.
+ * A worker that reports the version gone (VersionMismatch) ends the read as `changed`, like
+ * the origin's 412, and the server stats again (before the head is sent) or cuts the
+ * response (after): a body is always the bytes of the version its ETag names.
  */
 import { Effect, Either, Layer, Runtime } from "effect"
 import { BackendStore, type ObjectStat } from "../backend/BackendStore.js"
@@ -53,10 +59,12 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
 
     const matches = (info: ObjectInfo, stat: ObjectStat) => info.version === stat.version && info.size === stat.size
 
-    // The cluster must agree on the version the head promised; otherwise its workers could
-    // serve another version's bytes, so the whole read goes to the origin (pinned) instead.
-    // The client's own answer is asked on every read (its short-lived stat cache, without a
-    // runtime call while fresh), and the pieces are then read with exactly that version.
+    // When the client's own (short-lived) stat names another version than the head's, the
+    // object has likely changed: the read goes to the origin pinned to the head's version,
+    // which serves it or answers 412 (and the server stats again), rather than serving a
+    // version the cluster may hold for up to the gateway's stat TTL. Asked on every read
+    // (without a runtime call while the client's stat is fresh); the pieces are then read
+    // as GetCachedRange of exactly that version.
     const agreed = (object: ObjectId, stat: ObjectStat): ObjectInfo | undefined | Promise<ObjectInfo | undefined> => {
       const cached = client.cachedStat(object)
       if (cached !== undefined) return matches(cached, stat) ? cached : undefined
@@ -90,6 +98,10 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
           }
           done = true
           clearTimeout(timer)
+          if (!r.ok && r.error._tag === "VersionChanged") {
+            // The origin no longer has the promised version: no piece of it can come from anywhere.
+            return resolve({ ok: false, error: new RouteError({ kind: "changed", detail: r.error.message }) })
+          }
           if (!r.ok || isClosed()) return resolve(undefined)
           const total = r.payloads.reduce((n, p) => n + p.length, 0)
           if (total !== length) {

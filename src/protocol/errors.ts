@@ -30,7 +30,7 @@ export class OverCap extends Data.TaggedError("OverCap")<{
 
 export class UnknownType extends Data.TaggedError("UnknownType")<{ readonly type: number }> {
   override get message(): string {
-    return `unknown frame message type ${this.type} (known: 0 Control … 5 Delete)`
+    return `unknown frame message type ${this.type} (known: 0 Control … 9 GetCachedRangeTenant)`
   }
 }
 

@@ -10,7 +10,27 @@ export const HEADER_LEN = 16
 /** Talon's transport-wide maximum payload (a 256 MiB block plus slack). */
 export const MAX_PAYLOAD_LEN = 320 * 1024 * 1024
 
-export const MsgType = { Control: 0, Get: 1, GetRange: 2, Put: 3, Ping: 4, Delete: 5 } as const
+/**
+ * Talon's message types. 6–9 carry a versioned or tenant-scoped range request whose reply is an
+ * ordinary GetRange frame; a distinct type (rather than a longer GetRange body) makes an older
+ * peer reject the request instead of misreading it.
+ */
+export const MsgType = {
+  Control: 0,
+  Get: 1,
+  GetRange: 2,
+  Put: 3,
+  Ping: 4,
+  Delete: 5,
+  /** A range of the exact origin version named in the request (bincode CachedRangeRequest). */
+  GetCachedRange: 6,
+  /** One whole versioned block admitted into a worker's cache (not served by this worker). */
+  AdmitCachedBlock: 7,
+  /** A GetRange attributed to a tenant (bincode TenantScopedRange). */
+  GetRangeTenant: 8,
+  /** A GetCachedRange attributed to a tenant (bincode TenantScopedCachedRange). */
+  GetCachedRangeTenant: 9
+} as const
 export type MsgType = (typeof MsgType)[keyof typeof MsgType]
 
 export const Flags = { EndOfStream: 1, Error: 2 } as const
@@ -23,9 +43,11 @@ export interface FrameHeader {
   readonly length: number
 }
 
-export const isMsgType = (n: number): n is MsgType => n >= 0 && n <= 5 && (n | 0) === n
+export const isMsgType = (n: number): n is MsgType => n >= 0 && n <= 9 && (n | 0) === n
 export const msgTypeName = (t: number): string =>
-  ["Control", "Get", "GetRange", "Put", "Ping", "Delete"][t] ?? `Unknown(${t})`
+  ["Control", "Get", "GetRange", "Put", "Ping", "Delete", "GetCachedRange", "AdmitCachedBlock", "GetRangeTenant", "GetCachedRangeTenant"][
+    t
+  ] ?? `Unknown(${t})`
 export const hasFlag = (h: FrameHeader, flag: number): boolean => (h.flags & flag) === flag
 
 /** Writes a header at `offset`; no allocation. Reserved bytes are zeroed. */
@@ -135,8 +157,13 @@ export const capFor = (caps: FrameCaps, type: MsgType): number => {
     case MsgType.Get:
       return caps.get
     case MsgType.GetRange:
+    case MsgType.GetCachedRange:
+    case MsgType.GetRangeTenant:
+    case MsgType.GetCachedRangeTenant:
+      // Range requests of every kind: small bodies; their replies are GetRange frames.
       return caps.getRange
     case MsgType.Put:
+    case MsgType.AdmitCachedBlock:
       return caps.put
     case MsgType.Ping:
       return caps.ping

@@ -7,6 +7,11 @@
  * object's end is an error ("range out of bounds: …"), not a short reply; a
  * zero-length range inside the object is an empty success; a range spanning
  * several blocks is one reply of exactly `len` bytes.
+ *
+ * `read` serves the version the worker believes current; `readVersion` (GetCachedRange) serves
+ * only the version the request names: from resident blocks of it, else filled from the origin
+ * under If-Match, else a VersionMismatch failure. Blocks are keyed by version, so one reply
+ * never holds bytes of two versions.
  */
 import { Context, Effect, Layer } from "effect"
 import type { ObjectStat } from "../backend/BackendStore.js"
@@ -14,7 +19,8 @@ import { blockLength, blockStart, pageSpan, planRead, type Segment } from "../co
 import type { BlockId, ObjectId } from "../core/ids.js"
 import type { FileSegment } from "./plane/DataPlane.js"
 import { WorkerConfig } from "./config.js"
-import { describeUnknown, outOfBounds, ReadFailed, tooLong } from "./errors.js"
+import { DataErrorCode } from "../protocol/dataError.js"
+import { describeUnknown, outOfBounds, ReadFailed, tooLong, versionMismatch } from "./errors.js"
 import { WorkerMetrics, type WorkerStats } from "./metrics.js"
 import { MissPath, type MissPathShape } from "./miss/MissPath.js"
 import { objectKey } from "./miss/VersionCache.js"
@@ -41,6 +47,8 @@ const EMPTY: RangeReply = { _tag: "RangeReply", length: 0, segments: [], units: 
 const MAX_FRAME = 0xffffffff
 /** Fill-then-pin attempts before giving up (only a cache far smaller than the request needs more). */
 const ATTEMPTS = 4
+/** Sizes of pinned versions remembered (a version's size never changes). */
+const MAX_PINNED = 4096
 
 export class ReadPathImpl {
   readonly #store: ServeStore
@@ -71,6 +79,55 @@ export class ReadPathImpl {
       return this.#readSlow(object, okey, st, offset, len, true)
     }
     return this.#readSlow(object, okey, undefined, offset, len, false)
+  }
+
+  /**
+   * Reads `[offset, offset+len)` of exactly `version` of `object`: synchronously when resident,
+   * else a promise. Never rejects; a version the origin no longer has fails with VersionMismatch.
+   */
+  readVersion(object: ObjectId, version: string, offset: number, len: number, okey: string = objectKey(object)): ReadOutcome | Promise<ReadOutcome> {
+    const current = this.#miss.versions.fresh(okey)
+    const st = current !== undefined && current.version === version ? current : this.#pinnedStat(object, okey, version, offset)
+    if (st !== undefined) {
+      const fast = this.#tryHit(object, st, offset, len)
+      if (fast !== undefined) return fast
+    }
+    return this.#readPinned(object, okey, st, version, offset, len)
+  }
+
+  /** Pinned stats by object and version: what a resident block or the origin said that version's size is. */
+  readonly #pinned = new Map<string, ObjectStat>()
+
+  #pinnedStat(object: ObjectId, okey: string, version: string, offset: number): ObjectStat | undefined {
+    const k = `${okey}\0${version}`
+    const memo = this.#pinned.get(k)
+    if (memo !== undefined) return memo
+    const bs = this.#blockSize
+    const entry = this.#store.lookup(blockKey({ object, offset: blockStart(offset, bs), blockSize: bs, version }))
+    if (entry === undefined) return undefined
+    return this.#pin(k, { size: entry.meta.objectSize, version })
+  }
+
+  #pin(k: string, st: ObjectStat): ObjectStat {
+    if (this.#pinned.size >= MAX_PINNED) this.#pinned.clear()
+    this.#pinned.set(k, st)
+    return st
+  }
+
+  async #readPinned(object: ObjectId, okey: string, known: ObjectStat | undefined, version: string, offset: number, len: number): Promise<ReadOutcome> {
+    let st = known
+    if (st === undefined) {
+      // Neither current here nor resident: only the origin can say whether it still has this version.
+      let current: ObjectStat
+      try {
+        current = await this.#miss.revalidate(object, okey)
+      } catch (e) {
+        return asFailure(e)
+      }
+      if (current.version !== version) return versionMismatch(object, version, current.version)
+      st = this.#pin(`${okey}\0${version}`, current)
+    }
+    return this.#readSlow(object, okey, st, offset, len, false, version)
   }
 
   release(reply: RangeReply): void {
@@ -134,7 +191,9 @@ export class ReadPathImpl {
     cached: ObjectStat | undefined,
     offset: number,
     len: number,
-    fromCache: boolean
+    fromCache: boolean,
+    /** The version a GetCachedRange named: never re-read as another version. */
+    pinned?: string
   ): Promise<ReadOutcome> {
     let st = cached
     try {
@@ -163,6 +222,11 @@ export class ReadPathImpl {
         await Promise.all(segs.map((seg) => this.#fillSegment(object, st!, seg)))
       } catch (e) {
         const failure = asFailure(e)
+        if (pinned !== undefined) {
+          return failure.staleVersion === true && failure.code !== DataErrorCode.NotFound
+            ? versionMismatch(object, pinned, undefined, failure.reason)
+            : failure
+        }
         // A version taken from the cache may be what went stale: ask the origin once more.
         if (fromCache && failure.staleVersion === true) {
           this.#miss.versions.invalidate(okey)

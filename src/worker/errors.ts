@@ -6,11 +6,14 @@ import { Data } from "effect"
 import type { BackendError } from "../backend/BackendStore.js"
 import type { ObjectId } from "../core/ids.js"
 import { objectIdToUri } from "../core/objectId.js"
+import { DataErrorCode } from "../protocol/dataError.js"
 
 export class ReadFailed extends Data.TaggedError("ReadFailed")<{
   readonly reason: string
   /** Whether the cached version of the object should be forgotten (it may have changed). */
   readonly staleVersion?: boolean
+  /** The class a typed error reply carries (Talon's DataErrorCode); Internal when unset. */
+  readonly code?: DataErrorCode
 }> {
   override get message(): string {
     return this.reason
@@ -19,23 +22,43 @@ export class ReadFailed extends Data.TaggedError("ReadFailed")<{
 
 /** Same wording as Talon's ceiling server, so clients see one message for one condition. */
 export const outOfBounds = (offset: number, len: number, size: number): ReadFailed =>
-  new ReadFailed({ reason: `range out of bounds: offset ${offset} + len ${len} exceeds object size ${size}` })
+  new ReadFailed({
+    reason: `range out of bounds: offset ${offset} + len ${len} exceeds object size ${size}`,
+    code: DataErrorCode.InvalidRequest
+  })
 
 export const tooLong = (len: number): ReadFailed =>
-  new ReadFailed({ reason: `range too long: len ${len} does not fit a u32 frame length` })
+  new ReadFailed({ reason: `range too long: len ${len} does not fit a u32 frame length`, code: DataErrorCode.InvalidRequest })
+
+/**
+ * A read pinned to `expected` that the origin cannot serve any more (Talon's VersionMismatch):
+ * the reader should stat the object again and read the version it gets.
+ */
+export const versionMismatch = (object: ObjectId, expected: string, found: string | undefined, detail?: string): ReadFailed =>
+  new ReadFailed({
+    reason:
+      `version mismatch: expected ${expected}, found ${found ?? "another version"} for ${objectIdToUri(object)}` +
+      (detail === undefined ? "" : ` (${detail})`) +
+      "; stat the object again and read the version it names",
+    code: DataErrorCode.VersionMismatch
+  })
 
 export const fromBackend = (object: ObjectId, e: BackendError): ReadFailed => {
   const uri = objectIdToUri(object)
   switch (e._tag) {
     case "BackendNotFound":
-      return new ReadFailed({ reason: `object ${uri} does not exist at the origin`, staleVersion: true })
+      return new ReadFailed({ reason: `object ${uri} does not exist at the origin`, staleVersion: true, code: DataErrorCode.NotFound })
     case "BackendRangeError":
-      return new ReadFailed({ reason: `origin rejected a range of ${uri}: ${e.message}`, staleVersion: true })
+      return new ReadFailed({ reason: `origin rejected a range of ${uri}: ${e.message}`, staleVersion: true, code: DataErrorCode.Origin })
     case "BackendRequestError":
       // 412: the object changed since its version was learned; the caller re-reads the version.
       return e.status === 412
-        ? new ReadFailed({ reason: `${uri} changed at the origin during a fill: ${e.message}`, staleVersion: true })
-        : new ReadFailed({ reason: `origin request for ${uri} failed: ${e.message}` })
+        ? new ReadFailed({
+            reason: `${uri} changed at the origin during a fill: ${e.message}`,
+            staleVersion: true,
+            code: DataErrorCode.VersionMismatch
+          })
+        : new ReadFailed({ reason: `origin request for ${uri} failed: ${e.message}`, code: DataErrorCode.Origin })
   }
 }
 

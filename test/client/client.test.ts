@@ -214,6 +214,42 @@ describe("TalonClient errors and metadata", () => {
     )
   )
 
+  it.live("every request names the stat'ed version; a VersionMismatch stats again and rereads, then VersionChanged", () =>
+    withCluster(2, ({ client, workers }) =>
+      Effect.gen(function* () {
+        const key = "/s3/bucket/moving.bin"
+        const a = randomBytes(3 * BLOCK + 10)
+        const b = randomBytes(2 * BLOCK + 99)
+        store.set(key, { bytes: a, version: "a" })
+        const first = yield* client.read("s3://bucket/moving.bin", 0, 4 * BLOCK)
+        expect(Buffer.from(first).equals(a)).toBe(true)
+        expect(workers.flatMap((w) => w.served.filter((s) => s.path === key)).every((s) => s.version === "a")).toBe(true)
+        // Overwritten (and smaller); the client's stat cache still says "a": the workers refuse it,
+        // the client stats again and reads "b" whole, never a mix.
+        store.set(key, { bytes: b, version: "b" })
+        const second = yield* client.read("s3://bucket/moving.bin", 0, 4 * BLOCK)
+        expect(Buffer.from(second).equals(b)).toBe(true)
+        expect((yield* client.stat("s3://bucket/moving.bin")).version).toBe("b")
+        // A version the workers keep refusing: three pinned attempts, then the typed error.
+        for (const w of workers) {
+          w.originVersion = "c"
+          w.served.length = 0
+        }
+        const err = yield* Effect.flip(client.read("s3://bucket/moving.bin", 0, 10))
+        expect(err._tag).toBe("VersionChanged")
+        if (err._tag === "VersionChanged") {
+          expect(err.attempts).toBe(3)
+          expect(err.message).toContain("version mismatch: expected b, found c")
+        }
+        expect(workers.reduce((n, w) => n + w.served.length, 0)).toBe(3)
+        // A stream (whose earlier bytes may be with the consumer already) is not reread: it fails typed.
+        const streamed = yield* Effect.flip(Stream.runCollect(client.readStream("s3://bucket/moving.bin", 0, 10)))
+        expect(streamed._tag).toBe("VersionChanged")
+        store.delete(key)
+      })
+    )
+  )
+
   it.live("no workers → NoWorkers naming the coordinator; unknown object → ObjectNotFound; bad URI → InvalidRequest", () =>
     withCluster(0, ({ client }) =>
       Effect.gen(function* () {

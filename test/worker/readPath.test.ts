@@ -2,6 +2,7 @@
  * The hit/miss path below the socket: ReadPath + MissPath + BlockStore over
  * real files, with an origin that counts its requests and bytes.
  */
+import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
@@ -53,9 +54,9 @@ const start = async (originRoot: string, cacheDir: string, settings: Partial<Wor
   const reader = await runtime.runPromise(ReadPath)
   const store = await runtime.runPromise(BlockStore)
   const stats = await runtime.runPromise(WorkerMetrics)
-  /** Reads through the worker and copies the reply's bytes out of its file segments. */
-  const read = async (key: string, offset: number, len: number): Promise<Buffer | string> => {
-    const out: ReadOutcome = await reader.read(obj(key), offset, len)
+  /** Reads through the worker (of exactly `version`, when given) and copies the reply's bytes out of its file segments. */
+  const read = async (key: string, offset: number, len: number, version?: string): Promise<Buffer | string> => {
+    const out: ReadOutcome = await (version === undefined ? reader.read(obj(key), offset, len) : reader.readVersion(obj(key), version, offset, len))
     if (out._tag === "ReadFailed") return out.reason
     try {
       const buf = Buffer.alloc(out.length)
@@ -74,6 +75,8 @@ const start = async (originRoot: string, cacheDir: string, settings: Partial<Wor
 }
 
 const KiB = 1024
+/** The dir backend's version of some content. */
+const versionOf = (b: Uint8Array) => createHash("md5").update(b).digest("hex")
 
 /** Byte equality without vitest's per-element deep diff (slow on large buffers). */
 const expectBytes = (got: Buffer | string, want: Uint8Array) => {
@@ -193,7 +196,7 @@ describe("ReadPath (paged blocks)", () => {
 })
 
 describe("ReadPath (restart and versions)", () => {
-  it("a restarted worker on the same dir serves warm reads without origin traffic", async () => {
+  it("a restarted worker on the same dir revalidates the version with one HEAD, then serves warm reads without fetching", async () => {
     const originRoot = await tempDir("talon-origin-")
     const cache = await tempDir("talon-cache-")
     const data = pattern(200 * KiB, 13)
@@ -205,8 +208,51 @@ describe("ReadPath (restart and versions)", () => {
     const w2 = await start(originRoot, cache, settings)
     expect(w2.store.stats().blocks).toBe(3)
     expectBytes(await w2.read("r/obj", 10 * KiB, 150 * KiB), data.subarray(10 * KiB, 160 * KiB))
-    expect(w2.origin).toMatchObject({ stats: 0, gets: 0, bytes: 0 })
+    expect(w2.origin).toMatchObject({ stats: 1, gets: 0, bytes: 0 })
     expect(w2.stats.hits).toBe(1)
+  })
+
+  it("a restarted worker does not serve the version on its disk as current once the origin has another", async () => {
+    const originRoot = await tempDir("talon-origin-")
+    const cache = await tempDir("talon-cache-")
+    const v1 = pattern(200 * KiB, 13)
+    const v2 = pattern(150 * KiB, 14)
+    await putObject(originRoot, "r/obj", v1)
+    const settings = { blockSize: 64 * KiB, pageSize: 16 * KiB, versionTtlMs: 600_000 }
+    const w1 = await start(originRoot, cache, settings)
+    expectBytes(await w1.read("r/obj", 0, 200 * KiB), v1)
+    await w1.dispose()
+    await putObject(originRoot, "r/obj", v2)
+    const w2 = await start(originRoot, cache, settings)
+    // Within the (long) TTL of the version on disk, a current read is still of the new object.
+    expectBytes(await w2.read("r/obj", 0, 150 * KiB), v2)
+    expect(await w2.read("r/obj", 100 * KiB, 100 * KiB)).toMatch(/range out of bounds/)
+    // The old version stays readable by name from disk (a pinned read), without the origin.
+    const before = { ...w2.origin, ranges: w2.origin.ranges.length }
+    expectBytes(await w2.read("r/obj", 10 * KiB, 150 * KiB, versionOf(v1)), v1.subarray(10 * KiB, 160 * KiB))
+    expect({ ...w2.origin, ranges: w2.origin.ranges.length }).toEqual(before)
+  })
+
+  it("a pinned read serves only its version: the current one is filled under If-Match, a gone one is a VersionMismatch", async () => {
+    const originRoot = await tempDir("talon-origin-")
+    const v1 = pattern(150 * KiB, 1)
+    const v2 = pattern(90 * KiB, 2)
+    await putObject(originRoot, "pin", v1)
+    const w = await start(originRoot, await tempDir("talon-cache-"), { blockSize: 64 * KiB, pageSize: 16 * KiB, versionTtlMs: 600_000 })
+    expectBytes(await w.read("pin", 0, 10), v1.subarray(0, 10))
+    await putObject(originRoot, "pin", v2)
+    // The worker still believes v1 current (long TTL); a read pinned to v1 is served from its
+    // resident block, and a non-resident part of v1 cannot be filled any more.
+    expect(w.store.stats().blocks).toBe(1)
+    const v1Version = versionOf(v1)
+    expectBytes(await w.read("pin", 0, 10, v1Version), v1.subarray(0, 10))
+    expect(await w.read("pin", 0, 100 * KiB, v1Version)).toMatch(/^version mismatch: expected /)
+    // A read pinned to an unknown version asks the origin, which names another: mismatch, no bytes.
+    expect(await w.read("pin", 0, 10, "no-such-version")).toMatch(/^version mismatch: expected no-such-version, found /)
+    // The origin's current version (learned by that check) reads whole, and never mixes in v1's block.
+    const v2Version = versionOf(v2)
+    expectBytes(await w.read("pin", 0, 90 * KiB, v2Version), v2)
+    expect(await w.read("pin", 0, 100 * KiB, v2Version)).toMatch(/range out of bounds: offset 0 \+ len 102400 exceeds object size 92160/)
   })
 
   it("a changed object is served new once the version TTL has passed", async () => {

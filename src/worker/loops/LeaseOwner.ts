@@ -56,9 +56,12 @@ export interface LoopReport {
 
 const asFailure = (e: unknown) => {
   const f = e instanceof ReadFailed ? e : new ReadFailed({ reason: `internal error: ${describeUnknown(e)}` })
-  return f.staleVersion === true
-    ? ({ ok: false, reason: f.reason, staleVersion: true } as const)
-    : ({ ok: false, reason: f.reason } as const)
+  return {
+    ok: false,
+    reason: f.reason,
+    ...(f.staleVersion === true ? { staleVersion: true } : {}),
+    ...(f.code !== undefined ? { code: f.code } : {})
+  } as const
 }
 
 export class LeaseOwner {
@@ -111,7 +114,7 @@ export class LeaseOwner {
     if (send === undefined) return
     switch (m.t) {
       case "stat":
-        return void this.#stat(m.object).then((r) => send({ talon: 1, t: "stat", id: m.id, ...r }))
+        return void this.#stat(m.object, m.fresh === true).then((r) => send({ talon: 1, t: "stat", id: m.id, ...r }))
       case "fill":
         return void this.#fill(loop, m).then((r) => send({ talon: 1, t: "fill", id: m.id, ...r }))
       case "release":
@@ -214,10 +217,10 @@ export class LeaseOwner {
 
   // ------------------------------------------------------------------ internals
 
-  async #stat(object: ObjectId) {
+  async #stat(object: ObjectId, fresh: boolean) {
     const key = objectKey(object)
     try {
-      const st = await this.#miss.stat(object, key)
+      const st = fresh ? await this.#miss.revalidate(object, key) : await this.#miss.stat(object, key)
       const expiresAt = this.#miss.versions.expiresAt(key) ?? this.#now() + this.#ttlMs
       return { ok: true, size: st.size, version: st.version, expiresAt } as const
     } catch (e) {

@@ -7,6 +7,7 @@
  */
 import type { ObjectStat } from "../../backend/BackendStore.js"
 import type { BlockId, ObjectId } from "../../core/ids.js"
+import type { DataErrorCode } from "../../protocol/dataError.js"
 import { ReadFailed } from "../errors.js"
 import type { ReadyState } from "../membership/Readiness.js"
 import type { WorkerStats } from "../metrics.js"
@@ -99,8 +100,12 @@ export class OwnerChannel {
   }
 }
 
-const failure = (r: { readonly reason: string; readonly staleVersion?: boolean }) =>
-  new ReadFailed(r.staleVersion === true ? { reason: r.reason, staleVersion: true } : { reason: r.reason })
+const failure = (r: { readonly reason: string; readonly staleVersion?: boolean; readonly code?: number }) =>
+  new ReadFailed({
+    reason: r.reason,
+    ...(r.staleVersion === true ? { staleVersion: true } : {}),
+    ...(r.code !== undefined && r.code >= 0 && r.code <= 9 ? { code: r.code as DataErrorCode } : {})
+  })
 
 /**
  * The loop's MissPath: versions are the owner's (cached here exactly as long
@@ -111,25 +116,21 @@ export const makeLoopMissPath = (channel: OwnerChannel, store: LeaseStore, ttlMs
   const versions = new VersionCache(ttlMs)
   const inflight = new Map<string, Promise<ObjectStat>>()
 
+  const ask = (object: ObjectId, key: string, fresh: boolean): Promise<ObjectStat> =>
+    channel.request({ t: "stat", object, ...(fresh ? { fresh } : {}) }).then((r) => {
+      if (r.t !== "stat") throw new ReadFailed({ reason: `internal error: the owner answered a stat with ${r.t}` })
+      if (!r.ok) throw failure(r)
+      const st: ObjectStat = { size: r.size, version: r.version }
+      versions.seed(key, st, r.expiresAt)
+      return st
+    })
+
   const stat = (object: ObjectId, key: string): ObjectStat | Promise<ObjectStat> => {
     const fresh = versions.fresh(key)
     if (fresh !== undefined) return fresh
     const pending = inflight.get(key)
     if (pending !== undefined) return pending
-    const p = channel.request({ t: "stat", object }).then(
-      (r) => {
-        inflight.delete(key)
-        if (r.t !== "stat") throw new ReadFailed({ reason: `internal error: the owner answered a stat with ${r.t}` })
-        if (!r.ok) throw failure(r)
-        const st: ObjectStat = { size: r.size, version: r.version }
-        versions.seed(key, st, r.expiresAt)
-        return st
-      },
-      (e: unknown) => {
-        inflight.delete(key)
-        throw e
-      }
-    )
+    const p = ask(object, key, false).finally(() => inflight.delete(key))
     inflight.set(key, p)
     return p
   }
@@ -144,7 +145,7 @@ export const makeLoopMissPath = (channel: OwnerChannel, store: LeaseStore, ttlMs
       return r.grant === null ? undefined : store.admit(r.grant)
     })
 
-  return { versions, stat, fill }
+  return { versions, stat, revalidate: (object, key) => ask(object, key, true), fill }
 }
 
 /** Deltas of the loop-side counters since the previous call (undefined when nothing moved). */

@@ -37,7 +37,8 @@ export interface Grant {
 }
 
 export type ToOwner =
-  | { readonly talon: 1; readonly t: "stat"; readonly id: number; readonly object: ObjectId }
+  /** `fresh`: ask the origin now rather than answer from the cached version (a pinned read's check). */
+  | { readonly talon: 1; readonly t: "stat"; readonly id: number; readonly object: ObjectId; readonly fresh?: boolean }
   | {
       readonly talon: 1
       readonly t: "fill"
@@ -57,6 +58,8 @@ export interface Failure {
   readonly ok: false
   readonly reason: string
   readonly staleVersion?: boolean
+  /** The typed error class (DataErrorCode), when the failure has one. */
+  readonly code?: number
 }
 
 export type ToLoop =

@@ -9,6 +9,9 @@
  *   renamed into place (and its waiters released) as soon as it is complete.
  * - Fills run as fibers of the worker's scope, so shutdown interrupts them;
  *   the serve loop only awaits the promise, it never blocks other connections.
+ * - Versions found on disk at start-up are not trusted as current: the object may have
+ *   changed while the worker was down, so the first read of it asks the origin, and the
+ *   blocks on disk are served again only when the origin still names their version.
  */
 import { Context, Effect, Exit, FiberSet, Layer, Stream } from "effect"
 import { BackendStore, type ObjectStat } from "../../backend/BackendStore.js"
@@ -26,6 +29,11 @@ export interface MissPathShape {
   readonly versions: VersionCache
   /** The object's current stat: the cached one while fresh (synchronously), else a HEAD. Rejects with ReadFailed. */
   readonly stat: (object: ObjectId, key: string) => ObjectStat | Promise<ObjectStat>
+  /**
+   * The origin's stat now (a HEAD, shared with one already in flight), whatever is cached: a
+   * read pinned to a version the cache does not hold checks it against the origin this way.
+   */
+  readonly revalidate: (object: ObjectId, key: string) => Promise<ObjectStat>
   /**
    * Makes units `[first, end)` of block `id` present (pages, or unit 0 of a
    * whole block). Resolves when every one of them has been committed at least
@@ -45,7 +53,6 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
       const semaphore = yield* Effect.makeSemaphore(cfg.originConcurrency)
       const run = yield* FiberSet.makeRuntimePromise<never>()
       const versions = new VersionCache(cfg.versionTtlMs)
-      for (const k of store.knownVersions()) versions.seed(objectKey(k.object), { size: k.size, version: k.version })
 
       const toPromise = <A>(effect: Effect.Effect<A, ReadFailed>): Promise<A> =>
         run(Effect.exit(effect)).then(
@@ -101,7 +108,9 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
           throw failure
         })
 
-      return { versions, stat, fill } satisfies MissPathShape
+      const revalidate = (object: ObjectId, key: string): Promise<ObjectStat> => versions.resolve(key, head(object))
+
+      return { versions, stat, revalidate, fill } satisfies MissPathShape
     })
   )
 }

@@ -6,6 +6,9 @@
  * string, without decoding two UTF-8 strings, building a path for validation
  * or concatenating (and re-hashing) a fresh key per request. Only the two u64
  * fields after it are read. Anything not cached takes the full decoder.
+ *
+ * A GetCachedRange body is the same shape with the version string after the ObjectId: its
+ * cache (a separate instance) matches ObjectId and version bytes together.
  */
 import type { ObjectId } from "../../core/ids.js"
 
@@ -15,8 +18,10 @@ export interface KnownObject {
   readonly key: string
   /** Why the object id is refused (empty/`.`/`..` components), or undefined when valid. */
   readonly problem: string | undefined
-  /** The ObjectId's bincode bytes (a private copy). */
+  /** The ObjectId's bincode bytes (a private copy); for a GetCachedRange, ObjectId and version. */
   readonly bytes: Uint8Array
+  /** The version a GetCachedRange body names (undefined for GetRange). */
+  readonly version?: string | undefined
 }
 
 /** Trailing `offset: u64, len: u64` of a RangeRequest body. */
@@ -66,10 +71,10 @@ export class ObjectIdCache {
   }
 
   /** Remembers a body's decoded object (call after a full decode that succeeded). */
-  remember(body: Uint8Array, object: ObjectId, key: string, problem: string | undefined): void {
+  remember(body: Uint8Array, object: ObjectId, key: string, problem: string | undefined, version?: string): void {
     const n = body.length - TAIL
     if (n <= 0) return
-    this.#entries.unshift({ object, key, problem, bytes: Uint8Array.prototype.slice.call(body, 0, n) })
+    this.#entries.unshift({ object, key, problem, bytes: Uint8Array.prototype.slice.call(body, 0, n), version })
     if (this.#entries.length > SIZE) this.#entries.pop()
   }
 }

@@ -16,14 +16,31 @@
  * - `Put`: ERROR "worker is read-only", then the connection is closed, because
  *   a Put's raw body follows the frame and would otherwise be read as frames.
  * - `Delete`: ERROR "worker is read-only"; the connection stays open.
+ * - `GetCachedRange` (body: bincode CachedRangeRequest, Talon's type 6) and
+ *   `GetCachedRangeTenant` (type 9, the same after a TenantId): exactly `len` bytes of the
+ *   version the request names, as a GetRange reply — from resident blocks of that version, or
+ *   filled from the origin under If-Match. When the origin has another version the reply is
+ *   a typed VersionMismatch error (the reader stats again); one reply never mixes versions.
+ * - `GetRangeTenant` (type 8): a GetRange with a tenant (accepted, not metered here).
+ * - `AdmitCachedBlock` (type 7): refused, then the connection is closed (a raw body follows).
  * - Any request before the worker is ready (registered): ERROR "worker is not ready".
- * Errors are UTF-8 messages in a frame of the request's type with the ERROR flag.
+ * Errors of types 0-5 are UTF-8 messages in a frame of the request's type with the ERROR flag;
+ * errors of types 6-9 are Talon's typed envelope (TLE1 + code + message) in a GetRange frame.
  */
 import type { FileSegment } from "../plane/DataPlane.js"
 import {
+  DataErrorCode,
+  decodeCachedRangeRequest,
   decodeControl,
+  decodeTenantScopedCachedRange,
+  decodeTenantScopedRange,
   decodeWith,
   decodeRangeRequest,
+  encodeTypedErrorFrame,
+  MAX_TENANT_ID_BYTES,
+  msgTypeName,
+  type CachedRangeRequest,
+  type TenantId,
   encodeControlFrame,
   encodeErrorFrame,
   encodeFrame,
@@ -60,6 +77,8 @@ const EMPTY = new Uint8Array(0)
 export class RequestHandler {
   /** Recently seen ObjectIds by their wire bytes (the hit path skips decoding them). */
   private readonly ids = new ObjectIdCache()
+  /** The same for GetCachedRange bodies: ObjectId and version bytes. */
+  private readonly pinnedIds = new ObjectIdCache()
   /** Publishes served hits to the plane's hit table, when the plane has one. */
   hits: HitPublisher | undefined = undefined
 
@@ -75,14 +94,15 @@ export class RequestHandler {
     if (!(reply instanceof Promise)) return reply
     // A reply promise must always settle with a reply, or the connection's reply order would stall.
     const { type, requestId } = frame.header
-    return reply.catch((e: unknown) => this.error(type, requestId, `internal error: ${describeUnknown(e)}`))
+    return reply.catch((e: unknown) => this.error(type, requestId, `internal error: ${describeUnknown(e)}`, DataErrorCode.Internal))
   }
 
   /**
    * One frame read in place: type and id from its header, body at `buf[start, end)`. `buf` is
    * the serve loop's read buffer and is overwritten by the next read, so nothing may keep the
-   * body: a GetRange of a known object is answered from it directly (the hit path allocates
-   * no frame, header or payload view); every other type gets a copy.
+   * body: a GetRange (or GetCachedRange) of a known object and version is answered from it
+   * directly (the hit path allocates no frame, header or payload view); those two types are
+   * otherwise decoded before this returns, and every other type gets a copy.
    */
   handleAt(type: number, requestId: number, buf: Buffer, start: number, end: number): Reply | Promise<Reply> {
     if (type === MsgType.GetRange && this.ready.ready) {
@@ -99,9 +119,16 @@ export class RequestHandler {
         )
       }
     }
+    if (type === MsgType.GetCachedRange && this.ready.ready) {
+      const known = this.pinnedIds.matchAt(buf, start, end)
+      if (known !== undefined && known.problem === undefined && known.version !== undefined) {
+        const outcome = this.reader.readVersion(known.object, known.version, this.pinnedIds.offset, this.pinnedIds.len, known.key)
+        return this.range(type, requestId, outcome)
+      }
+    }
     const view = buf.subarray(start, end)
-    // A GetRange body is decoded before this returns (remember() copies what it keeps).
-    const payload = type === MsgType.GetRange ? view : Buffer.from(view)
+    // GetRange and GetCachedRange bodies are decoded before this returns (remember() copies what it keeps).
+    const payload = type === MsgType.GetRange || type === MsgType.GetCachedRange ? view : Buffer.from(view)
     return this.handle({ header: { type: type as MsgType, flags: 0, requestId, length: end - start }, payload })
   }
 
@@ -136,6 +163,29 @@ export class RequestHandler {
         if (bad !== undefined) return this.error(type, requestId, bad)
         return this.whole(type, requestId, object)
       }
+      case MsgType.GetCachedRange:
+      case MsgType.GetCachedRangeTenant:
+        return this.cached(type, requestId, frame.payload)
+      case MsgType.GetRangeTenant: {
+        if (!this.ready.ready) return this.error(type, requestId, "worker is not ready", DataErrorCode.Unavailable)
+        const scoped = decodeTenantScopedRange(frame.payload)
+        if (Either.isLeft(scoped)) return this.error(type, requestId, `malformed GetRangeTenant body: ${scoped.left.message}`)
+        const bad = invalidTenant(scoped.right.tenant) ?? invalidObject(scoped.right.request.object)
+        if (bad !== undefined) return this.error(type, requestId, bad)
+        const { object, offset, len } = scoped.right.request
+        return this.range(type, requestId, this.reader.read(object, offset, len))
+      }
+      case MsgType.AdmitCachedBlock:
+        this.stats.errors++
+        return {
+          _tag: "Frame",
+          bytes: encodeTypedErrorFrame(
+            requestId,
+            DataErrorCode.InvalidRequest,
+            "this worker does not admit blocks (AdmitCachedBlock): it fills its cache from the origin itself"
+          ),
+          closeAfter: true
+        }
       case MsgType.Control:
         return this.control(requestId, frame.payload)
       case MsgType.Put:
@@ -161,9 +211,35 @@ export class RequestHandler {
     return { _tag: "Frame", bytes, closeAfter: false }
   }
 
-  private error(type: MsgType, requestId: number, message: string): Reply {
+  /** A legacy UTF-8 error for types 0-5; Talon's typed error (code, default InvalidRequest) for 6-9. */
+  private error(type: MsgType, requestId: number, message: string, code: DataErrorCode = DataErrorCode.InvalidRequest): Reply {
     this.stats.errors++
-    return { _tag: "Frame", bytes: encodeErrorFrame(type, requestId, message), closeAfter: false }
+    const bytes = type >= MsgType.GetCachedRange ? encodeTypedErrorFrame(requestId, code, message) : encodeErrorFrame(type, requestId, message)
+    return { _tag: "Frame", bytes, closeAfter: false }
+  }
+
+  private cached(type: MsgType, requestId: number, payload: Uint8Array): Reply | Promise<Reply> {
+    if (!this.ready.ready) return this.error(type, requestId, "worker is not ready", DataErrorCode.Unavailable)
+    let req: CachedRangeRequest
+    if (type === MsgType.GetCachedRange) {
+      const d = decodeCachedRangeRequest(payload)
+      if (Either.isLeft(d)) return this.error(type, requestId, `malformed ${msgTypeName(type)} body: ${d.left.message}`)
+      req = d.right
+      const key = objectKey(req.object)
+      const bad = invalidObject(req.object)
+      this.pinnedIds.remember(payload, req.object, key, bad, req.version)
+      if (bad !== undefined) return this.error(type, requestId, bad)
+      return this.range(type, requestId, this.reader.readVersion(req.object, req.version, req.offset, req.len, key))
+    } else {
+      const d = decodeTenantScopedCachedRange(payload)
+      if (Either.isLeft(d)) return this.error(type, requestId, `malformed ${msgTypeName(type)} body: ${d.left.message}`)
+      const bad = invalidTenant(d.right.tenant)
+      if (bad !== undefined) return this.error(type, requestId, bad)
+      req = d.right.request
+    }
+    const bad = invalidObject(req.object)
+    if (bad !== undefined) return this.error(type, requestId, bad)
+    return this.range(type, requestId, this.reader.readVersion(req.object, req.version, req.offset, req.len))
   }
 
   private range(type: MsgType, requestId: number, outcome: ReadOutcome | Promise<ReadOutcome>): Reply | Promise<Reply> {
@@ -172,8 +248,10 @@ export class RequestHandler {
   }
 
   private fromOutcome(type: MsgType, requestId: number, o: ReadOutcome): Reply {
-    if (o._tag === "ReadFailed") return this.error(type, requestId, o.reason)
-    return { _tag: "File", type, requestId, segments: o.segments, range: o }
+    if (o._tag === "ReadFailed") return this.error(type, requestId, o.reason, o.code ?? DataErrorCode.Internal)
+    // Every kind of range request is answered with a GetRange frame (as Talon's worker does).
+    const replyType = type >= MsgType.GetCachedRange ? MsgType.GetRange : type
+    return { _tag: "File", type: replyType, requestId, segments: o.segments, range: o }
   }
 
   private async whole(type: MsgType, requestId: number, object: ObjectId): Promise<Reply> {
@@ -210,6 +288,16 @@ export class RequestHandler {
     return this.frame(encodeControlFrame(requestId, { _tag: "Ack", ok: false, detail }))
   }
 }
+
+/** Talon's trust-boundary check of a declared tenant. */
+const invalidTenant = (t: TenantId): string | undefined =>
+  t._tag === "Unattributed"
+    ? undefined
+    : t.name.length === 0
+      ? "invalid tenant: tenant name is empty"
+      : Buffer.byteLength(t.name, "utf8") > MAX_TENANT_ID_BYTES
+        ? `invalid tenant: tenant name is ${Buffer.byteLength(t.name, "utf8")} bytes, over the ${MAX_TENANT_ID_BYTES}-byte limit`
+        : undefined
 
 /** An object name that could escape its namespace (empty, `.` or `..` components) is refused up front. */
 const invalidObject = (object: ObjectId): string | undefined => {

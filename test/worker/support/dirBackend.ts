@@ -1,7 +1,8 @@
 /**
  * A BackendStore over a local directory (`<root>/<bucket>/<key>`), with
  * request and byte counters, for worker tests that must count origin traffic.
- * The version is the MD5 of the content, like an S3 ETag of a simple PUT.
+ * The version is the MD5 of the content, like an S3 ETag of a simple PUT; a range read pinned
+ * to a version the file no longer has fails with 412, as an If-Match GET does.
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
@@ -42,12 +43,17 @@ export const makeDirBackend = (root: string, chunk = 16 * 1024) => {
         counters.stats++
         return readAll(o).pipe(Effect.map((b) => ({ size: b.length, version: etag(b) })))
       }),
-    getRange: (o, offset, length) =>
+    getRange: (o, offset, length, options) =>
       Stream.unwrap(
         Effect.suspend(() => {
           counters.gets++
           counters.ranges.push([offset, length])
           return readAll(o).pipe(
+            Effect.filterOrFail(
+              (b) => options?.version === undefined || etag(b) === options.version,
+              () =>
+                new BackendRequestError({ object: objectIdToUri(o), operation: "GET", status: 412, retryable: false, detail: "If-Match failed" })
+            ),
             Effect.map((b) => {
               const slice = b.subarray(offset, Math.min(b.length, offset + length))
               const pieces: Array<Uint8Array> = []
