@@ -43,6 +43,9 @@ typedef struct {
   uint32_t hash;
   uint32_t idlen;
   uint8_t *id;
+  /* The published version as a bincode String (u64 LE length, UTF-8): a GetCachedRange naming exactly it is ours. */
+  uint32_t verlen;
+  uint8_t *ver;
   uint64_t size, block_size, page_size;
   uint64_t deadline_ns;
 } obj_t;
@@ -135,7 +138,9 @@ static void obj_remove_at(hits_t *h, uint32_t i) {
   obj_t *o = &h->objs[i];
   if (h->last == o) h->last = NULL;
   free(o->id);
+  free(o->ver);
   o->id = NULL;
+  o->ver = NULL;
   o->oid = 0;
   h->nobjs--;
   for (uint32_t j = (i + 1) & (OBJ_CAP - 1);; j = (j + 1) & (OBJ_CAP - 1)) {
@@ -148,6 +153,7 @@ static void obj_remove_at(hits_t *h, uint32_t i) {
     h->objs[i] = *v;
     v->oid = 0;
     v->id = NULL;
+    v->ver = NULL;
     i = j;
   }
 }
@@ -169,7 +175,9 @@ static uint32_t table_clear(hits_t *h) {
   uint32_t n = units_drop(h, 0);
   for (uint32_t i = 0; i < OBJ_CAP; i++) {
     free(h->objs[i].id);
+    free(h->objs[i].ver);
     h->objs[i].id = NULL;
+    h->objs[i].ver = NULL;
     h->objs[i].oid = 0;
   }
   h->nobjs = 0;
@@ -200,6 +208,24 @@ static uint64_t le64(const uint8_t *p) {
   return v;
 }
 
+/*
+ * Length of the ObjectId at the front of a GetCachedRange body of `n` bytes (before offset and
+ * len), when exactly one version String follows it; else 0 (malformed: JS reports it).
+ */
+static uint32_t cached_id_len(const uint8_t *b, uint32_t n) {
+  uint64_t q = 4;
+  for (int field = 0; field < 2; field++) {
+    if (q + 8 > n) return 0;
+    uint64_t l = le64(b + q);
+    if (l > n) return 0;
+    q += 8 + l;
+  }
+  if (q + 8 > n) return 0;
+  uint64_t v = le64(b + q);
+  if (v > n || q + 8 + v != n) return 0;
+  return (uint32_t)q;
+}
+
 static void handoff(state_t *st, int fd, int64_t n, size_t p) {
   int32_t *ho = st->handoff;
   ho[0] = fd;
@@ -225,17 +251,30 @@ int hits_serve(state_t *st, hits_t *h, int fd) {
   uint64_t now = 0;
   while (end - p >= HEADER) {
     const uint8_t *f = buf + p;
-    /* Only a well-formed GetRange is ours; JS answers (or refuses) everything else. */
-    if (f[0] != 0x54 || f[1] != 0x4c || f[2] != 1 || f[3] != 2) break;
+    /* Only a well-formed GetRange or GetCachedRange is ours; JS answers (or refuses) everything else. */
+    if (f[0] != 0x54 || f[1] != 0x4c || f[2] != 1 || (f[3] != 2 && f[3] != 6)) break;
     uint32_t blen = be32(f + 12);
     if (blen <= 16 || blen > MAX_BODY || end - p - HEADER < blen) break;
     const uint8_t *body = f + HEADER;
     uint32_t idlen = blen - 16;
+    const uint8_t *ver = NULL;
+    uint32_t verlen = 0;
+    if (f[3] == 6) {
+      /* ObjectId (backend u32, bucket String, path String), then the version String. */
+      uint32_t q = cached_id_len(body, idlen);
+      if (q == 0) break;
+      ver = body + q;
+      verlen = idlen - q;
+      idlen = q;
+    }
     obj_t *o = obj_find(h, body, idlen);
     if (o == NULL) break;
+    /* A pinned read of any version but the one JS published (the current one) is JS's to answer. */
+    if (ver != NULL && (o->ver == NULL || o->verlen != verlen || memcmp(o->ver, ver, verlen) != 0)) break;
     if (now == 0) now = mono_ns();
     if (now >= o->deadline_ns) break;
-    uint64_t off = le64(body + idlen), len = le64(body + idlen + 8);
+    const uint8_t *range = body + blen - 16;
+    uint64_t off = le64(range), len = le64(range + 8);
     /* Range errors and empty ranges get JS's reply; so does anything a u32 length cannot hold. */
     if (len == 0 || len > 0xffffffffu || off >= o->size || len > o->size - off) break;
     uint64_t block = off - off % o->block_size;
@@ -358,12 +397,14 @@ static napi_value HitsInit(napi_env env, napi_callback_info info) {
 }
 
 /*
- * hitsObject(id: Uint8Array, size, blockSize, pageSize, freshMs) -> oid (> 0) or -errno.
- * An id already published keeps its oid and takes the new size, geometry and deadline (JS
- * drops an object whose version changed before publishing the new one).
+ * hitsObject(id: Uint8Array, size, blockSize, pageSize, freshMs, version: Uint8Array) -> oid (> 0)
+ * or -errno. `version` is the bincode String of the object's current version: GetCachedRanges
+ * naming it are answered too (an empty array: GetRange only). An id already published keeps its
+ * oid and takes the new size, geometry, version and deadline (JS drops an object whose version
+ * changed before publishing the new one).
  */
 static napi_value HitsObject(napi_env env, napi_callback_info info) {
-  ARGS(6);
+  ARGS(7);
   uint8_t *id = NULL;
   size_t idlen = 0;
   int64_t size, bs, ps, fresh_ms;
@@ -372,19 +413,37 @@ static napi_value HitsObject(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "hitsObject(table, id, size, blockSize >= 1, pageSize >= 0, freshMs)");
     return NULL;
   }
+  uint8_t *ver = NULL;
+  size_t verlen = 0;
+  if (argc >= 7 && !arg_bytes(env, argv[6], &ver, &verlen)) {
+    napi_throw_type_error(env, NULL, "hitsObject: version must be a Uint8Array");
+    return NULL;
+  }
   hits_t *h = arg_table(env, st, argv[0]);
   if (h == NULL) return make_int(env, -EBADF);
-  if (idlen == 0 || idlen > MAX_ID) return make_int(env, -ENAMETOOLONG);
+  if (idlen == 0 || idlen > MAX_ID || verlen > MAX_ID) return make_int(env, -ENAMETOOLONG);
+  uint8_t *ver_copy = NULL;
+  if (verlen > 0) {
+    ver_copy = (uint8_t *)malloc(verlen);
+    if (ver_copy == NULL) return make_int(env, -ENOMEM);
+    memcpy(ver_copy, ver, verlen);
+  }
   uint64_t deadline = mono_ns() + (fresh_ms > 0 ? (uint64_t)fresh_ms * 1000000u : 0);
   obj_t *o = obj_find(h, id, (uint32_t)idlen);
   if (o == NULL) {
-    if (h->nobjs >= OBJ_MAX) return make_int(env, -ENOSPC);
+    if (h->nobjs >= OBJ_MAX) {
+      free(ver_copy);
+      return make_int(env, -ENOSPC);
+    }
     uint32_t hash = hash_bytes(id, idlen);
     uint32_t i = hash & (OBJ_CAP - 1);
     while (h->objs[i].oid != 0) i = (i + 1) & (OBJ_CAP - 1);
     o = &h->objs[i];
     o->id = (uint8_t *)malloc(idlen);
-    if (o->id == NULL) return make_int(env, -ENOMEM);
+    if (o->id == NULL) {
+      free(ver_copy);
+      return make_int(env, -ENOMEM);
+    }
     memcpy(o->id, id, idlen);
     o->idlen = (uint32_t)idlen;
     o->hash = hash;
@@ -392,6 +451,9 @@ static napi_value HitsObject(napi_env env, napi_callback_info info) {
     o->oid = h->next_oid;
     h->nobjs++;
   }
+  free(o->ver);
+  o->ver = ver_copy;
+  o->verlen = (uint32_t)verlen;
   o->size = (uint64_t)size;
   o->block_size = (uint64_t)bs;
   o->page_size = (uint64_t)ps;

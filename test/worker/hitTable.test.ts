@@ -9,7 +9,8 @@ import fc from "fast-check"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { encodeFrame, encodeGetRangeFrame, HEADER_LEN, MsgType, type Frame } from "../../src/protocol/index.js"
+import { createHash } from "node:crypto"
+import { encodeFrame, encodeGetCachedRangeFrame, encodeGetRangeFrame, HEADER_LEN, MsgType, type Frame } from "../../src/protocol/index.js"
 import { nativeCounters } from "../../src/worker/plane/Native.js"
 import { loadNativeAddon } from "../../src/worker/plane/NativeAddon.js"
 import { Sendfile } from "../../src/worker/plane/Sendfile.js"
@@ -141,6 +142,39 @@ describe.runIf(native)("native hit table", () => {
       c.close()
       await w.stop()
     }
+  })
+
+  it("answers pinned reads (GetCachedRange) of the current version without JS; any other version is JS's", async () => {
+    const { big, w } = await setup()
+    const version = createHash("md5").update(big).digest("hex")
+    const c = await connect(w.worker.dataPort)
+    const rs = ranges(12, 5)
+    const pinned = (v: string) => rs.map(([o, l]) => encodeGetCachedRangeFrame(nextId++, { object: obj("big"), version: v, offset: o, len: l }))
+    // Fill, then a JS hit that publishes each page.
+    for (let pass = 0; pass < 2; pass++) {
+      const replies = await roundTrip(c, pinned(version))
+      replies.forEach((f, i) => {
+        expect(f.header.type).toBe(MsgType.GetRange)
+        expectRange(f, big, rs[i]![0], rs[i]![1])
+      })
+    }
+    const before = counters()
+    for (let pass = 0; pass < 2; pass++) {
+      for (const [i, frame] of pinned(version).entries()) {
+        const [f] = await roundTrip(c, [frame])
+        expect(f!.header.type).toBe(MsgType.GetRange)
+        expect(f!.header.requestId).toBe(frame.readUInt32BE(8))
+        expectRange(f!, big, rs[i]![0], rs[i]![1])
+      }
+    }
+    expect(counters().fastHits - before.fastHits).toBeGreaterThanOrEqual(2 * rs.length - 2)
+    // Another version is never answered from the table: JS says it is not the object's version.
+    const fast = counters().fastHits
+    const [wrong] = await roundTrip(c, [encodeGetCachedRangeFrame(nextId++, { object: obj("big"), version: "0".repeat(32), offset: rs[0]![0], len: rs[0]![1] })])
+    expect(wrong!.header.flags & 2).toBe(2)
+    expect(Buffer.from(wrong!.payload).toString("latin1")).toMatch(/version/i)
+    expect(counters().fastHits).toBe(fast)
+    c.close()
   })
 
   it("never answers from an evicted unit: the next read refills from the origin", async () => {

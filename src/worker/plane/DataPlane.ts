@@ -79,8 +79,19 @@ export interface HitTable {
   readonly id: number
   /** [replies, payload bytes] the table has answered so far. */
   readonly counts: Float64Array
-  /** An object (bincode ObjectId bytes) servable for `freshMs` more: its oid (> 0), or < 0 when the table is full. */
-  readonly publishObject: (id: Uint8Array, size: number, blockSize: number, pageSize: number, freshMs: number) => number
+  /**
+   * An object (bincode ObjectId bytes) servable for `freshMs` more: its oid (> 0), or < 0 when the
+   * table is full. `version` (bincode String of the current version, or empty) lets the table also
+   * answer GetCachedRanges that name exactly that version.
+   */
+  readonly publishObject: (
+    id: Uint8Array,
+    size: number,
+    blockSize: number,
+    pageSize: number,
+    freshMs: number,
+    version: Uint8Array
+  ) => number
   /** A resident unit of a published object (bytes `[start, start+bytes)` of it, in `fd`): 0, or < 0 when not published. */
   readonly publishUnit: (oid: number, start: number, bytes: number, fd: number, tag: number) => number
   readonly dropObject: (oid: number) => void

@@ -548,8 +548,8 @@ const makeHitTable = (rt: NativeRuntime): HitTable | undefined => {
   return {
     id,
     counts,
-    publishObject: (bytes, size, blockSize, pageSize, freshMs) =>
-      open ? addon.hitsObject(id, bytes, size, blockSize, pageSize, freshMs) : -1,
+    publishObject: (bytes, size, blockSize, pageSize, freshMs, version) =>
+      open ? addon.hitsObject(id, bytes, size, blockSize, pageSize, freshMs, version) : -1,
     publishUnit: (oid, start, bytes, fd, tag) => (open ? addon.hitsUnit(id, oid, start, bytes, fd, tag) : -1),
     dropObject: (oid) => void (open && addon.hitsDropObject(id, oid)),
     dropUnit: (oid, start) => void (open && addon.hitsDropUnit(id, oid, start)),

@@ -57,7 +57,15 @@ export interface NativeAddon {
   readonly hitsCreate: (counts: Float64Array) => number
   readonly hitsDestroy: (table: number) => number
   /** Publishes an object (bincode ObjectId bytes) fresh for `freshMs`: its oid (> 0), or -errno. */
-  readonly hitsObject: (table: number, id: Uint8Array, size: number, blockSize: number, pageSize: number, freshMs: number) => number
+  readonly hitsObject: (
+    table: number,
+    id: Uint8Array,
+    size: number,
+    blockSize: number,
+    pageSize: number,
+    freshMs: number,
+    version: Uint8Array
+  ) => number
   /** Publishes a resident unit of an object (the table keeps its own dup of `fd`): 0 or -errno. */
   readonly hitsUnit: (table: number, oid: number, start: number, bytes: number, fd: number, tag: number) => number
   readonly hitsDropObject: (table: number, oid: number) => number

@@ -71,6 +71,8 @@ export class HitPublisher {
     if (pub !== undefined && unit.hit === pub.oid && pub.until - now >= MIN_FRESH_MS) return
     const cached = this.versions.entry(known.key)
     if (cached === undefined) return
+    // A pinned read of another version than the current one is never the table's.
+    if (known.version !== undefined && known.version !== cached.stat.version) return
     const until = Math.min(cached.refreshAt, cached.expiresAt)
     if (until - now < MIN_FRESH_MS) return
     const meta = unit.entry.meta
@@ -81,7 +83,10 @@ export class HitPublisher {
     }
     if (pub !== undefined && (pub.blockSize !== meta.id.blockSize || pub.pageSize !== meta.pageSize)) return
     if (pub === undefined || pub.until !== until) {
-      const oid = this.table.publishObject(known.bytes, cached.stat.size, meta.id.blockSize, meta.pageSize, until - now)
+      const version = bincodeString(cached.stat.version)
+      // A GetCachedRange's known bytes carry its version String after the ObjectId: the table keys on the ObjectId.
+      const id = known.version === undefined ? known.bytes : known.bytes.subarray(0, known.bytes.length - version.length)
+      const oid = this.table.publishObject(id, cached.stat.size, meta.id.blockSize, meta.pageSize, until - now, version)
       if (oid <= 0) return
       if (pub === undefined) {
         pub = {
@@ -170,6 +175,15 @@ export class HitPublisher {
     u.hit = 0
     u.hitTag = -1
   }
+}
+
+/** A bincode String: u64 LE byte length, then the UTF-8 bytes. */
+const bincodeString = (s: string): Uint8Array => {
+  const utf8 = Buffer.from(s, "utf8")
+  const out = Buffer.alloc(8 + utf8.length)
+  out.writeBigUInt64LE(BigInt(utf8.length), 0)
+  utf8.copy(out, 8)
+  return out
 }
 
 /** First object byte of a unit: its block's offset, plus its page's offset in the block. */

@@ -123,6 +123,7 @@ export class RequestHandler {
       const known = this.pinnedIds.matchAt(buf, start, end)
       if (known !== undefined && known.problem === undefined && known.version !== undefined) {
         const outcome = this.reader.readVersion(known.object, known.version, this.pinnedIds.offset, this.pinnedIds.len, known.key)
+        if (!(outcome instanceof Promise) && this.hits !== undefined && outcome._tag === "RangeReply") this.hits.offer(known, outcome)
         return this.range(type, requestId, outcome)
       }
     }
