@@ -17,6 +17,12 @@ export interface TalonClientOptions {
   readonly membershipTtlMs: number
   /** How long an object's size and version are trusted. */
   readonly statTtlMs: number
+  /**
+   * How long the last membership (and, when no worker answers a stat either, the last
+   * stat of an object) is still used while the coordinator does not answer or lists no
+   * workers, counted from when it last confirmed them.
+   */
+  readonly staleLimitMs: number
   readonly requestTimeoutMs: number
   readonly connectTimeoutMs: number
   readonly connectionsPerWorker: number
@@ -31,6 +37,7 @@ export const CLIENT_DEFAULTS: TalonClientOptions = {
   parallelism: 4,
   membershipTtlMs: 5000,
   statTtlMs: 2000,
+  staleLimitMs: 120_000,
   requestTimeoutMs: 30_000,
   connectTimeoutMs: 3000,
   connectionsPerWorker: 4,
@@ -50,6 +57,7 @@ export const resolveClientOptions = (
       parallelism: yield* fromEnv(Config.integer("TALON_CLIENT_PARALLELISM")),
       membershipTtlMs: yield* fromEnv(Config.integer("TALON_CLIENT_MEMBERSHIP_TTL_MS")),
       statTtlMs: yield* fromEnv(Config.integer("TALON_CLIENT_STAT_TTL_MS")),
+      staleLimitMs: yield* fromEnv(Config.integer("TALON_CLIENT_STALE_LIMIT_MS")),
       requestTimeoutMs: yield* fromEnv(Config.integer("TALON_CLIENT_REQUEST_TIMEOUT_MS")),
       connectTimeoutMs: yield* fromEnv(Config.integer("TALON_CLIENT_CONNECT_TIMEOUT_MS")),
       connectionsPerWorker: yield* fromEnv(Config.integer("TALON_CLIENT_CONNECTIONS_PER_WORKER")),
