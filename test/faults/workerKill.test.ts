@@ -1,0 +1,138 @@
+/**
+ * A worker SIGKILLed while a client reads random ranges: three workers as real
+ * processes, the coordinator and origin stub in this process, two replicas per
+ * block. Every byte of every read is compared with the origin's copy; the
+ * client must see no error at all. Reported: when the coordinator dropped the
+ * worker, when the client's membership did, and when every block the dead
+ * worker owned was served from the cache again (a full pass over them with no
+ * origin request).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Fiber, Ref } from "effect"
+import * as Router from "../../src/backend/Router.js"
+import { makeTalonClient } from "../../src/client/TalonClient.js"
+import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
+import { objectIdFromUri } from "../../src/core/objectId.js"
+import { Maglev } from "../../src/placement/index.js"
+import { kill9, originWith, outputs, pollUntil, prng, report, startWorker, tempDir, type WorkerProcess } from "./fixtures/talon.js"
+
+const MiB = 1024 * 1024
+const BLOCK = MiB
+const HEARTBEAT_MS = 300
+const SIZE = 24 * MiB + 4321
+const URI = "s3://faults/kill.bin"
+
+describe("fault: worker SIGKILL under a reading client", () => {
+  it.live(
+    "zero wrong bytes and zero client-visible errors; the dead worker's blocks are cached again on the survivors",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const dir = yield* tempDir
+          const origin = yield* originWith(dir, { "kill.bin": SIZE })
+          const bytes = origin.objects.get(URI)!
+          const coordinator = yield* makeCoordinator({
+            listen: "127.0.0.1:0",
+            adminListen: "127.0.0.1:0",
+            heartbeatIntervalMs: HEARTBEAT_MS,
+            missedHeartbeats: 3
+          }).pipe(Effect.provide(Router.layerLocal(origin.stub.url)))
+          const workers: Array<WorkerProcess> = []
+          for (const id of ["worker-a", "worker-b", "worker-c"]) {
+            workers.push(
+              yield* startWorker(dir, origin, { id, coordinator: coordinator.controlAddress, blockSize: BLOCK, heartbeatMs: HEARTBEAT_MS })
+            )
+          }
+          const diagnostics = () => outputs(workers.map((w) => [w.id, w.child] as const))
+          yield* pollUntil(coordinator.members, (m) => m.length === 3, 120_000, () => `workers did not register:\n${diagnostics()}`)
+
+          const client = yield* makeTalonClient({
+            coordinator: coordinator.controlAddress,
+            blockSize: BLOCK,
+            replicas: 2,
+            membershipTtlMs: 1000,
+            connectTimeoutMs: 1000
+          })
+          expect(Buffer.from(yield* client.read(URI, 0, SIZE)).equals(bytes)).toBe(true)
+
+          // The victim is the primary of the most blocks; those are what recovery is measured on.
+          const info = yield* client.stat(URI)
+          const object = Either.getOrThrow(objectIdFromUri(URI))
+          const maglev = Maglev.build(yield* client.members())
+          const primaryOf = (i: number) => maglev.primary({ object, offset: i * BLOCK, blockSize: BLOCK, version: info.version })!
+          const blocks = Array.from({ length: Math.ceil(SIZE / BLOCK) }, (_, i) => i)
+          const owned = new Map<string, Array<number>>()
+          for (const i of blocks) owned.set(primaryOf(i), [...(owned.get(primaryOf(i)) ?? []), i])
+          const [victimId, victimBlocks] = [...owned].sort((a, b) => b[1].length - a[1].length)[0]!
+          const victim = workers.find((w) => w.id === victimId)!
+
+          // A reader of random ranges, every byte checked, every error kept.
+          const seed = Date.now() >>> 0
+          const random = prng(seed)
+          const stats = yield* Ref.make({ reads: 0, bytes: 0, errors: [] as Array<string>, wrong: 0 })
+          const reader = yield* Effect.forkScoped(
+            Effect.forever(
+              Effect.suspend(() => {
+                const offset = Math.floor(random() * SIZE)
+                const length = 1 + Math.floor(random() * Math.min(3 * BLOCK, SIZE - offset))
+                return client.read(URI, offset, length).pipe(
+                  Effect.either,
+                  Effect.flatMap((r) =>
+                    Ref.update(stats, (s) =>
+                      Either.isLeft(r)
+                        ? { ...s, reads: s.reads + 1, errors: [...s.errors, `[${offset}, +${length}): ${r.left.message}`] }
+                        : {
+                            ...s,
+                            reads: s.reads + 1,
+                            bytes: s.bytes + r.right.length,
+                            wrong: s.wrong + (Buffer.from(r.right).equals(bytes.subarray(offset, offset + length)) ? 0 : 1)
+                          }
+                    )
+                  )
+                )
+              })
+            )
+          )
+          yield* pollUntil(Ref.get(stats), (s) => s.reads >= 20, 60_000, () => "the reader made no progress")
+
+          const killedAt = Date.now()
+          const exit = yield* kill9(victim.child)
+          expect(exit.signal).toBe("SIGKILL")
+
+          // Recovery: a pass over every block the victim owned that makes no origin request.
+          const pass = Effect.gen(function* () {
+            const before = (yield* origin.stub.stats()).requests.get
+            for (const i of victimBlocks) {
+              const length = Math.min(BLOCK, SIZE - i * BLOCK)
+              const got = yield* client.read(URI, i * BLOCK, length)
+              expect(Buffer.from(got).equals(bytes.subarray(i * BLOCK, i * BLOCK + length))).toBe(true)
+            }
+            return (yield* origin.stub.stats()).requests.get - before
+          })
+          yield* pollUntil(pass, (originGets) => originGets === 0, 60_000, () => `victim blocks never came from cache:\n${diagnostics()}`, 10)
+          const cachedAgainMs = Date.now() - killedAt
+          yield* pollUntil(coordinator.members, (m) => !m.some((n) => n.id === victimId), 30_000, () => "victim never left")
+          const coordinatorDroppedMs = Date.now() - killedAt
+          yield* pollUntil(client.members(), (m) => !m.some((n) => n.id === victimId), 30_000, () => "client kept the victim")
+          const clientDroppedMs = Date.now() - killedAt
+
+          // Keep reading a little past the membership change, then stop and judge.
+          const readsAtDrop = (yield* Ref.get(stats)).reads
+          yield* pollUntil(Ref.get(stats), (s) => s.reads >= readsAtDrop + 20, 60_000, () => "the reader stalled after the drop")
+          yield* Fiber.interrupt(reader)
+          const final = yield* Ref.get(stats)
+          expect(final.errors).toEqual([])
+          expect(final.wrong).toBe(0)
+          expect(Buffer.from(yield* client.read(URI, 0, SIZE)).equals(bytes)).toBe(true)
+          for (const w of workers) if (w !== victim) expect(w.child.process.exitCode).toBeNull()
+          yield* report(
+            `worker SIGKILL (seed ${seed}): victim ${victimId} owned ${victimBlocks.length}/${blocks.length} blocks; ` +
+              `${final.reads} reads, ${(final.bytes / MiB).toFixed(1)} MiB checked, 0 errors, 0 wrong bytes; ` +
+              `victim's blocks cached again after ${cachedAgainMs} ms; coordinator dropped it after ${coordinatorDroppedMs} ms, ` +
+              `client membership after ${clientDroppedMs} ms (window ${3 * HEARTBEAT_MS} ms + client TTL 1000 ms)`
+          )
+        })
+      ),
+    240_000
+  )
+})
