@@ -187,8 +187,9 @@ export const serveControl = (options: ControlServerOptions): Effect.Effect<Contr
           stats.errorFrames++
           socket.end(encodeErrorFrame(type, requestId, message))
         }
-        // Keep reading (and discarding) so the peer's close is seen, but never wait on it for long.
-        if (paused) socket.resume()
+        // Nothing more is read (a peer streaming a refused body costs nothing); the socket is
+        // released once the peer had time to read the error frame.
+        socket.pause()
         setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref()
       }
       socket.on("drain", flow)
