@@ -3,6 +3,8 @@
  * over a real socket that first lists a worker, then (as a restarted one would,
  * before its workers re-register) lists none. The empty list must not replace
  * the held membership — but only within the stale limit, after which it is taken.
+ * With the coordinator gone and no worker answering StatObject, the last stat is
+ * used, within the same limit.
  */
 import { randomBytes } from "node:crypto"
 import * as net from "node:net"
@@ -19,14 +21,17 @@ const data = randomBytes(3 * BLOCK + 99)
 const store = new Map<string, MemoryObject>([["/s3/bucket/big.bin", { bytes: data, version: "v1" }]])
 const URI = "s3://bucket/big.bin"
 
-/** A coordinator answering MembershipQuery with `members()` and StatObject from `store`; counts queries. */
+/** A coordinator answering MembershipQuery with `members()` and StatObject from `store`; counts queries; `stop` kills it. */
 const scriptedCoordinator = (members: () => ControlMessage) =>
   Effect.acquireRelease(
     Effect.promise(
       () =>
-        new Promise<{ address: string; server: net.Server; queries: { n: number } }>((resolve) => {
+        new Promise<{ address: string; queries: { n: number }; stop: () => Promise<void> }>((resolve) => {
           const queries = { n: 0 }
+          const sockets = new Set<net.Socket>()
           const server = net.createServer((socket) => {
+            sockets.add(socket)
+            socket.on("close", () => sockets.delete(socket))
             const decoder = new FrameDecoder(DEFAULT_CAPS)
             socket.on("error", () => socket.destroy())
             socket.on("data", (chunk: Buffer) => {
@@ -42,15 +47,21 @@ const scriptedCoordinator = (members: () => ControlMessage) =>
               }
             })
           })
+          const stop = () =>
+            new Promise<void>((r) => {
+              for (const socket of sockets) socket.destroy()
+              if (server.listening) server.close(() => r())
+              else r()
+            })
           server.listen(0, "127.0.0.1", () =>
-            resolve({ address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`, server, queries })
+            resolve({ address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`, queries, stop })
           )
         })
     ),
-    ({ server }) => Effect.promise(() => new Promise<void>((r) => server.close(() => r())))
+    ({ stop }) => Effect.promise(stop)
   )
 
-describe("TalonClient membership across a coordinator restart", () => {
+describe("TalonClient while the coordinator restarts or is gone", () => {
   it.live("an empty list does not replace the held membership within the stale limit; past it, it does", () =>
     Effect.scoped(
       Effect.gen(function* () {
@@ -96,6 +107,46 @@ describe("TalonClient membership across a coordinator restart", () => {
           })
         )
         expect(err._tag).toBe("NoWorkers")
+      })
+    )
+  )
+
+  it.live("with the coordinator gone and no worker able to stat, the last stat serves within the stale limit; past it, the error says so", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const worker = yield* Effect.acquireRelease(
+          Effect.promise(() => FakeWorker.start(store)),
+          (w) => Effect.promise(() => w.stop())
+        )
+        const coordinator = yield* scriptedCoordinator(() => ({
+          _tag: "MembershipList",
+          nodes: [{ id: "only", address: worker.address, role: NodeRole.Worker }]
+        }))
+        const client = yield* makeTalonClient({
+          coordinator: coordinator.address,
+          blockSize: BLOCK,
+          membershipTtlMs: 100,
+          statTtlMs: 100,
+          staleLimitMs: 2000,
+          connectTimeoutMs: 500
+        })
+        expect(Buffer.from(yield* client.read(URI, 0, data.length)).equals(data)).toBe(true)
+        const statAt = Date.now()
+        yield* Effect.promise(coordinator.stop)
+        yield* Effect.sleep("300 millis")
+
+        // Both TTLs are long past: the fake worker refuses StatObject, so the last stat is all there is.
+        expect(Buffer.from(yield* client.read(URI, 5, 2 * BLOCK)).equals(data.subarray(5, 5 + 2 * BLOCK))).toBe(true)
+        const cp = client.controlPlane()
+        expect(cp.coordinatorReachable).toBe(false)
+        expect(cp.staleStats).toBeGreaterThan(0)
+        expect(cp.staleMembershipUses).toBeGreaterThan(0)
+
+        yield* Effect.sleep(`${Math.max(0, statAt + 2000 - Date.now()) + 200} millis`)
+        const err = yield* Effect.flip(client.stat(URI))
+        expect(err._tag).toBe("CoordinatorUnavailable")
+        expect(err.message).toContain("no worker of the last membership answered the stat")
+        expect(err.message).toContain("2000 ms")
       })
     )
   )
