@@ -32,7 +32,7 @@ const MiB = 1024 * 1024
 const BLOCK = MiB
 const SIZE = 3 * MiB + 333
 const URI = "s3://faults/fuzz.bin"
-const RUNS = 200
+const RUNS = Number(process.env.FUZZ_RUNS ?? "300")
 /** RSS growth allowed over a whole fuzz run: far below what buffering one over-cap frame would cost. */
 const RSS_SLACK_KIB = 96 * 1024
 

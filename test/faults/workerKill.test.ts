@@ -5,7 +5,8 @@
  * client must see no error at all. Reported: when the coordinator dropped the
  * worker, when the client's membership did, and when every block the dead
  * worker owned was served from the cache again (a full pass over them with no
- * origin request).
+ * origin request). The worker is then restarted on its address and cache
+ * directory while the reader goes on: still no error, and when it rejoined.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Fiber, Ref } from "effect"
@@ -98,6 +99,16 @@ describe("fault: worker SIGKILL under a reading client", () => {
           const killedAt = Date.now()
           const exit = yield* kill9(victim.child)
           expect(exit.signal).toBe("SIGKILL")
+          // When the coordinator and the client drop it, watched alongside the recovery passes.
+          const dropped = (members: typeof coordinator.members) =>
+            Effect.fork(
+              Effect.map(
+                pollUntil(members, (m) => !m.some((n) => n.id === victimId), 60_000, () => `${victimId} was never dropped`),
+                () => Date.now() - killedAt
+              )
+            )
+          const coordinatorDrop = yield* dropped(coordinator.members)
+          const clientDrop = yield* dropped(Effect.orDie(client.members()))
 
           // Recovery: a pass over every block the victim owned that makes no origin request.
           const pass = Effect.gen(function* () {
@@ -111,25 +122,42 @@ describe("fault: worker SIGKILL under a reading client", () => {
           })
           yield* pollUntil(pass, (originGets) => originGets === 0, 60_000, () => `victim blocks never came from cache:\n${diagnostics()}`, 10)
           const cachedAgainMs = Date.now() - killedAt
-          yield* pollUntil(coordinator.members, (m) => !m.some((n) => n.id === victimId), 30_000, () => "victim never left")
-          const coordinatorDroppedMs = Date.now() - killedAt
-          yield* pollUntil(client.members(), (m) => !m.some((n) => n.id === victimId), 30_000, () => "client kept the victim")
-          const clientDroppedMs = Date.now() - killedAt
+          const coordinatorDroppedMs = yield* Fiber.join(coordinatorDrop)
+          const clientDroppedMs = yield* Fiber.join(clientDrop)
 
-          // Keep reading a little past the membership change, then stop and judge.
+          // Keep reading a little past the membership change.
           const readsAtDrop = (yield* Ref.get(stats)).reads
           yield* pollUntil(Ref.get(stats), (s) => s.reads >= readsAtDrop + 20, 60_000, () => "the reader stalled after the drop")
+
+          // The victim comes back on its address and cache directory, with the reader still going.
+          const restartedAt = Date.now()
+          const back = yield* startWorker(dir, origin, {
+            id: victimId,
+            coordinator: coordinator.controlAddress,
+            blockSize: BLOCK,
+            heartbeatMs: HEARTBEAT_MS,
+            address: victim.address
+          })
+          workers.push(back)
+          yield* pollUntil(client.members(), (m) => m.some((n) => n.id === victimId), 120_000, () => `victim did not rejoin:\n${diagnostics()}`)
+          const rejoinedMs = Date.now() - restartedAt
+          const rejoinGets = yield* pass
+          const readsAtRejoin = (yield* Ref.get(stats)).reads
+          yield* pollUntil(Ref.get(stats), (s) => s.reads >= readsAtRejoin + 20, 60_000, () => "the reader stalled after the rejoin")
           yield* Fiber.interrupt(reader)
           const final = yield* Ref.get(stats)
           expect(final.errors).toEqual([])
           expect(final.wrong).toBe(0)
           expect(Buffer.from(yield* client.read(URI, 0, SIZE)).equals(bytes)).toBe(true)
           for (const w of workers) if (w !== victim) expect(w.child.process.exitCode).toBeNull()
+          yield* pollUntil(pass, (originGets) => originGets === 0, 60_000, () => "the rejoined worker's blocks never came from cache")
           yield* report(
             `worker SIGKILL (seed ${seed}): victim ${victimId} owned ${victimBlocks.length}/${blocks.length} blocks; ` +
               `${final.reads} reads, ${(final.bytes / MiB).toFixed(1)} MiB checked, 0 errors, 0 wrong bytes; ` +
               `victim's blocks cached again after ${cachedAgainMs} ms; coordinator dropped it after ${coordinatorDroppedMs} ms, ` +
-              `client membership after ${clientDroppedMs} ms (window ${3 * HEARTBEAT_MS} ms + client TTL 1000 ms)`
+              `client membership after ${clientDroppedMs} ms (window ${3 * HEARTBEAT_MS} ms + client TTL 1000 ms); ` +
+              `restarted on its cache directory it was back in the client's membership after ${rejoinedMs} ms, ` +
+              `and the first pass over its blocks made ${rejoinGets} origin GETs`
           )
         })
       ),
