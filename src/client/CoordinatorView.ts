@@ -289,7 +289,8 @@ export class CoordinatorView {
       this.remember(key, info)
       return Effect.succeed(info)
     }
-    if (reply._tag === "Ack" && !reply.ok && /not found/i.test(reply.detail ?? "")) {
+    // The coordinator says "not found: …"; a worker passes on the origin's "… does not exist at the origin".
+    if (reply._tag === "Ack" && !reply.ok && /not found|does not exist/i.test(reply.detail ?? "")) {
       this.statCache.delete(key)
       return Effect.fail(new ObjectNotFound({ object: objectIdToUri(object), detail: reply.detail ?? "" }))
     }

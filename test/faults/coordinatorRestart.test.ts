@@ -113,6 +113,9 @@ describe("fault: coordinator kill -9 and restart while clients read", () => {
           const late = origin.objects.get("s3://faults/late.bin")!
           expect(yield* client.stat("s3://faults/late.bin")).toMatchObject({ size: late.length })
           expect(Buffer.from(yield* client.read("s3://faults/late.bin", 0, late.length)).equals(late)).toBe(true)
+          // A worker can also tell that an object does not exist.
+          const missing = yield* Effect.flip(client.stat("s3://faults/never-written.bin"))
+          expect(missing._tag).toBe("ObjectNotFound")
           const duringOutage = client.controlPlane()
           expect(duringOutage.coordinatorReachable).toBe(false)
           expect(duringOutage.workerStats).toBeGreaterThan(0)
