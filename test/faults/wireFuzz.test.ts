@@ -84,7 +84,7 @@ describe("wire fuzzing", () => {
           yield* pollUntil(clean(worker.address), (ok) => ok, 120_000, () => `worker did not start:\n${outputs([["worker", worker.child]])}`, 200)
           const rssBefore = vmRssKiB(worker.child.pid)
 
-          const totals = yield* fuzz(port, { bucket: "faults", key: "fuzz.bin", bytes, caps: WORKER_CAPS }, worker.child, "the worker")
+          const totals = yield* fuzz(port, { bucket: "faults", key: "fuzz.bin", bytes, caps: WORKER_CAPS, explainsCloses: process.env.FUZZ_WORKER_EXPLAINS === "1" }, worker.child, "the worker")
 
           expect(isRunning(worker.child)).toBe(true)
           expect(yield* clean(worker.address)).toBe(true)
@@ -118,7 +118,7 @@ describe("wire fuzzing", () => {
           const rssBefore = vmRssKiB(child.pid)
 
           const port = Number(coordinator.address.split(":")[1])
-          const totals = yield* fuzz(port, { bucket: "faults", key: "fuzz.bin", bytes, caps: COORDINATOR_CAPS }, child, "the coordinator")
+          const totals = yield* fuzz(port, { bucket: "faults", key: "fuzz.bin", bytes, caps: COORDINATOR_CAPS, explainsCloses: true }, child, "the coordinator")
 
           expect(isRunning(child)).toBe(true)
           const rssAfter = vmRssKiB(child.pid)
