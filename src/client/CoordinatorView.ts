@@ -266,13 +266,15 @@ export class CoordinatorView {
   }
 
   private askStat(object: ObjectId, key: string): Effect.Effect<ObjectInfo, TalonClientError> {
-    // While the coordinator is known down, go straight to the workers between its retries.
-    const skip = this.downSince !== undefined && Date.now() - this.lastAttemptAt < this.retryMs
+    // While the coordinator is known down, stats go straight to the workers (a hung coordinator would
+    // otherwise cost every stat a timeout); background membership refreshes find out when it is back.
+    const skip = this.downSince !== undefined
+    if (skip && this.refreshing === undefined && Date.now() - this.lastAttemptAt >= this.retryMs) this.startRefresh()
     const fromCoordinator: Effect.Effect<ObjectInfo, TalonClientError> = skip
       ? Effect.fail(
           new CoordinatorUnavailable({
             coordinator: this.options.coordinator,
-            detail: "not answering (retried shortly)",
+            detail: "not answering (retried in the background)",
             cause: undefined
           })
         )

@@ -116,7 +116,7 @@ export const makeTalonClient = (
   Effect.gen(function* () {
     const options = yield* resolveClientOptions(explicit)
     const control = yield* ControlChannel.make(options.coordinator, {
-      requestTimeout: `${options.requestTimeoutMs} millis`,
+      requestTimeout: `${options.controlTimeoutMs} millis`,
       connectTimeout: `${options.connectTimeoutMs} millis`
     })
     const pool = new WorkerPool({

@@ -24,6 +24,8 @@ export interface TalonClientOptions {
    */
   readonly staleLimitMs: number
   readonly requestTimeoutMs: number
+  /** Bound on one coordinator request; past it the coordinator counts as down and reads fall back (see CoordinatorView). */
+  readonly controlTimeoutMs: number
   readonly connectTimeoutMs: number
   readonly connectionsPerWorker: number
   /** Largest single GetRange; longer segments are split (bounds per-request memory). */
@@ -39,6 +41,7 @@ export const CLIENT_DEFAULTS: TalonClientOptions = {
   statTtlMs: 2000,
   staleLimitMs: 120_000,
   requestTimeoutMs: 30_000,
+  controlTimeoutMs: 5000,
   connectTimeoutMs: 3000,
   connectionsPerWorker: 4,
   maxRequestBytes: 8 * 1024 * 1024
@@ -59,6 +62,7 @@ export const resolveClientOptions = (
       statTtlMs: yield* fromEnv(Config.integer("TALON_CLIENT_STAT_TTL_MS")),
       staleLimitMs: yield* fromEnv(Config.integer("TALON_CLIENT_STALE_LIMIT_MS")),
       requestTimeoutMs: yield* fromEnv(Config.integer("TALON_CLIENT_REQUEST_TIMEOUT_MS")),
+      controlTimeoutMs: yield* fromEnv(Config.integer("TALON_CLIENT_CONTROL_TIMEOUT_MS")),
       connectTimeoutMs: yield* fromEnv(Config.integer("TALON_CLIENT_CONNECT_TIMEOUT_MS")),
       connectionsPerWorker: yield* fromEnv(Config.integer("TALON_CLIENT_CONNECTIONS_PER_WORKER")),
       maxRequestBytes: yield* fromEnv(Config.integer("TALON_CLIENT_MAX_REQUEST_BYTES"))
@@ -73,6 +77,7 @@ export const resolveClientOptions = (
       "replicas",
       "parallelism",
       "requestTimeoutMs",
+      "controlTimeoutMs",
       "connectTimeoutMs",
       "connectionsPerWorker",
       "maxRequestBytes"
