@@ -8,7 +8,7 @@
  * membership, and the workers register again by themselves.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Fiber, Ref } from "effect"
+import { Effect, Fiber, Ref } from "effect"
 import { ControlChannel } from "../../src/client/ControlChannel.js"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
 import type { ControlMessage } from "../../src/protocol/index.js"
@@ -19,7 +19,7 @@ import {
   originWith,
   outputs,
   pollUntil,
-  prng,
+  randomReader,
   report,
   startWorker,
   tempDir,
@@ -71,36 +71,10 @@ describe("fault: coordinator kill -9 and restart while clients read", () => {
           }
 
           const seed = Date.now() >>> 0
-          const random = prng(seed)
-          const stats = yield* Ref.make({ reads: 0, bytes: 0, errors: [] as Array<string>, wrong: 0 })
-          const reader = yield* Effect.forkScoped(
-            Effect.forever(
-              Effect.suspend(() => {
-                const uri = READ_URIS[Math.floor(random() * READ_URIS.length)]!
-                const bytes = origin.objects.get(uri)!
-                const offset = Math.floor(random() * bytes.length)
-                const length = 1 + Math.floor(random() * Math.min(2 * BLOCK, bytes.length - offset))
-                return client.read(uri, offset, length).pipe(
-                  Effect.either,
-                  Effect.flatMap((r) =>
-                    Ref.update(stats, (s) =>
-                      Either.isLeft(r)
-                        ? { ...s, reads: s.reads + 1, errors: [...s.errors, `${new Date().toISOString()} ${uri} [${offset}, +${length}): ${r.left.message}`] }
-                        : {
-                            ...s,
-                            reads: s.reads + 1,
-                            bytes: s.bytes + r.right.length,
-                            wrong: s.wrong + (Buffer.from(r.right).equals(bytes.subarray(offset, offset + length)) ? 0 : 1)
-                          }
-                    )
-                  ),
-                  // Paced, so the outage spans many reads rather than a few huge bursts.
-                  Effect.zipRight(Effect.sleep("5 millis"))
-                )
-              })
-            )
-          )
-          yield* pollUntil(Ref.get(stats), (s) => s.reads >= 20, 60_000, () => "the reader made no progress")
+          // Paced, so the outage spans many reads rather than a few huge bursts.
+          const reader = yield* randomReader(client.read, origin.objects, READ_URIS, { seed, maxLength: 2 * BLOCK, pauseMs: 5 })
+          const stats = reader.stats
+          yield* reader.more(20, "before the kill")
 
           // ---- kill -9 the coordinator ----
           const killedAt = Date.now()
@@ -136,9 +110,8 @@ describe("fault: coordinator kill -9 and restart while clients read", () => {
           const readsWithoutCoordinator = (yield* Ref.get(stats)).reads - readsAtKill
           expect((yield* client.members(true)).map((n) => n.id).sort()).toEqual(["worker-a", "worker-b"])
 
-          const readsAtBack = (yield* Ref.get(stats)).reads
-          yield* pollUntil(Ref.get(stats), (s) => s.reads >= readsAtBack + 20, 60_000, () => "reader stalled after the restart")
-          yield* Fiber.interrupt(reader)
+          yield* reader.more(20, "after the restart")
+          yield* Fiber.interrupt(reader.fiber)
           const final = yield* Ref.get(stats)
           expect(final.errors).toEqual([])
           expect(final.wrong).toBe(0)

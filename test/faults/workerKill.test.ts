@@ -15,7 +15,7 @@ import { makeTalonClient } from "../../src/client/TalonClient.js"
 import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { objectIdFromUri } from "../../src/core/objectId.js"
 import { Maglev } from "../../src/placement/index.js"
-import { kill9, originWith, outputs, pollUntil, prng, report, startWorker, tempDir, type WorkerProcess } from "./fixtures/talon.js"
+import { kill9, originWith, outputs, pollUntil, randomReader, report, startWorker, tempDir, type WorkerProcess } from "./fixtures/talon.js"
 
 const MiB = 1024 * 1024
 const BLOCK = MiB
@@ -67,34 +67,10 @@ describe("fault: worker SIGKILL under a reading client", () => {
           const [victimId, victimBlocks] = [...owned].sort((a, b) => b[1].length - a[1].length)[0]!
           const victim = workers.find((w) => w.id === victimId)!
 
-          // A reader of random ranges, every byte checked, every error kept.
           const seed = Date.now() >>> 0
-          const random = prng(seed)
-          const stats = yield* Ref.make({ reads: 0, bytes: 0, errors: [] as Array<string>, wrong: 0 })
-          const reader = yield* Effect.forkScoped(
-            Effect.forever(
-              Effect.suspend(() => {
-                const offset = Math.floor(random() * SIZE)
-                const length = 1 + Math.floor(random() * Math.min(3 * BLOCK, SIZE - offset))
-                return client.read(URI, offset, length).pipe(
-                  Effect.either,
-                  Effect.flatMap((r) =>
-                    Ref.update(stats, (s) =>
-                      Either.isLeft(r)
-                        ? { ...s, reads: s.reads + 1, errors: [...s.errors, `[${offset}, +${length}): ${r.left.message}`] }
-                        : {
-                            ...s,
-                            reads: s.reads + 1,
-                            bytes: s.bytes + r.right.length,
-                            wrong: s.wrong + (Buffer.from(r.right).equals(bytes.subarray(offset, offset + length)) ? 0 : 1)
-                          }
-                    )
-                  )
-                )
-              })
-            )
-          )
-          yield* pollUntil(Ref.get(stats), (s) => s.reads >= 20, 60_000, () => "the reader made no progress")
+          const reader = yield* randomReader(client.read, origin.objects, [URI], { seed, maxLength: 3 * BLOCK })
+          const stats = reader.stats
+          yield* reader.more(20, "before the kill")
 
           const killedAt = Date.now()
           const exit = yield* kill9(victim.child)
@@ -126,8 +102,7 @@ describe("fault: worker SIGKILL under a reading client", () => {
           const clientDroppedMs = yield* Fiber.join(clientDrop)
 
           // Keep reading a little past the membership change.
-          const readsAtDrop = (yield* Ref.get(stats)).reads
-          yield* pollUntil(Ref.get(stats), (s) => s.reads >= readsAtDrop + 20, 60_000, () => "the reader stalled after the drop")
+          yield* reader.more(20, "after the drop")
 
           // The victim comes back on its address and cache directory, with the reader still going.
           const restartedAt = Date.now()
@@ -142,9 +117,8 @@ describe("fault: worker SIGKILL under a reading client", () => {
           yield* pollUntil(client.members(), (m) => m.some((n) => n.id === victimId), 120_000, () => `victim did not rejoin:\n${diagnostics()}`)
           const rejoinedMs = Date.now() - restartedAt
           const rejoinGets = yield* pass
-          const readsAtRejoin = (yield* Ref.get(stats)).reads
-          yield* pollUntil(Ref.get(stats), (s) => s.reads >= readsAtRejoin + 20, 60_000, () => "the reader stalled after the rejoin")
-          yield* Fiber.interrupt(reader)
+          yield* reader.more(20, "after the rejoin")
+          yield* Fiber.interrupt(reader.fiber)
           const final = yield* Ref.get(stats)
           expect(final.errors).toEqual([])
           expect(final.wrong).toBe(0)
