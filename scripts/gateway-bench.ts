@@ -92,6 +92,17 @@ const delayedClient = (version: string): TalonClientShape => {
     options: { ...CLIENT_DEFAULTS, blockSize: BLOCK },
     stat: () => Effect.succeed(info),
     cachedStat: () => info,
+    controlPlane: () => ({
+      coordinatorReachable: true,
+      coordinatorDownForMs: undefined,
+      membershipAgeMs: 0,
+      membershipWorkers: 1,
+      coordinatorFailures: 0,
+      staleMembershipUses: 0,
+      emptyMembershipsIgnored: 0,
+      workerStats: 0,
+      staleStats: 0
+    }),
     readRaw: (_info, offset, length, done) => {
       const timer = setTimeout(() => done({ ok: true, payloads: [Payload.of(object.subarray(offset, offset + length))] }), delayMs)
       return () => clearTimeout(timer)

@@ -6,7 +6,9 @@
  * Maglev, and bytes come straight from workers. A read is planned into per-block
  * segments (split further into bounded GetRange requests); each goes to the
  * block's replicas in rank order, and when every replica fails the membership is
- * refreshed and the request retried once before the read fails.
+ * refreshed and the request retried once before the read fails. While the
+ * coordinator does not answer, reads go on with the last membership and stats
+ * come from workers (CoordinatorView.ts).
  *
  * One read, one version: every request of a read is a GetCachedRange naming the version the
  * read's stat returned, so workers whose views of the object differ still answer with bytes of
@@ -18,11 +20,9 @@
 import {
   Cause,
   Context,
-  Deferred,
   Effect,
   Either,
   Exit,
-  FiberId,
   Layer,
   ManagedRuntime,
   Runtime,
@@ -30,18 +30,17 @@ import {
   type ConfigError,
   type Scope
 } from "effect"
-import { NodeRole, type BlockId, type NodeInfo, type ObjectId } from "../core/ids.js"
+import type { BlockId, NodeInfo, ObjectId } from "../core/ids.js"
 import { objectIdFromPath, objectIdFromUri, objectIdToPath, objectIdToUri } from "../core/objectId.js"
 import { planRead } from "../core/geometry.js"
-import { Maglev } from "../placement/index.js"
 import { DataErrorCode, type ControlMessage } from "../protocol/index.js"
-import { ControlChannel, type ControlError } from "./ControlChannel.js"
+import { ControlChannel } from "./ControlChannel.js"
+import { CoordinatorView, type ControlPlaneStats, type Membership, type ObjectInfo } from "./CoordinatorView.js"
 import { resolveClientOptions, type TalonClientOptions } from "./config.js"
 import {
   CoordinatorUnavailable,
   InvalidRequest,
   NoWorkers,
-  ObjectNotFound,
   ReadFailed,
   VersionChanged,
   type FailedAttempt,
@@ -50,11 +49,7 @@ import {
 import type { Payload } from "./SlabPool.js"
 import { type CancelFetch, WorkerPool } from "./WorkerPool.js"
 
-export interface ObjectInfo {
-  readonly object: ObjectId
-  readonly size: number
-  readonly version: string
-}
+export type { ControlPlaneStats, ObjectInfo } from "./CoordinatorView.js"
 
 export interface ListEntry {
   /** Namespace path form, e.g. `/s3/bucket/key`. */
@@ -99,8 +94,10 @@ export interface TalonClientShape {
   readonly readStream: (target: ObjectTarget, offset: number, length: number) => Stream.Stream<Uint8Array, TalonClientError>
   /** Objects under a prefix (`/s3/bucket/prefix` or `s3://bucket/prefix`). */
   readonly list: (prefix: string) => Effect.Effect<ReadonlyArray<ListEntry>, TalonClientError>
-  /** Healthy members (cached for the membership TTL unless `refresh`). */
+  /** Healthy members (cached for the membership TTL unless `refresh`, which reports a coordinator outage instead of the last list). */
   readonly members: (refresh?: boolean) => Effect.Effect<ReadonlyArray<NodeInfo>, TalonClientError>
+  /** Whether the coordinator answers, the membership's age, and how often stale or worker-sourced metadata was used. */
+  readonly controlPlane: () => ControlPlaneStats
 }
 
 export const parseTarget = (target: ObjectTarget): Either.Either<ObjectId, InvalidRequest> => {
@@ -118,21 +115,10 @@ export const toListPrefix = (prefix: string): string => {
   return `/${name}/${prefix.slice(sep + 3)}`
 }
 
-const MAX_STAT_ENTRIES = 10_000
 /** Whole-read attempts, each pinned to a freshly stat'ed version, before VersionChanged. */
 const VERSION_ATTEMPTS = 3
 const MAX_RANK_ENTRIES = 16_384
 const noop: CancelFetch = () => {}
-
-interface Membership {
-  readonly nodes: ReadonlyArray<NodeInfo>
-  readonly placement: Maglev
-  /** Worker id → dialable address. */
-  readonly addresses: ReadonlyMap<string, string>
-  readonly fetchedAt: number
-  /** Replica order per block key, for this membership only. */
-  readonly ranks: Map<string, ReadonlyArray<string>>
-}
 
 export const makeTalonClient = (
   explicit: Partial<TalonClientOptions> = {}
@@ -140,7 +126,7 @@ export const makeTalonClient = (
   Effect.gen(function* () {
     const options = yield* resolveClientOptions(explicit)
     const control = yield* ControlChannel.make(options.coordinator, {
-      requestTimeout: `${options.requestTimeoutMs} millis`,
+      requestTimeout: `${options.controlTimeoutMs} millis`,
       connectTimeout: `${options.connectTimeoutMs} millis`
     })
     const pool = new WorkerPool({
@@ -149,169 +135,25 @@ export const makeTalonClient = (
       connectTimeout: `${options.connectTimeoutMs} millis`,
       maxRequestBytes: options.maxRequestBytes
     })
-    yield* Effect.addFinalizer(() => Effect.sync(() => pool.close()))
-
-    const coordinatorError = (e: ControlError) =>
-      new CoordinatorUnavailable({ coordinator: options.coordinator, detail: e.message, cause: e })
-    const ask = (message: ControlMessage) => Effect.mapError(control.request(message), coordinatorError)
-    const unexpected = (what: string, reply: ControlMessage) =>
-      new CoordinatorUnavailable({
-        coordinator: options.coordinator,
-        detail: `unexpected reply to ${what}: ${reply._tag === "Ack" ? `Ack(${reply.ok}${reply.detail === null ? "" : `, ${reply.detail}`})` : reply._tag}`
+    const view = new CoordinatorView(options, control, pool)
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        view.close()
+        pool.close()
       })
-
-    // ---- membership (TTL cache, one refresh in flight at a time) ----
-    let membership: Membership | undefined
-    let refreshing: Deferred.Deferred<Membership, TalonClientError> | undefined
-    const fetchMembership = Effect.gen(function* () {
-      const reply = yield* ask({ _tag: "MembershipQuery" })
-      if (reply._tag !== "MembershipList") return yield* Effect.fail(unexpected("MembershipQuery", reply))
-      const previous = membership
-      const workers = reply.nodes.filter((n) => n.role === NodeRole.Worker)
-      const next: Membership = {
-        nodes: reply.nodes,
-        placement: Maglev.build(workers),
-        addresses: new Map(workers.map((n) => [n.id, n.address])),
-        fetchedAt: Date.now(),
-        ranks: new Map()
-      }
-      // Connections to workers that left are closed, so a dead worker's sockets do not linger.
-      if (previous !== undefined) {
-        const live = new Set(reply.nodes.map((n) => n.address))
-        for (const n of previous.nodes) if (!live.has(n.address)) pool.forget(n.address)
-      }
-      membership = next
-      return next
-    })
-    /**
-     * Cached membership, refreshed after the TTL (or on demand). One refresh runs at a time,
-     * detached from its callers so an interrupted caller cannot fail the others waiting on it.
-     * When a TTL refresh fails but a membership is cached, the stale one is used: the
-     * coordinator is not on the read path, and a short outage of it must not stop reads.
-     * A forced refresh (every replica failed) reports the failure instead.
-     */
-    const startRefresh = (): Deferred.Deferred<Membership, TalonClientError> => {
-      let pending = refreshing
-      if (pending === undefined) {
-        const created = Deferred.unsafeMake<Membership, TalonClientError>(FiberId.none)
-        pending = created
-        refreshing = created
-        Effect.runFork(
-          fetchMembership.pipe(
-            Effect.exit,
-            Effect.flatMap((exit) => {
-              refreshing = undefined
-              return Deferred.done(created, exit)
-            })
-          )
-        )
-      }
-      return pending
-    }
-    /** The cached membership while fresh; past half its TTL one refresh starts in the background. */
-    const freshMembership = (): Membership | undefined => {
-      const cached = membership
-      if (cached === undefined) return undefined
-      const age = Date.now() - cached.fetchedAt
-      if (age >= options.membershipTtlMs) return undefined
-      if (age >= options.membershipTtlMs / 2 && refreshing === undefined) startRefresh()
-      return cached
-    }
-    const getMembership = (refresh: boolean): Effect.Effect<Membership, TalonClientError> =>
-      Effect.suspend(() => {
-        const cached = membership
-        const fresh = refresh ? undefined : freshMembership()
-        if (fresh !== undefined) return Effect.succeed(fresh)
-        const next = Deferred.await(startRefresh())
-        return refresh || cached === undefined
-          ? next
-          : Effect.catchTag(next, "CoordinatorUnavailable", (e) =>
-              Effect.as(Effect.logWarning(`using cached membership: ${e.message}`), cached)
-            )
-      })
-
-    // ---- stat (short TTL cache) ----
-    const statCache = new Map<string, { info: ObjectInfo; at: number }>()
-    const remember = (key: string, info: ObjectInfo) => {
-      // Bounded: a client reading millions of objects must not keep every stat forever.
-      if (statCache.size >= MAX_STAT_ENTRIES) {
-        const now = Date.now()
-        for (const [k, v] of statCache) if (now - v.at >= options.statTtlMs) statCache.delete(k)
-        if (statCache.size >= MAX_STAT_ENTRIES) statCache.clear()
-      }
-      statCache.set(key, { info, at: Date.now() })
-    }
-    const askStat = (object: ObjectId, key: string): Effect.Effect<ObjectInfo, TalonClientError> =>
-      ask({ _tag: "StatObject", object }).pipe(
-        Effect.flatMap((reply): Effect.Effect<ObjectInfo, TalonClientError> => {
-          if (reply._tag === "ObjectStat") {
-            const info = { object, size: reply.size, version: reply.version }
-            remember(key, info)
-            return Effect.succeed(info)
-          }
-          if (reply._tag === "Ack" && !reply.ok && (reply.detail ?? "").startsWith("not found")) {
-            statCache.delete(key)
-            return Effect.fail(new ObjectNotFound({ object: objectIdToUri(object), detail: reply.detail ?? "" }))
-          }
-          return Effect.fail(unexpected("StatObject", reply))
-        })
-      )
-    /**
-     * One StatObject per object in flight (the coordinator asks the origin, whose latency
-     * every concurrent reader would otherwise pay separately), detached from its callers
-     * so an interrupted one cannot fail the others.
-     */
-    const statsInFlight = new Map<string, Deferred.Deferred<ObjectInfo, TalonClientError>>()
-    const fetchStat = (object: ObjectId, key: string): Deferred.Deferred<ObjectInfo, TalonClientError> => {
-      let pending = statsInFlight.get(key)
-      if (pending === undefined) {
-        const created = Deferred.unsafeMake<ObjectInfo, TalonClientError>(FiberId.none)
-        pending = created
-        statsInFlight.set(key, created)
-        Effect.runFork(
-          askStat(object, key).pipe(
-            Effect.exit,
-            Effect.flatMap((exit) => {
-              statsInFlight.delete(key)
-              return Deferred.done(created, exit)
-            })
-          )
-        )
-      }
-      return pending
-    }
-    /**
-     * The cached stat while it is trusted; past half its TTL one refresh starts in the
-     * background, so steady reads never wait for the origin just because an entry aged out.
-     */
-    const freshStat = (object: ObjectId, key: string): ObjectInfo | undefined => {
-      const hit = statCache.get(key)
-      if (hit === undefined) return undefined
-      const age = Date.now() - hit.at
-      if (age >= options.statTtlMs) return undefined
-      if (age >= options.statTtlMs / 2 && !statsInFlight.has(key)) fetchStat(object, key)
-      return hit.info
-    }
-    const statObject = (object: ObjectId): Effect.Effect<ObjectInfo, TalonClientError> =>
-      Effect.suspend(() => {
-        const key = objectIdToPath(object)
-        const hit = freshStat(object, key)
-        return hit !== undefined ? Effect.succeed(hit) : Deferred.await(fetchStat(object, key))
-      })
+    )
+    const ask = (message: ControlMessage) => view.ask(message)
+    const getMembership = (refresh: boolean) => view.get(refresh)
+    const statObject = (object: ObjectId): Effect.Effect<ObjectInfo, TalonClientError> => view.stat(object, objectIdToPath(object))
     /** The stat asked again (a worker said the cached version is gone at the origin). */
-    const restat = (object: ObjectId): Effect.Effect<ObjectInfo, TalonClientError> =>
-      Effect.suspend(() => {
-        const key = objectIdToPath(object)
-        statCache.delete(key)
-        return Deferred.await(fetchStat(object, key))
-      })
+    const restat = (object: ObjectId): Effect.Effect<ObjectInfo, TalonClientError> => view.restat(object, objectIdToPath(object))
 
     // ---- one GetRange piece, with replica fallback and one refresh-and-retry ----
     const runtime = yield* Effect.runtime<never>()
     const runCallback = Runtime.runCallback(runtime)
     /** The membership without a runtime call while it is fresh. */
     const withMembership = (refresh: boolean, onError: (e: TalonClientError) => void, k: (m: Membership) => void): void => {
-      const m = refresh ? undefined : freshMembership()
+      const m = refresh ? undefined : view.fresh()
       if (m !== undefined) return k(m)
       runCallback(getMembership(refresh), {
         onExit: (exit) => {
@@ -488,11 +330,11 @@ export const makeTalonClient = (
             ? Effect.succeed(reply.entries as ReadonlyArray<ListEntry>)
             : reply._tag === "Ack" && !reply.ok
               ? Effect.fail(new InvalidRequest({ detail: `listing ${prefix}: ${reply.detail ?? "refused"}` }))
-              : Effect.fail(unexpected("ListObjects", reply))
+              : Effect.fail(view.unexpected("ListObjects", reply))
         )
       )
 
-    const cachedStat = (object: ObjectId): ObjectInfo | undefined => freshStat(object, objectIdToPath(object))
+    const cachedStat = (object: ObjectId): ObjectInfo | undefined => view.freshStat(object, objectIdToPath(object))
 
     const readRaw = (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void): CancelFetch => {
       if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(length) || length < 0) {
@@ -546,7 +388,8 @@ export const makeTalonClient = (
       read,
       readStream,
       list,
-      members: (refresh = false) => Effect.map(getMembership(refresh), (m) => m.nodes)
+      members: (refresh = false) => Effect.map(view.get(refresh, refresh), (m) => m.nodes),
+      controlPlane: () => view.stats()
     } satisfies TalonClientShape
   })
 

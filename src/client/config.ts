@@ -17,7 +17,15 @@ export interface TalonClientOptions {
   readonly membershipTtlMs: number
   /** How long an object's size and version are trusted. */
   readonly statTtlMs: number
+  /**
+   * How long the last membership (and, when no worker answers a stat either, the last
+   * stat of an object) is still used while the coordinator does not answer or lists no
+   * workers, counted from when it last confirmed them.
+   */
+  readonly staleLimitMs: number
   readonly requestTimeoutMs: number
+  /** Bound on one coordinator request; past it the coordinator counts as down and reads fall back (see CoordinatorView). */
+  readonly controlTimeoutMs: number
   readonly connectTimeoutMs: number
   readonly connectionsPerWorker: number
   /** Largest single GetRange; longer segments are split (bounds per-request memory). */
@@ -31,7 +39,9 @@ export const CLIENT_DEFAULTS: TalonClientOptions = {
   parallelism: 4,
   membershipTtlMs: 5000,
   statTtlMs: 2000,
+  staleLimitMs: 120_000,
   requestTimeoutMs: 30_000,
+  controlTimeoutMs: 5000,
   connectTimeoutMs: 3000,
   connectionsPerWorker: 4,
   maxRequestBytes: 8 * 1024 * 1024
@@ -50,7 +60,9 @@ export const resolveClientOptions = (
       parallelism: yield* fromEnv(Config.integer("TALON_CLIENT_PARALLELISM")),
       membershipTtlMs: yield* fromEnv(Config.integer("TALON_CLIENT_MEMBERSHIP_TTL_MS")),
       statTtlMs: yield* fromEnv(Config.integer("TALON_CLIENT_STAT_TTL_MS")),
+      staleLimitMs: yield* fromEnv(Config.integer("TALON_CLIENT_STALE_LIMIT_MS")),
       requestTimeoutMs: yield* fromEnv(Config.integer("TALON_CLIENT_REQUEST_TIMEOUT_MS")),
+      controlTimeoutMs: yield* fromEnv(Config.integer("TALON_CLIENT_CONTROL_TIMEOUT_MS")),
       connectTimeoutMs: yield* fromEnv(Config.integer("TALON_CLIENT_CONNECT_TIMEOUT_MS")),
       connectionsPerWorker: yield* fromEnv(Config.integer("TALON_CLIENT_CONNECTIONS_PER_WORKER")),
       maxRequestBytes: yield* fromEnv(Config.integer("TALON_CLIENT_MAX_REQUEST_BYTES"))
@@ -65,6 +77,7 @@ export const resolveClientOptions = (
       "replicas",
       "parallelism",
       "requestTimeoutMs",
+      "controlTimeoutMs",
       "connectTimeoutMs",
       "connectionsPerWorker",
       "maxRequestBytes"

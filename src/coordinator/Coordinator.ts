@@ -8,12 +8,12 @@ import { Clock, Context, Effect, Layer, type ConfigError, Either, Schedule } fro
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { BackendStore, type BackendError } from "../backend/BackendStore.js"
 import { NodeRole, type NodeInfo } from "../core/ids.js"
-import { objectIdToPath } from "../core/objectId.js"
+import { objectIdToPath, validateObjectId } from "../core/objectId.js"
 import { Maglev } from "../placement/index.js"
-import { DEFAULT_CAPS, type ControlMessage } from "../protocol/index.js"
+import type { ControlMessage } from "../protocol/index.js"
 import { parseHostPort } from "../client/address.js"
 import { serveAdmin, type ClusterStatus } from "./AdminHttp.js"
-import { serveControl, type ControlListenError, type ControlServer } from "./ControlServer.js"
+import { COORDINATOR_CAPS, serveControl, type ControlListenError, type ControlServer } from "./ControlServer.js"
 import { livenessWindowMs, resolveCoordinatorOptions, type CoordinatorOptions } from "./config.js"
 import { MembershipTable, type MemberState } from "./Membership.js"
 import { parseListPrefix } from "./prefix.js"
@@ -42,6 +42,23 @@ const ack = (ok: boolean, detail: string | null = null): ControlMessage => ({ _t
 
 const backendDetail = (e: BackendError): string =>
   e._tag === "BackendNotFound" ? `not found: ${e.message}` : e.message
+
+/** Members the table holds at most, so a stream of made-up registrations cannot grow it without bound. */
+const MAX_MEMBERS = 10_000
+
+/** Longest node id or address a Register may carry (ids and addresses end up in every membership reply). */
+const MAX_NODE_FIELD = 512
+
+/** Why a Register cannot be accepted, or undefined: only dialable members may reach clients' placement. */
+const invalidRegistration = (node: NodeInfo): string | undefined => {
+  if (node.id.length === 0 || node.id.length > MAX_NODE_FIELD) {
+    return `Register refused: the node id must be 1 to ${MAX_NODE_FIELD} characters (got ${node.id.length})`
+  }
+  if (node.address.length > MAX_NODE_FIELD || parseHostPort(node.address) === undefined) {
+    return `Register refused: address ${JSON.stringify(node.address.slice(0, 80))} is not a dialable host:port (port 1-65535)`
+  }
+  return undefined
+}
 
 const roleName = (role: NodeRole) => (role === NodeRole.Worker ? "worker" : "coordinator") as "worker" | "coordinator"
 
@@ -72,9 +89,15 @@ export const makeCoordinator = (
       Effect.gen(function* () {
         const at = yield* now
         switch (message._tag) {
-          case "Register":
+          case "Register": {
+            const refused = invalidRegistration(message.node)
+            if (refused !== undefined) return ack(false, refused)
+            if (table.size >= MAX_MEMBERS && table.isNew(message.node.id, at)) {
+              return ack(false, `Register refused: the coordinator already tracks ${MAX_MEMBERS} nodes; retry after some expire`)
+            }
             table.register(message.node, at)
             return ack(true)
+          }
           case "Heartbeat":
             return table.heartbeat(message.node, message.blockCount, at)
               ? ack(true)
@@ -89,11 +112,15 @@ export const makeCoordinator = (
             const owners = [...maglev.rank(message.block, message.k)]
             return { _tag: "PlacementResponse", owners, epoch }
           }
-          case "StatObject":
+          case "StatObject": {
+            // Never forward a name that could leave its bucket to the origin.
+            const checked = validateObjectId(message.object)
+            if (Either.isLeft(checked)) return ack(false, `invalid object: ${checked.left.message}`)
             return yield* backend.stat(message.object).pipe(
               Effect.map((stat): ControlMessage => ({ _tag: "ObjectStat", size: stat.size, version: stat.version })),
               Effect.catchAll((e) => Effect.succeed(ack(false, backendDetail(e))))
             )
+          }
           case "ListObjects":
             return yield* listObjects(message.prefix)
           default:
@@ -141,7 +168,7 @@ export const makeCoordinator = (
     const control: ControlServer = yield* serveControl({
       host: listen.host,
       port: listen.port,
-      caps: DEFAULT_CAPS,
+      caps: COORDINATOR_CAPS,
       readTimeoutMs: options.readTimeoutMs,
       handle
     })

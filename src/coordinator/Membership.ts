@@ -48,6 +48,17 @@ export class MembershipTable {
     return this.epochValue
   }
 
+  /** Whether a registration from `id` would add a member (swept at `now` first). */
+  isNew(id: string, now: number): boolean {
+    this.sweep(now)
+    return !this.members.has(id)
+  }
+
+  /** Members currently held, healthy or not yet swept. */
+  get size(): number {
+    return this.members.size
+  }
+
   /** Registers (or re-registers) a node. Returns whether the healthy membership changed. */
   register(info: NodeInfo, now: number): boolean {
     this.sweep(now)

@@ -66,8 +66,14 @@ export const renderMetrics = (m: MetricsInput): string => {
   metric(
     "talon_coordinator_control_dropped_connections_total",
     "counter",
-    "Connections closed for a framing error or an idle partial frame.",
+    "Connections closed for a framing error, an idle partial frame or replies left unread.",
     [["", m.control.droppedConnections]]
+  )
+  metric(
+    "talon_coordinator_control_backpressure_pauses_total",
+    "counter",
+    "Times a connection stopped being read because its replies were not read or too many requests were pending.",
+    [["", m.control.backpressurePauses]]
   )
   metric("talon_coordinator_uptime_seconds", "gauge", "Seconds since the coordinator started.", [
     ["", m.uptimeSeconds]

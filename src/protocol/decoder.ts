@@ -77,7 +77,7 @@ export class FrameDecoder {
         }
         if ("_tag" in h) return this.fail(h)
         const cap = capFor(this.caps, h.type)
-        if (h.length > cap) return this.fail(new OverCap({ type: h.type, length: h.length, cap }))
+        if (h.length > cap) return this.fail(new OverCap({ type: h.type, length: h.length, cap, requestId: h.requestId }))
         if (h.length === 0) {
           this.ready.push({ header: h, payload: EMPTY })
           continue

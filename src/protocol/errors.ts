@@ -22,6 +22,8 @@ export class OverCap extends Data.TaggedError("OverCap")<{
   readonly type: number
   readonly length: number
   readonly cap: number
+  /** The refused frame's request id, so a server can address its error reply. */
+  readonly requestId?: number | undefined
 }> {
   override get message(): string {
     return `frame of type ${this.type} advertises ${this.length} payload bytes, over the ${this.cap}-byte cap for that type; the connection must be dropped`

@@ -268,24 +268,30 @@ describe("coordinator control listener: malformed input", () => {
       return f.header.type === MsgType.Ping && f.header.requestId === 5
     })
 
-  it.live("bad magic: that connection is dropped without a reply; others keep working", () =>
+  it.live("bad magic: that connection gets an error frame saying so and is closed; others keep working", () =>
     testCoordinator({}, (_, port) =>
       Effect.gen(function* () {
         const peer = yield* Effect.promise(() => RawPeer.connect(port))
         const frame = Buffer.from(encodeControlFrame(1, { _tag: "MembershipQuery" }))
         frame.writeUInt16BE(0x4242, 0)
         peer.send(frame)
+        const reply = yield* Effect.promise(() => peer.next())
+        expect(reply.header.flags & Flags.Error).toBe(Flags.Error)
+        expect(reply.payload.toString("utf8")).toContain("bad frame magic 0x4242")
         expect(yield* Effect.promise(() => peer.closesWithin(5000))).toBe(true)
         expect(yield* healthy(port)).toBe(true)
       })
     )
   )
 
-  it.live("over-cap control length: dropped before the body is sent", () =>
+  it.live("over-cap control length: error frame naming the cap, closed before the body is sent", () =>
     testCoordinator({}, (_, port) =>
       Effect.gen(function* () {
         const peer = yield* Effect.promise(() => RawPeer.connect(port))
-        peer.send(encodeHeader({ type: MsgType.Control, flags: 0, requestId: 1, length: 0x7fffffff }))
+        peer.send(encodeHeader({ type: MsgType.Control, flags: 0, requestId: 9, length: 0x7fffffff }))
+        const reply = yield* Effect.promise(() => peer.next())
+        expect(reply.header).toMatchObject({ type: MsgType.Control, requestId: 9, flags: Flags.Error })
+        expect(reply.payload.toString("utf8")).toContain(`${0x7fffffff} payload bytes, over the coordinator's 1048576-byte cap`)
         expect(yield* Effect.promise(() => peer.closesWithin(5000))).toBe(true)
         expect(yield* healthy(port)).toBe(true)
       })

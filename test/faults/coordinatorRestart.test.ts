@@ -1,0 +1,133 @@
+/**
+ * The only coordinator killed with SIGKILL and restarted on the same address while
+ * a client reads: coordinator and two workers as real processes, the origin stub
+ * in this process. With the membership and stat TTLs short enough to expire during
+ * the outage, no read may fail and every byte must match the origin: the client
+ * keeps its last membership, stats come from workers (an object first seen during
+ * the outage too), the restarted coordinator's empty list does not replace the
+ * membership, and the workers register again by themselves.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Ref } from "effect"
+import { ControlChannel } from "../../src/client/ControlChannel.js"
+import { makeTalonClient } from "../../src/client/TalonClient.js"
+import type { ControlMessage } from "../../src/protocol/index.js"
+import {
+  coordinatorOn,
+  isRunning,
+  kill9,
+  originWith,
+  outputs,
+  pollUntil,
+  randomReader,
+  report,
+  startWorker,
+  tempDir,
+  type WorkerProcess
+} from "./fixtures/talon.js"
+
+const MiB = 1024 * 1024
+const BLOCK = MiB
+const HEARTBEAT_MS = 300
+const SIZES = { "a.bin": 8 * MiB + 11, "b.bin": 6 * MiB + 5, "late.bin": 3 * MiB + 7 }
+const READ_URIS = ["s3://faults/a.bin", "s3://faults/b.bin"]
+
+describe("fault: coordinator kill -9 and restart while clients read", () => {
+  it.live(
+    "reads go on from the last membership with zero failures; workers re-register by themselves",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const dir = yield* tempDir
+          const origin = yield* originWith(dir, SIZES)
+          const coordinator = yield* coordinatorOn(origin, HEARTBEAT_MS)
+          let coordinatorChild = yield* coordinator.start
+          const workers: Array<WorkerProcess> = []
+          for (const id of ["worker-a", "worker-b"]) {
+            workers.push(yield* startWorker(dir, origin, { id, coordinator: coordinator.address, blockSize: BLOCK, heartbeatMs: HEARTBEAT_MS }))
+          }
+          const diagnostics = () =>
+            outputs([["coordinator", coordinatorChild] as const, ...workers.map((w) => [w.id, w.child] as const)])
+
+          // The test's own view of the coordinator: what it lists right now.
+          const probe = yield* ControlChannel.make(coordinator.address, { retries: 0, requestTimeout: "2 seconds", connectTimeout: "1 second" })
+          const listed = probe.request({ _tag: "MembershipQuery" }).pipe(
+            Effect.map((m: ControlMessage) => (m._tag === "MembershipList" ? m.nodes.map((n) => n.id).sort() : []))
+          )
+          const both = (ids: ReadonlyArray<string>) => ids.length === 2
+          yield* pollUntil(listed, both, 120_000, () => `workers did not register:\n${diagnostics()}`, 100)
+
+          const client = yield* makeTalonClient({
+            coordinator: coordinator.address,
+            blockSize: BLOCK,
+            replicas: 2,
+            membershipTtlMs: 1000,
+            statTtlMs: 500,
+            connectTimeoutMs: 500,
+            requestTimeoutMs: 10_000
+          })
+          for (const uri of READ_URIS) {
+            expect(Buffer.from(yield* client.read(uri, 0, origin.objects.get(uri)!.length)).equals(origin.objects.get(uri)!)).toBe(true)
+          }
+
+          const seed = Date.now() >>> 0
+          // Paced, so the outage spans many reads rather than a few huge bursts.
+          const reader = yield* randomReader(client.read, origin.objects, READ_URIS, { seed, maxLength: 2 * BLOCK, pauseMs: 5 })
+          const stats = reader.stats
+          yield* reader.more(20, "before the kill")
+
+          // ---- kill -9 the coordinator ----
+          const killedAt = Date.now()
+          expect((yield* kill9(coordinatorChild)).signal).toBe("SIGKILL")
+          const readsAtKill = (yield* Ref.get(stats)).reads
+          yield* pollUntil(Effect.sync(() => client.controlPlane()), (c) => !c.coordinatorReachable, 30_000, () => "the client never noticed")
+          // Past both TTLs several times over, with the coordinator still down.
+          yield* pollUntil(Ref.get(stats), () => Date.now() - killedAt >= 3000, 60_000, () => "reader stalled during the outage")
+          // An object nobody asked about before the outage: its stat has to come from a worker.
+          const late = origin.objects.get("s3://faults/late.bin")!
+          expect(yield* client.stat("s3://faults/late.bin")).toMatchObject({ size: late.length })
+          expect(Buffer.from(yield* client.read("s3://faults/late.bin", 0, late.length)).equals(late)).toBe(true)
+          // A worker can also tell that an object does not exist.
+          const missing = yield* Effect.flip(client.stat("s3://faults/never-written.bin"))
+          expect(missing._tag).toBe("ObjectNotFound")
+          const duringOutage = client.controlPlane()
+          expect(duringOutage.coordinatorReachable).toBe(false)
+          expect(duringOutage.workerStats).toBeGreaterThan(0)
+          expect(duringOutage.staleMembershipUses).toBeGreaterThan(0)
+          const readsInOutage = (yield* Ref.get(stats)).reads - readsAtKill
+          expect(readsInOutage).toBeGreaterThan(0)
+
+          // ---- restart on the same address ----
+          const restartedAt = Date.now()
+          coordinatorChild = yield* coordinator.start
+          // Its start-up (a Node process loading the bundle) is not the workers' doing: measured apart.
+          yield* pollUntil(listed, () => true, 120_000, () => `the coordinator did not come back:\n${diagnostics()}`, 20)
+          const listeningMs = Date.now() - restartedAt
+          yield* pollUntil(listed, both, 120_000, () => `workers did not re-register:\n${diagnostics()}`, 20)
+          const reregisteredMs = Date.now() - restartedAt - listeningMs
+          yield* pollUntil(Effect.sync(() => client.controlPlane()), (c) => c.coordinatorReachable, 60_000, () => "client never reconnected")
+          const reconnectedMs = Date.now() - restartedAt
+          const readsWithoutCoordinator = (yield* Ref.get(stats)).reads - readsAtKill
+          expect((yield* client.members(true)).map((n) => n.id).sort()).toEqual(["worker-a", "worker-b"])
+
+          yield* reader.more(20, "after the restart")
+          yield* Fiber.interrupt(reader.fiber)
+          const final = yield* Ref.get(stats)
+          expect(final.errors).toEqual([])
+          expect(final.wrong).toBe(0)
+          for (const w of workers) expect(isRunning(w.child)).toBe(true)
+          const cp = client.controlPlane()
+          yield* report(
+            `coordinator kill -9 + restart (seed ${seed}): ${final.reads} reads (${readsWithoutCoordinator} between the kill and the ` +
+              `client reconnecting, ${readsInOutage} before the restart began), ` +
+              `${(final.bytes / MiB).toFixed(1)} MiB checked, 0 failed, 0 wrong; restart begun ${restartedAt - killedAt} ms after the kill; ` +
+              `restarted coordinator answering after ${listeningMs} ms, both workers re-registered ${reregisteredMs} ms later ` +
+              `(heartbeat ${HEARTBEAT_MS} ms), client reconnected ${reconnectedMs} ms after the restart; ` +
+              `stale-membership uses ${cp.staleMembershipUses}, empty lists ignored ${cp.emptyMembershipsIgnored}, ` +
+              `stats from workers ${cp.workerStats}, stale stats ${cp.staleStats}, coordinator failures ${cp.coordinatorFailures}`
+          )
+        })
+      ),
+    240_000
+  )
+})
