@@ -221,7 +221,9 @@ describe("worker data server", () => {
     ["garbage", Buffer.from("GET / HTTP/1.1\r\nHost: x\r\n\r\n")]
   ]
   for (const [name, bytes] of violations) {
-    it(`${name}: that connection is dropped without a reply; another keeps working`, async () => {
+    const overCap = name.startsWith("over-cap")
+    const what = overCap ? "an error frame naming the cap, then closed" : "closed without a reply"
+    it(`${name}: that connection gets ${what}; another keeps working`, async () => {
       const { put, port, w } = await setup()
       await put("x", pattern(5000, 5))
       const good = await connect(port)
@@ -231,6 +233,12 @@ describe("worker data server", () => {
       expect((await bad.next()).header.type).toBe(MsgType.Ping)
       bad.send(bytes)
       expect(await within(bad.closed, 5000)).toBe(true)
+      if (overCap) {
+        const notice = await bad.next()
+        expect(notice.header.flags & 2).toBe(2)
+        expect(notice.header.requestId).toBe(1)
+        expect(Buffer.from(notice.payload).toString("utf8")).toMatch(/over the worker's cap of \d+ bytes; closing the connection/)
+      }
       expect(bad.backlog()).toBe(0)
       good.send(encodeGetRangeFrame(2, { object: obj("x"), offset: 100, len: 4000 }))
       sameBytes((await good.next()).payload, pattern(5000, 5).subarray(100, 4100))

@@ -3,15 +3,27 @@
  * connection, replies through the DataPlane writer in the ServeMode's order.
  *
  * Protocol violations (bad magic or version, an unknown type, a length over
- * its type's cap) drop that connection without a reply, checked as soon as
- * the 16 header bytes are in, before the body is buffered. A connection that
+ * its type's cap) end that connection, checked as soon as the 16 header bytes
+ * are in, before the body is buffered: nothing after the bad header is parsed,
+ * the requests before it still get their replies, a body over its cap is told
+ * so in an error frame, and then the worker closes. A connection that
  * sits on a partial frame for the read timeout is dropped too. Other
  * connections are unaffected. Once a reply header is on the wire a failure
  * can only close the connection (the client sees a short body).
  */
 import * as net from "node:net"
 import { Context, Data, Effect, Layer, Option } from "effect"
-import { capFor, DEFAULT_CAPS, HEADER_LEN, isMsgType, MAGIC, PROTOCOL_VERSION, type FrameCaps } from "../../protocol/index.js"
+import {
+  capFor,
+  DEFAULT_CAPS,
+  encodeErrorFrame,
+  HEADER_LEN,
+  isMsgType,
+  MAGIC,
+  msgTypeName,
+  PROTOCOL_VERSION,
+  type FrameCaps
+} from "../../protocol/index.js"
 import { DataPlane, type ConnectionWriter, type DataPlaneShape, type HitTable } from "../plane/DataPlane.js"
 import { setSendBuffer } from "../plane/Native.js"
 import { loadNativeAddon } from "../plane/NativeAddon.js"
@@ -183,6 +195,21 @@ const bodyLength = (b: Uint8Array, p: number): number => {
   return length > capFor(WORKER_CAPS, type) ? -1 : length
 }
 
+/** The error frame for a known type whose announced body is over its cap; undefined for any other violation. */
+const overCapNotice = (b: Uint8Array, p: number): Uint8Array | undefined => {
+  if (((b[p]! << 8) | b[p + 1]!) !== MAGIC || b[p + 2] !== PROTOCOL_VERSION) return undefined
+  const type = b[p + 3]!
+  if (!isMsgType(type)) return undefined
+  const length = u32be(b, p + 12)
+  const cap = capFor(WORKER_CAPS, type)
+  if (length <= cap) return undefined
+  return encodeErrorFrame(
+    type,
+    u32be(b, p + 8),
+    `${msgTypeName(type)} body of ${length} bytes is over the worker's cap of ${cap} bytes; closing the connection`
+  )
+}
+
 /** Every success header is written here just before its writer call (writers copy what they keep). */
 const HEADER = Buffer.alloc(HEADER_LEN)
 HEADER[0] = MAGIC >>> 8
@@ -247,6 +274,36 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
     if (ended && !dead && conn.pending() === 0) finish()
   }
 
+  /** A frame broke the protocol: nothing after it is parsed; the requests before it still get their replies. */
+  let refused = false
+
+  /**
+   * Refuses the connection at the frame header at `b[p, p+16)`: a body over its type's cap is
+   * told so in an error frame (a well-formed reply); bad magic, version or an unknown type get
+   * none (the peer does not speak this protocol, and no Talon decoder reads such a frame back),
+   * as Talon's reference server does. Input is then read and discarded.
+   */
+  const refuse = (b: Buffer, p: number) => {
+    if (refused || dead) return
+    refused = true
+    stats.connectionsDropped++
+    const notice = overCapNotice(b, p)
+    if (notice !== undefined) conn.push({ _tag: "Frame", bytes: notice, closeAfter: false })
+    if (paused) {
+      paused = false
+      if (reader !== undefined) reader.resume()
+      else socket.resume()
+    }
+    closeIfRefused()
+  }
+
+  /** After a refusal, once every reply is out: FIN; a plane-read socket is destroyed at the peer's end (or its read timeout). */
+  const closeIfRefused = () => {
+    if (!refused || dead || conn.pending() > 0) return
+    dead = true
+    socket.end()
+  }
+
   const send = (reply: Reply): Promise<void> => {
     if (reply._tag === "File") {
       replyHeader(reply.type, reply.requestId, reply.range.length)
@@ -272,6 +329,7 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
         else socket.resume()
       }
       maybeFinish()
+      closeIfRefused()
       offload()
     },
     onWriteFailure: () => {
@@ -289,7 +347,7 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
    * before them would leave first (out of order) or cut into a reply still being sent.
    */
   const offload = () => {
-    if (hits !== undefined && !walking && !paused && !dead && !ended && carryLen === 0 && conn.pending() === 0) reader?.offload?.(hits)
+    if (hits !== undefined && !walking && !paused && !dead && !refused && !ended && carryLen === 0 && conn.pending() === 0) reader?.offload?.(hits)
   }
 
   const pause = () => {
@@ -310,7 +368,7 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
   }
 
   const onBytes = (b: Buffer, start: number, end: number) => {
-    if (dead) return
+    if (dead || refused) return
     walking = true
     let whole: boolean
     try {
@@ -337,7 +395,7 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
         if (carryLen < HEADER_LEN) return false
         const length = bodyLength(c, 0)
         if (length < 0) {
-          drop()
+          refuse(c, 0)
           return false
         }
         carryNeed = HEADER_LEN + length
@@ -362,7 +420,7 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
     while (end - p >= HEADER_LEN) {
       const length = bodyLength(b, p)
       if (length < 0) {
-        drop()
+        refuse(b, p)
         return false
       }
       if (end - p - HEADER_LEN < length) break
