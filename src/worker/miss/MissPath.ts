@@ -5,8 +5,10 @@
  * - Single-flight per page (or whole block): a page being fetched is awaited,
  *   never fetched twice. A run of adjacent missing pages is one range GET.
  * - At most `originConcurrency` fetches run at once (an Effect semaphore).
- * - Bytes stream from the origin into a temp file per page; each page is
- *   renamed into place (and its waiters released) as soon as it is complete.
+ * - Bytes stream from the origin into a temp file per page, hashed (XXH64) as
+ *   they arrive; each page is fdatasynced, renamed into place with its
+ *   checksum (and its waiters released) as soon as it is complete. A full
+ *   disk makes the store evict and retry the write (DiskStore.writeTemp).
  * - Fills run as fibers of the worker's scope, so shutdown interrupts them;
  *   the serve loop only awaits the promise, it never blocks other connections.
  */
@@ -18,7 +20,7 @@ import { describeUnknown, fromBackend, ReadFailed } from "../errors.js"
 import { WorkerMetrics } from "../metrics.js"
 import { BlockStore } from "../store/BlockStore.js"
 import type { DiskStore } from "../store/DiskStore.js"
-import { writeAll } from "../store/fsx.js"
+import { newUnitHash, type UnitHash } from "../store/checksum.js"
 import { blockKey } from "../store/layout.js"
 import { objectKey, VersionCache } from "./VersionCache.js"
 
@@ -191,7 +193,7 @@ export class Fetcher {
     const runBytes = unitStart(e - 1) + unitBytes(e - 1) - runStart
     let current = s
     let written = 0
-    let tmp: { readonly path: string; readonly fd: number } | undefined
+    let tmp: { readonly path: string; readonly fd: number; readonly hash: UnitHash } | undefined
     const sink = async (chunk: Uint8Array): Promise<void> => {
       let at = 0
       while (at < chunk.length) {
@@ -201,17 +203,25 @@ export class Fetcher {
             staleVersion: true
           })
         }
-        tmp ??= await this.store.createTemp(key)
+        tmp ??= { ...(await this.store.createTemp(key)), hash: newUnitHash() }
         const want = unitBytes(current) - written
         const piece = chunk.length - at <= want ? (at === 0 ? chunk : chunk.subarray(at)) : chunk.subarray(at, at + want)
-        await writeAll(tmp.fd, piece, written)
+        tmp.hash.update(piece)
+        await this.store.writeTemp(key, tmp.fd, piece, written)
         written += piece.length
         at += piece.length
         if (written === unitBytes(current)) {
           const done = tmp
           tmp = undefined
           written = 0
-          await this.store.commit(id, blockLength, objectSize, { tmpPath: done.path, fd: done.fd, index: current })
+          try {
+            await this.store.syncTemp(key, done.fd)
+          } catch (e) {
+            await this.store.discardTemp(done.path, done.fd)
+            throw e
+          }
+          const sum = done.hash.digest()
+          await this.store.commit(id, blockLength, objectSize, { tmpPath: done.path, fd: done.fd, index: current, sum })
           settle(current)
           current++
         }
