@@ -124,6 +124,12 @@ export const workerOptions = {
     "Processes (event loops) serving the one data port: N ≥ 2 forks N serving loops under a primary that alone owns the cache index and fills; connections are spread round-robin (NODE_CLUSTER_SCHED_POLICY=none: the kernel picks)",
     String(WORKER_DEFAULTS.loops)
   ),
+  scrubRate: opt(
+    size("scrub-rate"),
+    "scrubRate",
+    "Bytes per second the background scrub re-reads and re-hashes cached pages at, so a byte corrupted on disk is dropped and refetched instead of served (0 = off; start-up verify and truncation checks stay on)",
+    "16M"
+  ),
   // A boolean flag is never absent (false when not given): only its presence is a setting.
   hitTable: Options.boolean("no-hit-table").pipe(
     Options.withDescription(

@@ -44,6 +44,8 @@ export interface WorkerSettings {
   readonly loops: number
   /** Let the native plane answer repeated hits of idle connections itself (native/hits.c). */
   readonly hitTable: boolean
+  /** Bytes per second the background scrub re-hashes resident units at; 0 = no periodic re-verify. */
+  readonly scrubRate: number
 }
 
 export const WORKER_DEFAULTS: WorkerSettings = {
@@ -65,7 +67,8 @@ export const WORKER_DEFAULTS: WorkerSettings = {
   maxOpenFiles: 4096,
   maxInflightPerConnection: 256,
   loops: 1,
-  hitTable: true
+  hitTable: true,
+  scrubRate: 16 * 1024 ** 2
 }
 
 /** Environment variable of each setting. */
@@ -88,7 +91,8 @@ export const WORKER_ENV: Record<keyof WorkerSettings, string> = {
   maxOpenFiles: "TALON_WORKER_MAX_OPEN_FILES",
   maxInflightPerConnection: "TALON_WORKER_MAX_INFLIGHT",
   loops: "TALON_WORKER_LOOPS",
-  hitTable: "TALON_WORKER_HIT_TABLE"
+  hitTable: "TALON_WORKER_HIT_TABLE",
+  scrubRate: "TALON_WORKER_SCRUB_RATE"
 }
 
 const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }
@@ -150,7 +154,8 @@ export const workerConfigs = {
   maxOpenFiles: Config.integer(WORKER_ENV.maxOpenFiles),
   maxInflightPerConnection: Config.integer(WORKER_ENV.maxInflightPerConnection),
   loops: Config.integer(WORKER_ENV.loops),
-  hitTable: Config.boolean(WORKER_ENV.hitTable)
+  hitTable: Config.boolean(WORKER_ENV.hitTable),
+  scrubRate: sizeConfig(WORKER_ENV.scrubRate)
 } satisfies { [K in keyof WorkerSettings]: Config.Config<unknown> }
 
 const invalid = (key: keyof WorkerSettings, why: string) => ConfigError.InvalidData([WORKER_ENV[key]], `${key} ${why}`)
@@ -168,6 +173,7 @@ export const validateWorkerSettings = (s: WorkerSettings): ConfigError.ConfigErr
   if (!(s.maxOpenFiles > 0)) return invalid("maxOpenFiles", "must be positive")
   if (!(s.maxInflightPerConnection > 0)) return invalid("maxInflightPerConnection", "must be positive")
   if (!Number.isInteger(s.loops) || s.loops < 1 || s.loops > 64) return invalid("loops", "must be an integer in 1..64")
+  if (!(s.scrubRate >= 0)) return invalid("scrubRate", "must be zero (off) or a rate in bytes per second")
   return undefined
 }
 
