@@ -19,6 +19,7 @@
  *   when they are released.
  */
 import { randomBytes } from "node:crypto"
+import { fstatSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { BlockId } from "../../core/ids.js"
@@ -361,18 +362,26 @@ export class DiskStore {
     }
   }
 
-  /** Drops every open unit whose file is now shorter than the unit (a truncation: sendfile would come up short). */
-  async checkSizes(): Promise<number> {
+  /**
+   * Drops every open unit whose file no longer has its size (a truncation: sendfile would come
+   * up short and cut the reply). fstat of the serving fd, on the event loop (about a microsecond
+   * each, no thread-pool hop to compete with fills), yielding every `batch` units.
+   */
+  async checkSizes(batch = 256): Promise<number> {
     const open = [...this.#open]
-    const sizes = await Promise.all(
-      open.map((u) => (u.fd >= 0 ? fs.stat(u.path).then((st) => st.size, () => -1) : Promise.resolve(u.bytes)))
-    )
     let dropped = 0
     for (let i = 0; i < open.length; i++) {
+      if (i > 0 && i % batch === 0) await new Promise<void>((r) => setImmediate(r))
       const u = open[i]!
-      const size = sizes[i]!
-      if (u.gone || size === u.bytes) continue
-      this.#drop(u, size < 0 ? "short" : size < u.bytes ? "short" : "long", size < 0 ? "its file is gone" : `${size} of ${u.bytes} bytes on disk`)
+      if (u.gone || u.fd < 0) continue
+      let size: number
+      try {
+        size = fstatSync(u.fd).size
+      } catch {
+        continue
+      }
+      if (size === u.bytes) continue
+      this.#drop(u, size < u.bytes ? "short" : "long", `${size} of ${u.bytes} bytes on disk`)
       dropped++
     }
     return dropped
