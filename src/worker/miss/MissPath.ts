@@ -108,6 +108,9 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
   )
 }
 
+/** Units of one run being fdatasynced and committed at once, at most. */
+const FINISHING = 4
+
 type RangeFetch = (
   object: ObjectId,
   /** Pinned with If-Match: bytes of another version must never land under this version's key. */
@@ -194,7 +197,34 @@ export class Fetcher {
     let current = s
     let written = 0
     let tmp: { readonly path: string; readonly fd: number; readonly hash: UnitHash } | undefined
+    /**
+     * Finished units being fdatasynced and committed. The stream goes on into the next unit
+     * meanwhile, so the fsync's latency overlaps the origin's instead of adding to it; at most
+     * FINISHING wait at once (a slow disk then holds the stream back).
+     */
+    const finishing = new Set<Promise<void>>()
+    let finishError: unknown = undefined
+    const finish = async (done: NonNullable<typeof tmp>, index: number): Promise<void> => {
+      try {
+        try {
+          await this.store.syncTemp(key, done.fd)
+        } catch (e) {
+          await this.store.discardTemp(done.path, done.fd)
+          throw e
+        }
+        await this.store.commit(id, blockLength, objectSize, { tmpPath: done.path, fd: done.fd, index, sum: done.hash.digest() })
+        settle(index)
+      } catch (e) {
+        finishError ??= e
+        settle(index, e)
+      }
+    }
+    const finished = async () => {
+      while (finishing.size > 0) await Promise.all(finishing)
+      if (finishError !== undefined) throw finishError
+    }
     const sink = async (chunk: Uint8Array): Promise<void> => {
+      if (finishError !== undefined) throw finishError
       let at = 0
       while (at < chunk.length) {
         if (current >= e) {
@@ -214,22 +244,17 @@ export class Fetcher {
           const done = tmp
           tmp = undefined
           written = 0
-          try {
-            await this.store.syncTemp(key, done.fd)
-          } catch (e) {
-            await this.store.discardTemp(done.path, done.fd)
-            throw e
-          }
-          const sum = done.hash.digest()
-          await this.store.commit(id, blockLength, objectSize, { tmpPath: done.path, fd: done.fd, index: current, sum })
-          settle(current)
+          const p: Promise<void> = finish(done, current).finally(() => finishing.delete(p))
+          finishing.add(p)
           current++
+          if (finishing.size >= FINISHING) await Promise.race(finishing)
         }
       }
     }
     const objectOffset = id.offset + runStart
     return this.fetchRange(id.object, id.version, objectOffset, runBytes, sink)
-      .then(() => {
+      .then(async () => {
+        await finished()
         if (current < e) {
           const got = unitStart(current) + written - runStart
           throw new ReadFailed({
@@ -240,6 +265,7 @@ export class Fetcher {
       })
       .catch(async (error: unknown) => {
         if (tmp !== undefined) await this.store.discardTemp(tmp.path, tmp.fd)
+        await finished().catch(() => {})
         for (let i = current; i < e; i++) settle(i, error)
         throw error
       })
