@@ -76,8 +76,10 @@ describe("faults: corrupted cache files", () => {
     }
     await resetOrigin(stub)
     await flipByte(await pageAt(cache, 3 * PAGE), 50)
+    const flippedAt = performance.now()
 
     await eventually("the scrub to drop the flipped page", async () => (await metric(w, 'talon_worker_store_corrupt_units_total{reason="checksum"}')) >= 1)
+    console.log(`flipped byte (running, scrub 256M/s over ${SIZE} bytes): dropped within ${Math.round(performance.now() - flippedAt)} ms`)
     // Never served again: the hit reads right bytes (refetched: the origin sent that page again).
     const hit = await readRange(w.dataPort, object, 3 * PAGE + 10, 100)
     expect(hit.ok && hit.bytes.equals(data.subarray(3 * PAGE + 10, 3 * PAGE + 110))).toBe(true)
@@ -99,8 +101,10 @@ describe("faults: corrupted cache files", () => {
     await fsp.writeFile(await pageAt(cache, 9 * PAGE), Buffer.alloc(PAGE))
     await resetOrigin(stub)
 
+    const startedAt = performance.now()
     const second = await startWorker(cleanup, stub, cache, flags)
     await readAll(second.dataPort, object, data)
+    console.log(`flipped + torn page (down): restart to first full read ${Math.round(performance.now() - startedAt)} ms`)
     const narrow = await readRange(second.dataPort, object, 9 * PAGE + 7, 3)
     expect(narrow.ok && narrow.bytes.equals(data.subarray(9 * PAGE + 7, 9 * PAGE + 10))).toBe(true)
     expect(await metric(second, 'talon_worker_store_corrupt_units_total{reason="checksum"}')).toBe(2)
@@ -116,6 +120,7 @@ describe("faults: corrupted cache files", () => {
     await readAll(w.dataPort, object, data)
     await resetOrigin(stub)
     await fsp.truncate(await pageAt(cache, 2 * PAGE), PAGE / 2)
+    const truncatedAt = performance.now()
 
     // Reads past the cut may fail until the truncation is seen; none may return wrong bytes.
     let failures = 0
@@ -128,6 +133,7 @@ describe("faults: corrupted cache files", () => {
       expect(r.bytes.equals(data.subarray(2 * PAGE, 4 * PAGE))).toBe(true)
       return true
     })
+    const recoveredMs = performance.now() - truncatedAt
     expect(await metric(w, 'talon_worker_store_corrupt_units_total{reason="short"}')).toBeGreaterThanOrEqual(1)
     expect(await originBytes(stub)).toBe(PAGE)
     await readAll(w.dataPort, object, data)
@@ -141,6 +147,6 @@ describe("faults: corrupted cache files", () => {
     expect(await originBytes(stub)).toBe(PAGE)
     await second.stop()
     expect(await wrongUnitFiles(cache, objects)).toEqual([])
-    console.log(`truncated page: ${failures} failed reads before it was dropped`)
+    console.log(`truncated page (running): ${failures} failed reads, recovered ${Math.round(recoveredMs)} ms after the cut`)
   }, 300_000)
 })

@@ -63,6 +63,10 @@ describe("faults: disk full", () => {
     expect(await metric(w, "talon_worker_capacity_bytes")).toBeLessThan(8 * MIB)
     expect(await metric(w, "talon_worker_request_errors_total")).toBe(0)
     expect(w.output()).toMatch(/is full \(ENOSPC\)/)
+    console.log(
+      `disk full: ${await metric(w, "talon_worker_disk_full_errors_total")} ENOSPC errors in ` +
+        `${await metric(w, "talon_worker_disk_full_episodes_total")} episodes, capacity now ${await metric(w, "talon_worker_capacity_bytes")} bytes`
+    )
     await w.stop()
 
     // Nothing corrupt or partial left behind.

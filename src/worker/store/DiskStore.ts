@@ -305,8 +305,13 @@ export class DiskStore {
       // A dropped copy of this unit still being unlinked must not take the new file with it.
       const unlinking = target.unlinking.get(filled.index)
       if (unlinking !== undefined) await unlinking
+      // Checksum first, then the rename: a unit on disk without its checksum would be dropped at start-up.
+      target.pendingSums.set(filled.index, filled.sum)
+      await this.#persistIndex(target)
       await fs.rename(filled.tmpPath, target.unitPath(filled.index))
+      target.pendingSums.delete(filled.index)
     } catch (e) {
+      target.pendingSums.delete(filled.index)
       target.pendingCommits--
       await this.discardTemp(filled.tmpPath, filled.fd)
       this.#dropIfEmpty(target)
@@ -652,8 +657,10 @@ export class DiskStore {
    * block, the last state always lands. A unit renamed before its checksum landed is dropped
    * at the next start-up (refetched), never trusted.
    */
-  #persistIndex(entry: Entry): void {
-    if (entry.bitmapDirty || entry.removed) return
+  #persistIndex(entry: Entry): Promise<void> {
+    if (entry.removed) return Promise.resolve()
+    // A write queued and not yet started reads the state when it starts: it covers this call too.
+    if (entry.bitmapDirty) return entry.io
     entry.bitmapDirty = true
     const dir = this.#dirs[entry.dirIndex]!
     entry.io = entry.io
@@ -661,13 +668,15 @@ export class DiskStore {
         entry.bitmapDirty = false
         if (entry.removed) return
         const alive = () => !entry.removed
-        await this.#replaceFile(dir, path.join(entry.path, SUMS_FILE), encodeSums(entry.units.map((u) => u?.sum)), alive)
+        const sums = entry.units.map((u, i) => u?.sum ?? entry.pendingSums.get(i))
+        await this.#replaceFile(dir, path.join(entry.path, SUMS_FILE), encodeSums(sums), alive)
         if (entry.bitmap !== undefined) await this.#replaceFile(dir, path.join(entry.path, BITMAP_FILE), entry.bitmap.toBytes(), alive)
       })
       .catch((e) => {
         if (isNoSpace(e)) this.health.diskFullErrors++
         this.#warn(`cannot write the checksums of ${entry.path}: ${String(e)}`)
       })
+    return entry.io
   }
 
   // ------------------------------------------------------------------- rebuild

@@ -8,8 +8,8 @@
  * - units found on disk at start-up are hashed first, as fast as the disk allows (a read
  *   hashes them on demand before that: DiskStore.ensureOpen);
  * - then, at `bytesPerSecond`, every resident unit is hashed again in turn, so a byte
- *   flipped on disk is dropped within one pass (resident bytes / rate) and never served
- *   after that.
+ *   flipped on disk is dropped within one pass (resident bytes / rate, at least
+ *   `minPassMs`) and never served after that.
  */
 import type { DiskStore } from "./DiskStore.js"
 import type { Unit } from "./entry.js"
@@ -18,6 +18,8 @@ export interface ScrubOptions {
   /** Bytes hashed per second by the periodic re-verify; 0 = only start-up verify and size checks. */
   readonly bytesPerSecond: number
   readonly sizeCheckMs?: number
+  /** A pass over every resident unit takes at least this long (a small cache is not re-read in a tight loop). */
+  readonly minPassMs?: number
 }
 
 const SCRATCH = 256 * 1024
@@ -26,6 +28,7 @@ export class Scrubber {
   readonly #store: DiskStore
   readonly #rate: number
   readonly #sizeCheckMs: number
+  readonly #minPassMs: number
   readonly #scratch = new Uint8Array(SCRATCH)
   #stopped = false
   #timers = new Set<ReturnType<typeof setTimeout>>()
@@ -37,6 +40,7 @@ export class Scrubber {
     this.#store = store
     this.#rate = options.bytesPerSecond
     this.#sizeCheckMs = options.sizeCheckMs ?? 1000
+    this.#minPassMs = options.minPassMs ?? 10_000
     this.#scheduleSizeCheck()
     this.done = this.#run().catch(() => {})
   }
@@ -88,11 +92,8 @@ export class Scrubber {
     }
     if (this.#rate <= 0) return
     while (!this.#stopped) {
+      const passStart = performance.now()
       const units = this.#snapshot()
-      if (units.length === 0) {
-        await this.#sleep(1000)
-        continue
-      }
       for (const u of units) {
         if (this.#stopped) return
         if (u.gone) continue
@@ -102,6 +103,8 @@ export class Scrubber {
         const wait = (u.bytes / this.#rate) * 1000 - (performance.now() - started)
         if (wait > 0) await this.#sleep(wait)
       }
+      const rest = this.#minPassMs - (performance.now() - passStart)
+      if (rest > 0 && !this.#stopped) await this.#sleep(rest)
     }
   }
 

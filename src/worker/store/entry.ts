@@ -66,6 +66,8 @@ export class Entry {
   /** Serialises bitmap writes and the final removal of the directory. */
   io: Promise<void> = Promise.resolve()
   bitmapDirty = false
+  /** Checksums of units about to be renamed into place: recorded in `sums` before the rename, so a crash never strands a whole unit unrecorded. */
+  readonly pendingSums = new Map<number, bigint>()
   /** Unlinks of dropped units still queued, by unit index: a refill renames into place only after them. */
   readonly unlinking = new Map<number, Promise<void>>()
 
