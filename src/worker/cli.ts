@@ -130,6 +130,12 @@ export const workerOptions = {
     "SO_SNDBUF of each data connection (K/M suffixes); 0 keeps the kernel's autotuned default. A small buffer bounds the memory many slow readers pin in the kernel",
     "0"
   ),
+  scrubRate: opt(
+    size("scrub-rate"),
+    "scrubRate",
+    "Bytes per second the background scrub re-reads and re-hashes cached pages at, so a byte corrupted on disk is dropped and refetched instead of served (0 = off; start-up verify and truncation checks stay on)",
+    "16M"
+  ),
   // A boolean flag is never absent (false when not given): only its presence is a setting.
   hitTable: Options.boolean("no-hit-table").pipe(
     Options.withDescription(

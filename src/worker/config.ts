@@ -46,6 +46,8 @@ export interface WorkerSettings {
   readonly hitTable: boolean
   /** SO_SNDBUF of each data connection in bytes; 0 = the kernel's default (autotuned). */
   readonly sendBuffer: number
+  /** Bytes per second the background scrub re-hashes resident units at; 0 = no periodic re-verify. */
+  readonly scrubRate: number
 }
 
 export const WORKER_DEFAULTS: WorkerSettings = {
@@ -68,7 +70,8 @@ export const WORKER_DEFAULTS: WorkerSettings = {
   maxInflightPerConnection: 256,
   loops: 1,
   hitTable: true,
-  sendBuffer: 0
+  sendBuffer: 0,
+  scrubRate: 16 * 1024 ** 2
 }
 
 /** Environment variable of each setting. */
@@ -92,7 +95,8 @@ export const WORKER_ENV: Record<keyof WorkerSettings, string> = {
   maxInflightPerConnection: "TALON_WORKER_MAX_INFLIGHT",
   loops: "TALON_WORKER_LOOPS",
   hitTable: "TALON_WORKER_HIT_TABLE",
-  sendBuffer: "TALON_WORKER_SEND_BUFFER"
+  sendBuffer: "TALON_WORKER_SEND_BUFFER",
+  scrubRate: "TALON_WORKER_SCRUB_RATE"
 }
 
 const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }
@@ -155,7 +159,8 @@ export const workerConfigs = {
   maxInflightPerConnection: Config.integer(WORKER_ENV.maxInflightPerConnection),
   loops: Config.integer(WORKER_ENV.loops),
   hitTable: Config.boolean(WORKER_ENV.hitTable),
-  sendBuffer: sizeConfig(WORKER_ENV.sendBuffer)
+  sendBuffer: sizeConfig(WORKER_ENV.sendBuffer),
+  scrubRate: sizeConfig(WORKER_ENV.scrubRate)
 } satisfies { [K in keyof WorkerSettings]: Config.Config<unknown> }
 
 const invalid = (key: keyof WorkerSettings, why: string) => ConfigError.InvalidData([WORKER_ENV[key]], `${key} ${why}`)
@@ -176,6 +181,7 @@ export const validateWorkerSettings = (s: WorkerSettings): ConfigError.ConfigErr
     return invalid("sendBuffer", "must be 0 (the kernel's default) or a size up to 2 GiB")
   }
   if (!Number.isInteger(s.loops) || s.loops < 1 || s.loops > 64) return invalid("loops", "must be an integer in 1..64")
+  if (!(s.scrubRate >= 0)) return invalid("scrubRate", "must be zero (off) or a rate in bytes per second")
   return undefined
 }
 

@@ -4,6 +4,7 @@
  * Prometheus text format.
  */
 import { Context, Layer } from "effect"
+import { CORRUPT_REASONS, type StoreHealth } from "./store/health.js"
 
 /** Origin fetch latency buckets, in seconds. */
 export const ORIGIN_LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const
@@ -61,6 +62,8 @@ export class WorkerStats {
   connectionsTotal = 0
   /** Connections dropped for a protocol violation (bad magic/version, over-cap, idle partial frame). */
   connectionsDropped = 0
+  /** The block store's integrity and disk-full counters (set by the store that owns the cache dirs). */
+  store: StoreHealth | undefined = undefined
 }
 
 export class WorkerMetrics extends Context.Tag("talon/worker/WorkerMetrics")<WorkerMetrics, WorkerStats>() {
@@ -115,8 +118,15 @@ export const renderPrometheus = (s: WorkerStats, g: Gauges): string => {
   )
   line(out, "talon_worker_evictions_total", "counter", "Units (pages or blocks) evicted.", s.evictions)
   line(out, "talon_worker_evicted_bytes_total", "counter", "Bytes evicted.", s.evictedBytes)
+  renderStoreHealth(out, s.store)
   line(out, "talon_worker_resident_bytes", "gauge", "Bytes of blocks on disk.", g.residentBytes)
-  line(out, "talon_worker_capacity_bytes", "gauge", "Total cache capacity over all cache dirs.", g.capacityBytes)
+  line(
+    out,
+    "talon_worker_capacity_bytes",
+    "gauge",
+    "Total cache capacity over all cache dirs (a dir that hit ENOSPC counts what fitted).",
+    g.capacityBytes
+  )
   line(out, "talon_worker_blocks", "gauge", "Blocks with at least one page on disk.", g.blocks)
   line(out, "talon_worker_open_files", "gauge", "Block files held open for serving.", g.openFiles)
   line(out, "talon_worker_connections", "gauge", "Open data-plane connections.", s.connectionsOpen)
@@ -132,4 +142,20 @@ export const renderPrometheus = (s: WorkerStats, g: Gauges): string => {
     `{plane="${escapeLabel(g.dataPlane)}",mode="${escapeLabel(g.serveMode)}"}`
   )
   return out.join("\n") + "\n"
+}
+
+const renderStoreHealth = (out: Array<string>, h: StoreHealth | undefined): void => {
+  if (h === undefined) return
+  out.push(
+    "# HELP talon_worker_store_corrupt_units_total Units dropped instead of served (file removed, refetched on the next read), by what was wrong.",
+    "# TYPE talon_worker_store_corrupt_units_total counter"
+  )
+  for (const r of CORRUPT_REASONS) out.push(`talon_worker_store_corrupt_units_total{reason="${r}"} ${h.corrupt[r]}`)
+  line(out, "talon_worker_store_verified_units_total", "counter", "Units hashed and found to match their recorded checksum.", h.verifiedUnits)
+  line(out, "talon_worker_store_scrubbed_bytes_total", "counter", "Bytes re-hashed by the background scrub.", h.scrubbedBytes)
+  line(out, "talon_worker_disk_full_errors_total", "counter", "Cache writes that failed with ENOSPC (then evicted and retried).", h.diskFullErrors)
+  line(out, "talon_worker_disk_full_episodes_total", "counter", "Times a cache dir ran out of space after having room.", h.diskFullEpisodes)
+  line(out, "talon_worker_disk_full_evicted_bytes_total", "counter", "Bytes evicted to make room after ENOSPC.", h.diskFullEvictedBytes)
+  line(out, "talon_worker_fill_fsyncs_total", "counter", "Filled units fdatasynced before their rename.", h.fsyncs)
+  line(out, "talon_worker_fill_fsync_seconds_total", "counter", "Time spent in those fdatasyncs.", h.fsyncSeconds)
 }

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest"
 import { Backend, type BlockId } from "../../src/core/ids.js"
 import { DiskStore, readBitmap } from "../../src/worker/store/DiskStore.js"
 import type { Unit } from "../../src/worker/store/entry.js"
+import { hasher } from "../../src/worker/store/checksum.js"
 import { writeAll } from "../../src/worker/store/fsx.js"
 import { blockDirName, blockDirPath, blockKey } from "../../src/worker/store/layout.js"
 
@@ -48,8 +49,9 @@ const bytesFor = (id: BlockId, index: number, n: number): Uint8Array => {
 const fill = async (s: DiskStore, id: BlockId, length: number, index: number, bytes: number) => {
   const key = blockKey(id)
   const tmp = await s.createTemp(key)
-  await writeAll(tmp.fd, bytesFor(id, index, bytes), 0)
-  await s.commit(id, length, id.offset + length * 4, { tmpPath: tmp.path, fd: tmp.fd, index })
+  const data = bytesFor(id, index, bytes)
+  await writeAll(tmp.fd, data, 0)
+  await s.commit(id, length, id.offset + length * 4, { tmpPath: tmp.path, fd: tmp.fd, index, sum: hasher().h64Raw(data) })
 }
 
 const readUnit = async (s: DiskStore, id: BlockId, first: number, end: number): Promise<Array<Uint8Array> | undefined> => {
@@ -80,10 +82,11 @@ describe("DiskStore", () => {
     expect(s.missingRuns(blockKey(id), 0, 1)).toEqual([])
     expect(await readUnit(s, id, 0, 1)).toEqual([bytesFor(id, 0, 3000)])
     expect(s.stats()).toMatchObject({ blocks: 1, units: 1, residentBytes: 3000 })
-    // No temp file is left behind and the block lives in its hash directory.
+    // No temp file is left behind and the block lives in its hash directory, with its checksums.
+    await s.flush()
     expect(await fsp.readdir(path.join(root, "tmp"))).toEqual([])
     const dir = blockDirPath(root, blockDirName(blockKey(id), 0))
-    expect((await fsp.readdir(dir)).sort()).toEqual(["block", "meta"])
+    expect((await fsp.readdir(dir)).sort()).toEqual(["block", "meta", "sums"])
   })
 
   it("pages: tracks present pages, persists the bitmap and reports missing runs", async () => {

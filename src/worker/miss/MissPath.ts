@@ -5,8 +5,10 @@
  * - Single-flight per page (or whole block): a page being fetched is awaited,
  *   never fetched twice. A run of adjacent missing pages is one range GET.
  * - At most `originConcurrency` fetches run at once (an Effect semaphore).
- * - Bytes stream from the origin into a temp file per page; each page is
- *   renamed into place (and its waiters released) as soon as it is complete.
+ * - Bytes stream from the origin into a temp file per page, hashed (XXH64) as
+ *   they arrive; each page is fdatasynced, renamed into place with its
+ *   checksum (and its waiters released) as soon as it is complete. A full
+ *   disk makes the store evict and retry the write (DiskStore.writeTemp).
  * - Fills run as fibers of the worker's scope, so shutdown interrupts them;
  *   the serve loop only awaits the promise, it never blocks other connections.
  * - Versions found on disk at start-up are not trusted as current: the object may have
@@ -21,7 +23,7 @@ import { describeUnknown, fromBackend, ReadFailed } from "../errors.js"
 import { WorkerMetrics } from "../metrics.js"
 import { BlockStore } from "../store/BlockStore.js"
 import type { DiskStore } from "../store/DiskStore.js"
-import { writeAll } from "../store/fsx.js"
+import { newUnitHash, type UnitHash } from "../store/checksum.js"
 import { blockKey } from "../store/layout.js"
 import { objectKey, VersionCache } from "./VersionCache.js"
 
@@ -115,6 +117,9 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
   )
 }
 
+/** Units of one run being fdatasynced and committed at once, at most. */
+const FINISHING = 4
+
 type RangeFetch = (
   object: ObjectId,
   /** Pinned with If-Match: bytes of another version must never land under this version's key. */
@@ -200,8 +205,35 @@ export class Fetcher {
     const runBytes = unitStart(e - 1) + unitBytes(e - 1) - runStart
     let current = s
     let written = 0
-    let tmp: { readonly path: string; readonly fd: number } | undefined
+    let tmp: { readonly path: string; readonly fd: number; readonly hash: UnitHash } | undefined
+    /**
+     * Finished units being fdatasynced and committed. The stream goes on into the next unit
+     * meanwhile, so the fsync's latency overlaps the origin's instead of adding to it; at most
+     * FINISHING wait at once (a slow disk then holds the stream back).
+     */
+    const finishing = new Set<Promise<void>>()
+    let finishError: unknown = undefined
+    const finish = async (done: NonNullable<typeof tmp>, index: number): Promise<void> => {
+      try {
+        try {
+          await this.store.syncTemp(key, done.fd)
+        } catch (e) {
+          await this.store.discardTemp(done.path, done.fd)
+          throw e
+        }
+        await this.store.commit(id, blockLength, objectSize, { tmpPath: done.path, fd: done.fd, index, sum: done.hash.digest() })
+        settle(index)
+      } catch (e) {
+        finishError ??= e
+        settle(index, e)
+      }
+    }
+    const finished = async () => {
+      while (finishing.size > 0) await Promise.all(finishing)
+      if (finishError !== undefined) throw finishError
+    }
     const sink = async (chunk: Uint8Array): Promise<void> => {
+      if (finishError !== undefined) throw finishError
       let at = 0
       while (at < chunk.length) {
         if (current >= e) {
@@ -210,25 +242,28 @@ export class Fetcher {
             staleVersion: true
           })
         }
-        tmp ??= await this.store.createTemp(key)
+        tmp ??= { ...(await this.store.createTemp(key)), hash: newUnitHash() }
         const want = unitBytes(current) - written
         const piece = chunk.length - at <= want ? (at === 0 ? chunk : chunk.subarray(at)) : chunk.subarray(at, at + want)
-        await writeAll(tmp.fd, piece, written)
+        tmp.hash.update(piece)
+        await this.store.writeTemp(key, tmp.fd, piece, written)
         written += piece.length
         at += piece.length
         if (written === unitBytes(current)) {
           const done = tmp
           tmp = undefined
           written = 0
-          await this.store.commit(id, blockLength, objectSize, { tmpPath: done.path, fd: done.fd, index: current })
-          settle(current)
+          const p: Promise<void> = finish(done, current).finally(() => finishing.delete(p))
+          finishing.add(p)
           current++
+          if (finishing.size >= FINISHING) await Promise.race(finishing)
         }
       }
     }
     const objectOffset = id.offset + runStart
     return this.fetchRange(id.object, id.version, objectOffset, runBytes, sink)
-      .then(() => {
+      .then(async () => {
+        await finished()
         if (current < e) {
           const got = unitStart(current) + written - runStart
           throw new ReadFailed({
@@ -239,6 +274,7 @@ export class Fetcher {
       })
       .catch(async (error: unknown) => {
         if (tmp !== undefined) await this.store.discardTemp(tmp.path, tmp.fd)
+        await finished().catch(() => {})
         for (let i = current; i < e; i++) settle(i, error)
         throw error
       })

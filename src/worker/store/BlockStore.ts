@@ -2,6 +2,7 @@ import { Context, Data, Effect, Layer } from "effect"
 import { WorkerConfig } from "../config.js"
 import { WorkerMetrics } from "../metrics.js"
 import { DiskStore } from "./DiskStore.js"
+import { Scrubber } from "./Scrubber.js"
 
 export class BlockStoreOpenFailed extends Data.TaggedError("BlockStoreOpenFailed")<{
   readonly dirs: ReadonlyArray<string>
@@ -23,7 +24,7 @@ export class BlockStore extends Context.Tag("talon/worker/BlockStore")<BlockStor
     Effect.gen(function* () {
       const cfg = yield* WorkerConfig
       const stats = yield* WorkerMetrics
-      return yield* Effect.acquireRelease(
+      const store = yield* Effect.acquireRelease(
         Effect.tryPromise({
           try: () =>
             DiskStore.open({
@@ -41,6 +42,12 @@ export class BlockStore extends Context.Tag("talon/worker/BlockStore")<BlockStor
         }),
         (store) => Effect.promise(() => store.close())
       )
+      stats.store = store.health
+      yield* Effect.acquireRelease(
+        Effect.sync(() => new Scrubber(store, { bytesPerSecond: cfg.scrubRate })),
+        (scrubber) => Effect.promise(() => scrubber.stop())
+      )
+      return store
     })
   )
 }

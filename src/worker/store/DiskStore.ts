@@ -4,8 +4,14 @@
  * Effect or Promise in the common case.
  *
  * Invariants:
- * - A unit is in the index only after its file was renamed into place (a
- *   temp file never looks present, before or after a crash).
+ * - A unit is in the index only after its file was written, fdatasynced and
+ *   renamed into place (a temp file never looks present, before or after a
+ *   crash), with the XXH64 of its bytes (recorded in the block's `sums` file).
+ * - A unit found on disk at start-up is served only once its bytes matched
+ *   that checksum; one that fails any check (size, checksum, a later scrub)
+ *   is dropped: unpublished (onUnitGone), unlinked, refetched on the next read.
+ * - ENOSPC is the real capacity: the dir's capacity drops to what fitted,
+ *   LRU units are evicted and the write retried (DiskStore.#reclaim).
  * - A pinned unit (refs > 0) is never evicted and its fd never closed.
  * - Each cache dir accounts its committed bytes against its own capacity;
  *   eviction is LRU over units (pages or whole blocks). Pinned units can push
@@ -13,26 +19,17 @@
  *   when they are released.
  */
 import { randomBytes } from "node:crypto"
+import { fstatSync } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { BlockId } from "../../core/ids.js"
 import { PresentBitmap } from "../../core/bitmap.js"
 import { Entry, Unit } from "./entry.js"
-import { closeFd, closeQuietly, isNotFound, openFd } from "./fsx.js"
-import {
-  BITMAP_FILE,
-  BLOCK_FILE,
-  blockDirName,
-  blockDirPath,
-  blockKey,
-  type BlockMeta,
-  decodeMeta,
-  encodeMeta,
-  LAYOUT_VERSION,
-  META_FILE,
-  parsePageFileName,
-  TMP_DIR
-} from "./layout.js"
+import { checkFile, encodeSums, loadHasher } from "./checksum.js"
+import { closeFd, closeQuietly, fdatasync, isNotFound, openFd, writeAll } from "./fsx.js"
+import { type CorruptReason, isNoSpace, StoreHealth } from "./health.js"
+import { BITMAP_FILE, blockDirName, blockDirPath, blockKey, type BlockMeta, encodeMeta, META_FILE, SUMS_FILE, TMP_DIR } from "./layout.js"
+import { scanCacheDir } from "./rebuild.js"
 
 export interface DiskStoreOptions {
   /** Cache directories; each gets its own capacity and LRU. */
@@ -45,14 +42,22 @@ export interface DiskStoreOptions {
   readonly maxOpenFiles?: number
   /** Called for every unit evicted (metrics). */
   readonly onEvict?: (bytes: number) => void
-  /** Non-fatal background failures (unlink, bitmap write). */
+  /** Non-fatal background failures (unlink, bitmap write) and what the store dropped or evicted on its own. */
   readonly onWarning?: (message: string) => void
+  /** fdatasync each filled unit before its rename (default true; off only to measure what it costs). */
+  readonly fsync?: boolean
 }
+
+/** ENOSPC retries of one write, each after evicting: more only when other fills race for the freed room. */
+const NOSPACE_ATTEMPTS = 8
 
 interface DirState {
   readonly root: string
   readonly tmp: string
-  readonly capacity: number
+  /** The configured capacity, lowered to what actually fitted when the filesystem ran out of space. */
+  capacity: number
+  /** In a disk-full episode: ENOSPC seen, no fill committed since (the warning is logged once per episode). */
+  full: boolean
   resident: number
   /** Committed units, least recently used first (Set keeps insertion order; touch = delete + add). */
   readonly lru: Set<Unit>
@@ -77,6 +82,8 @@ export interface FilledUnit {
   /** Read/write fd of the temp file; after the rename it becomes the serving fd. */
   readonly fd: number
   readonly index: number
+  /** XXH64 of the bytes written (checksum.ts). */
+  readonly sum: bigint
 }
 
 /** The newest object version found on disk at start-up, per object. */
@@ -108,6 +115,9 @@ export class DiskStore {
   #blocks = 0
   #closed = false
   readonly #known = new Map<string, KnownVersion & { mtimeMs: number }>()
+  readonly #fsync: boolean
+  /** Corrupt units dropped, verifies, disk-full episodes (the worker's /metrics). */
+  readonly health = new StoreHealth()
   /** Told of every unit leaving the index (evicted or found missing), before its file goes. */
   onUnitGone: ((unit: Unit) => void) | undefined = undefined
 
@@ -118,6 +128,7 @@ export class DiskStore {
       root: path.resolve(root),
       tmp: path.join(path.resolve(root), TMP_DIR),
       capacity: options.capacity,
+      full: false,
       resident: 0,
       lru: new Set<Unit>(),
       moves: 0,
@@ -126,10 +137,12 @@ export class DiskStore {
     this.#maxOpen = options.maxOpenFiles ?? 4096
     this.#onEvict = options.onEvict ?? (() => {})
     this.#warn = options.onWarning ?? (() => {})
+    this.#fsync = options.fsync ?? true
   }
 
   /** Opens the store: creates the dirs, clears stale temp files, rebuilds the index from disk. */
   static async open(options: DiskStoreOptions): Promise<DiskStore> {
+    await loadHasher()
     const store = new DiskStore(options)
     for (let i = 0; i < store.#dirs.length; i++) await store.#rebuild(i)
     return store
@@ -173,7 +186,8 @@ export class DiskStore {
   /**
    * Makes sure every pinned unit in `units[from..]` has an open fd. Returns
    * undefined when they all do (the hot path), else a promise of whether all
-   * opened; a unit whose file vanished is dropped from the index (false).
+   * opened; a unit whose file vanished is dropped from the index (false), and
+   * so is one found at start-up whose bytes do not match its checksum.
    */
   ensureOpen(units: ReadonlyArray<Unit>, from = 0): Promise<boolean> | undefined {
     let pending: Array<Promise<boolean>> | undefined
@@ -231,10 +245,29 @@ export class DiskStore {
 
   /** Creates a temp file (read/write) in the dir a block belongs to. */
   async createTemp(key: string): Promise<{ readonly path: string; readonly fd: number }> {
-    const dir = this.#dirs[this.dirFor(key)]!
+    const dirIndex = this.dirFor(key)
+    const dir = this.#dirs[dirIndex]!
     const p = path.join(dir.tmp, randomBytes(12).toString("hex"))
-    const fd = await openFd(p, "w+", 0o644)
+    const fd = await this.#withRoom(dirIndex, 0, () => openFd(p, "w+", 0o644))
     return { path: p, fd }
+  }
+
+  /**
+   * Writes `buf` at `position` of a temp file of block `key`. On ENOSPC it evicts (the
+   * filesystem's space is the real capacity) and writes again; it fails only when nothing
+   * evictable is left.
+   */
+  writeTemp(key: string, fd: number, buf: Uint8Array, position: number): Promise<void> {
+    return this.#withRoom(this.dirFor(key), buf.length, () => writeAll(fd, buf, position))
+  }
+
+  /** Makes a finished temp file durable before its rename (a renamed unit must never be torn by a crash). */
+  async syncTemp(key: string, fd: number): Promise<void> {
+    if (!this.#fsync) return
+    const started = performance.now()
+    await this.#withRoom(this.dirFor(key), 0, () => fdatasync(fd))
+    this.health.fsyncs++
+    this.health.fsyncSeconds += (performance.now() - started) / 1000
   }
 
   /** Discards a temp file whose fill failed. */
@@ -265,9 +298,20 @@ export class DiskStore {
     const target = entry
     target.pendingCommits++
     try {
-      await (target.ready ??= this.#prepareDir(target))
+      await (target.ready ??= this.#withRoom(target.dirIndex, 0, () => this.#prepareDir(target)).catch((e) => {
+        target.ready = undefined
+        throw e
+      }))
+      // A dropped copy of this unit still being unlinked must not take the new file with it.
+      const unlinking = target.unlinking.get(filled.index)
+      if (unlinking !== undefined) await unlinking
+      // Checksum first, then the rename: a unit on disk without its checksum would be dropped at start-up.
+      target.pendingSums.set(filled.index, filled.sum)
+      await this.#persistIndex(target)
       await fs.rename(filled.tmpPath, target.unitPath(filled.index))
+      target.pendingSums.delete(filled.index)
     } catch (e) {
+      target.pendingSums.delete(filled.index)
       target.pendingCommits--
       await this.discardTemp(filled.tmpPath, filled.fd)
       this.#dropIfEmpty(target)
@@ -283,13 +327,137 @@ export class DiskStore {
       closeQuietly(filled.fd)
       return
     }
-    const unit = new Unit(target, filled.index, target.unitBytes(filled.index))
+    const unit = new Unit(target, filled.index, target.unitBytes(filled.index), filled.sum)
     unit.fd = filled.fd
     this.#register(unit)
     this.#trackOpen(unit)
     const dir = this.#dirs[target.dirIndex]!
+    if (dir.full) {
+      dir.full = false
+      this.#warn(`cache dir ${dir.root} has room again: fills commit within its capacity of ${dir.capacity} bytes (lowered after ENOSPC)`)
+    }
     this.#makeRoom(dir, 0)
-    if (target.paged) this.#persistBitmap(target)
+    this.#persistIndex(target)
+  }
+
+  // ------------------------------------------------------------------ integrity
+
+  /** Units currently indexed, in LRU order per dir (the scrubber walks them). */
+  *units(): Iterable<Unit> {
+    for (const d of this.#dirs) yield* d.lru
+  }
+
+  /**
+   * Hashes a unit's bytes against its recorded checksum (through a fd of its own); a unit
+   * that fails is dropped. Resolves whether it is still indexed and good.
+   */
+  async verify(u: Unit, scratch?: Uint8Array): Promise<boolean> {
+    if (u.gone) return false
+    let fd: number
+    try {
+      fd = await openFd(u.path, "r")
+    } catch (e) {
+      if (!u.gone) this.#drop(u, "short", isNotFound(e) ? "its file is gone" : `cannot open it: ${String(e)}`)
+      return false
+    }
+    try {
+      return await this.#check(u, fd, scratch)
+    } finally {
+      closeQuietly(fd)
+    }
+  }
+
+  /**
+   * Drops every open unit whose file no longer has its size (a truncation: sendfile would come
+   * up short and cut the reply). fstat of the serving fd, on the event loop (about a microsecond
+   * each, no thread-pool hop to compete with fills), yielding every `batch` units.
+   */
+  async checkSizes(batch = 256): Promise<number> {
+    const open = [...this.#open]
+    let dropped = 0
+    for (let i = 0; i < open.length; i++) {
+      if (i > 0 && i % batch === 0) await new Promise<void>((r) => setImmediate(r))
+      const u = open[i]!
+      if (u.gone || u.fd < 0) continue
+      let size: number
+      try {
+        size = fstatSync(u.fd).size
+      } catch {
+        continue
+      }
+      if (size === u.bytes) continue
+      this.#drop(u, size < u.bytes ? "short" : "long", `${size} of ${u.bytes} bytes on disk`)
+      dropped++
+    }
+    return dropped
+  }
+
+  async #check(u: Unit, fd: number, scratch?: Uint8Array): Promise<boolean> {
+    let result
+    try {
+      result = await checkFile(fd, u.bytes, u.sum, scratch)
+    } catch (e) {
+      result = { ok: false as const, reason: "short" as const, detail: `cannot read it: ${String(e)}` }
+    }
+    if (u.gone) return false
+    if (!result.ok) {
+      this.#drop(u, result.reason, result.detail)
+      return false
+    }
+    u.verified = true
+    this.health.verifiedUnits++
+    return true
+  }
+
+  /** Takes a unit whose bytes cannot be trusted out of service for good: unpublished, unlinked, counted. */
+  #drop(u: Unit, reason: CorruptReason, detail: string): void {
+    this.health.corrupt[reason]++
+    this.#warn(`dropped ${u.path} (${reason}: ${detail}); it will be refetched from the origin on the next read`)
+    this.#unindex(u, true)
+  }
+
+  /**
+   * Runs a filesystem write, evicting and retrying on ENOSPC: the dir's capacity drops to what
+   * is resident less `need` (what the write still wants), so the LRU makes the room.
+   */
+  async #withRoom<A>(dirIndex: number, need: number, write: () => Promise<A>): Promise<A> {
+    const dir = this.#dirs[dirIndex]!
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await write()
+      } catch (e) {
+        if (!isNoSpace(e) || this.#closed) throw e
+        this.health.diskFullErrors++
+        const freed = await this.#reclaim(dir, Math.max(need, this.pageSize, 4096))
+        if (freed === 0 || attempt >= NOSPACE_ATTEMPTS) {
+          throw new Error(
+            `cache dir ${dir.root} is out of space (ENOSPC) with ${dir.resident} bytes resident and nothing more to evict ` +
+              `(${attempt} attempts); free space on that filesystem or lower --capacity`,
+            { cause: e }
+          )
+        }
+      }
+    }
+  }
+
+  /** After ENOSPC: lowers the dir's capacity to what fits, evicts to it, waits for the unlinks. Returns bytes freed. */
+  async #reclaim(dir: DirState, need: number): Promise<number> {
+    const capacity = Math.max(0, Math.min(dir.capacity, dir.resident - need))
+    if (!dir.full) {
+      dir.full = true
+      this.health.diskFullEpisodes++
+      this.#warn(
+        `cache dir ${dir.root} is full (ENOSPC) at ${dir.resident} resident bytes: capacity lowered from ${dir.capacity} ` +
+          `to ${capacity} bytes until restart, evicting least recently used units to make room`
+      )
+    }
+    dir.capacity = capacity
+    const before = dir.resident
+    this.#makeRoom(dir, 0)
+    const freed = before - dir.resident
+    this.health.diskFullEvictedBytes += freed
+    await this.flush()
+    return freed
   }
 
   /**
@@ -377,8 +545,14 @@ export class DiskStore {
   async #openUnit(u: Unit): Promise<boolean> {
     try {
       const fd = await openFd(u.path, "r")
+      // Found on disk at start-up: hashed before its first byte is served.
+      if (!u.verified && !(await this.#check(u, fd))) {
+        u.opening = undefined
+        closeQuietly(fd)
+        return false
+      }
       u.opening = undefined
-      if (this.#closed) {
+      if (this.#closed || u.gone) {
         closeQuietly(fd)
         return false
       }
@@ -423,9 +597,15 @@ export class DiskStore {
     }
     if (unlink) {
       const file = u.path
-      entry.io = entry.io.then(() => fs.rm(file, { force: true })).catch((e) => this.#warn(`cannot remove ${file}: ${String(e)}`))
+      const index = u.index
+      const removal = entry.io.then(() => fs.rm(file, { force: true })).catch((e) => this.#warn(`cannot remove ${file}: ${String(e)}`))
+      entry.io = removal
+      entry.unlinking.set(index, removal)
+      void removal.then(() => {
+        if (entry.unlinking.get(index) === removal) entry.unlinking.delete(index)
+      })
     }
-    if (entry.paged) this.#persistBitmap(entry)
+    this.#persistIndex(entry)
   }
 
   #dropIfEmpty(entry: Entry): void {
@@ -453,30 +633,50 @@ export class DiskStore {
     const prior = dir.removing.get(entry.path)
     if (prior !== undefined) await prior
     await fs.mkdir(entry.path, { recursive: true })
-    const tmp = path.join(dir.tmp, randomBytes(12).toString("hex"))
-    await fs.writeFile(tmp, encodeMeta(entry.meta))
-    await fs.rename(tmp, path.join(entry.path, META_FILE))
+    await this.#replaceFile(dir, path.join(entry.path, META_FILE), encodeMeta(entry.meta))
   }
 
-  /** Coalescing bitmap write: at most one in flight per block, the last state always lands. */
-  #persistBitmap(entry: Entry): void {
-    if (entry.bitmapDirty) return
+  /** Writes a small file through a temp name; a failed write (ENOSPC) leaves no partial temp file behind. */
+  async #replaceFile(dir: DirState, target: string, data: string | Uint8Array, stillWanted?: () => boolean): Promise<void> {
+    const tmp = path.join(dir.tmp, randomBytes(12).toString("hex"))
+    try {
+      await fs.writeFile(tmp, data)
+      if (stillWanted !== undefined && !stillWanted()) {
+        await fs.rm(tmp, { force: true })
+        return
+      }
+      await fs.rename(tmp, target)
+    } catch (e) {
+      await fs.rm(tmp, { force: true }).catch(() => {})
+      throw e
+    }
+  }
+
+  /**
+   * Coalescing write of a block's checksums (and bitmap, paged): at most one in flight per
+   * block, the last state always lands. A unit renamed before its checksum landed is dropped
+   * at the next start-up (refetched), never trusted.
+   */
+  #persistIndex(entry: Entry): Promise<void> {
+    if (entry.removed) return Promise.resolve()
+    // A write queued and not yet started reads the state when it starts: it covers this call too.
+    if (entry.bitmapDirty) return entry.io
     entry.bitmapDirty = true
     const dir = this.#dirs[entry.dirIndex]!
     entry.io = entry.io
       .then(async () => {
         entry.bitmapDirty = false
         if (entry.removed) return
-        const bytes = entry.bitmap!.toBytes()
-        const tmp = path.join(dir.tmp, randomBytes(12).toString("hex"))
-        await fs.writeFile(tmp, bytes)
-        if (entry.removed) {
-          await fs.rm(tmp, { force: true })
-          return
-        }
-        await fs.rename(tmp, path.join(entry.path, BITMAP_FILE))
+        const alive = () => !entry.removed
+        const sums = entry.units.map((u, i) => u?.sum ?? entry.pendingSums.get(i))
+        await this.#replaceFile(dir, path.join(entry.path, SUMS_FILE), encodeSums(sums), alive)
+        if (entry.bitmap !== undefined) await this.#replaceFile(dir, path.join(entry.path, BITMAP_FILE), entry.bitmap.toBytes(), alive)
       })
-      .catch((e) => this.#warn(`cannot write the bitmap of ${entry.path}: ${String(e)}`))
+      .catch((e) => {
+        if (isNoSpace(e)) this.health.diskFullErrors++
+        this.#warn(`cannot write the checksums of ${entry.path}: ${String(e)}`)
+      })
+    return entry.io
   }
 
   // ------------------------------------------------------------------- rebuild
@@ -485,72 +685,31 @@ export class DiskStore {
     const dir = this.#dirs[dirIndex]!
     await fs.rm(dir.tmp, { recursive: true, force: true })
     await fs.mkdir(dir.tmp, { recursive: true })
-    const top = path.join(dir.root, LAYOUT_VERSION)
-    await fs.mkdir(top, { recursive: true })
-    const found: Array<{ unit: Unit; mtimeMs: number }> = []
-    for (const shard of await fs.readdir(top)) {
-      const shardPath = path.join(top, shard)
-      let names: Array<string>
-      try {
-        names = await fs.readdir(shardPath)
-      } catch {
-        continue
+    const { entries, found } = await scanCacheDir(dir.root, dirIndex, this.pageSize, {
+      has: (key) => this.#index.has(key),
+      dropped: (file, reason, detail) => {
+        this.health.corrupt[reason]++
+        this.#warn(`dropped ${file} at start-up (${reason}: ${detail}); it will be refetched from the origin on the next read`)
       }
-      for (const name of names) await this.#rebuildBlock(dirIndex, path.join(shardPath, name), name, found)
+    })
+    const newest = new Map<Entry, number>()
+    for (const f of found) newest.set(f.unit.entry, Math.max(newest.get(f.unit.entry) ?? 0, f.mtimeMs))
+    for (const entry of entries) {
+      this.#index.set(entry.key, entry)
+      this.#noteKnown(entry, newest.get(entry) ?? 0)
     }
     found.sort((a, b) => a.mtimeMs - b.mtimeMs)
     for (const { unit } of found) this.#register(unit)
     this.#makeRoom(dir, 0)
-    for (const e of this.#index.values()) if (e.dirIndex === dirIndex && e.paged && e.present > 0) this.#persistBitmap(e)
+    for (const e of entries) if (e.present > 0) this.#persistIndex(e)
   }
 
-  async #rebuildBlock(
-    dirIndex: number,
-    blockPath: string,
-    name: string,
-    found: Array<{ unit: Unit; mtimeMs: number }>
-  ): Promise<void> {
-    const discard = () => fs.rm(blockPath, { recursive: true, force: true })
-    const metaText = await fs.readFile(path.join(blockPath, META_FILE), "utf8").catch(() => undefined)
-    const meta = metaText === undefined ? undefined : decodeMeta(metaText)
-    if (meta === undefined || meta.pageSize !== this.pageSize) return discard()
-    const key = blockKey(meta.id)
-    if (blockDirName(key, meta.pageSize) !== name || this.#index.has(key)) return discard()
-    const entry = new Entry(key, meta, blockPath, dirIndex)
-    entry.ready = Promise.resolve()
-    const files = await fs.readdir(blockPath)
-    const candidates: Array<[file: string, index: number]> = []
-    for (const f of files) {
-      if (f === META_FILE || f === BITMAP_FILE) continue
-      const index = meta.pageSize > 0 ? parsePageFileName(f) : f === BLOCK_FILE ? 0 : undefined
-      if (index === undefined || index >= entry.units.length) {
-        await fs.rm(path.join(blockPath, f), { recursive: true, force: true })
-        continue
-      }
-      candidates.push([f, index])
-    }
-    const stats = await Promise.all(candidates.map(([f]) => fs.stat(path.join(blockPath, f)).catch(() => undefined)))
-    let kept = 0
-    let newest = 0
-    for (let i = 0; i < candidates.length; i++) {
-      const [f, index] = candidates[i]!
-      const st = stats[i]
-      if (st === undefined || !st.isFile() || st.size !== entry.unitBytes(index)) {
-        // A page of the wrong size cannot have come from a completed rename of this geometry.
-        await fs.rm(path.join(blockPath, f), { force: true })
-        continue
-      }
-      found.push({ unit: new Unit(entry, index, entry.unitBytes(index)), mtimeMs: st.mtimeMs })
-      kept++
-      newest = Math.max(newest, st.mtimeMs)
-    }
-    if (kept === 0) return discard()
-    this.#index.set(key, entry)
-    const o = meta.id.object
+  #noteKnown(entry: Entry, newest: number): void {
+    const o = entry.meta.id.object
     const objectKey = `${o.backend}\0${o.bucket}\0${o.objectPath}`
     const prior = this.#known.get(objectKey)
     if (prior === undefined || prior.mtimeMs < newest) {
-      this.#known.set(objectKey, { object: o, version: meta.id.version, size: meta.objectSize, mtimeMs: newest })
+      this.#known.set(objectKey, { object: o, version: entry.meta.id.version, size: entry.meta.objectSize, mtimeMs: newest })
     }
   }
 }

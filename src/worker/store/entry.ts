@@ -29,12 +29,22 @@ export class Unit {
   /** The hit-table object this unit is published under (0 = not published), and its tag there. */
   hit = 0
   hitTag = -1
+  /**
+   * Checked against `sum` since it was indexed: true for a unit this process filled, false for
+   * one found on disk at start-up until its bytes were hashed (it is not served before).
+   */
+  verified = true
 
   constructor(
     readonly entry: Entry,
     /** Page index (0 in whole mode). */
     readonly index: number,
-    readonly bytes: number
+    readonly bytes: number,
+    /**
+     * XXH64 of the unit's bytes, recorded when it was filled (checksum.ts). A serving loop's
+     * leased view of its owner's unit leaves it 0n: the owner verifies, the view never does.
+     */
+    readonly sum: bigint = 0n
   ) {}
 
   get path(): string {
@@ -56,6 +66,10 @@ export class Entry {
   /** Serialises bitmap writes and the final removal of the directory. */
   io: Promise<void> = Promise.resolve()
   bitmapDirty = false
+  /** Checksums of units about to be renamed into place: recorded in `sums` before the rename, so a crash never strands a whole unit unrecorded. */
+  readonly pendingSums = new Map<number, bigint>()
+  /** Unlinks of dropped units still queued, by unit index: a refill renames into place only after them. */
+  readonly unlinking = new Map<number, Promise<void>>()
 
   constructor(
     readonly key: string,

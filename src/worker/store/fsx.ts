@@ -7,6 +7,7 @@ import { promisify } from "node:util"
 
 export const openFd = promisify(fs.open) as (path: string, flags: string, mode?: number) => Promise<number>
 export const closeFd = promisify(fs.close) as (fd: number) => Promise<void>
+export const fdatasync = promisify(fs.fdatasync) as (fd: number) => Promise<void>
 
 const writeRaw = (fd: number, buf: Uint8Array, offset: number, length: number, position: number): Promise<number> =>
   new Promise((resolve, reject) =>

@@ -8,6 +8,7 @@
  *   v1/ab/abcdef…/block     whole mode: the block's bytes
  *   v1/ab/abcdef…/p<i>      paged mode: one file per present page
  *   v1/ab/abcdef…/bitmap    paged mode: PresentBitmap.toBytes() (a hint; page files are the truth)
+ *   v1/ab/abcdef…/sums      XXH64 per unit, recorded at fill (checksum.ts); a unit without one is dropped at start-up
  *   tmp/                    fills in progress; emptied at start-up
  */
 import { createHash } from "node:crypto"
@@ -18,6 +19,7 @@ export const LAYOUT_VERSION = "v1"
 export const META_FILE = "meta"
 export const BLOCK_FILE = "block"
 export const BITMAP_FILE = "bitmap"
+export const SUMS_FILE = "sums"
 export const TMP_DIR = "tmp"
 
 /** Index key of a block: every BlockId field, NUL-separated (NUL cannot occur in a valid key or ETag). */

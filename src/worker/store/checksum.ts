@@ -1,0 +1,120 @@
+/**
+ * Per-unit checksums: XXH64 (xxhash-wasm, pure WebAssembly, no platform binaries),
+ * chosen over node:crypto's SHA-256 because it hashes 3-10x faster here (BENCHMARKS.md)
+ * and the threat is a flipped or torn byte on disk, not an adversary.
+ *
+ * `sums` file of a block directory: "TSM1", u32le unit count, count × u64le hashes,
+ * then a presence bitmap (one bit per unit, LSB first). A unit whose bit is clear
+ * has no recorded checksum and is never trusted after a restart.
+ */
+import * as fs from "node:fs"
+import xxhash, { type XXHashAPI } from "xxhash-wasm"
+
+let api: XXHashAPI | undefined
+let loading: Promise<XXHashAPI> | undefined
+
+/** Loads the hasher once per process (compiling the wasm module takes a few ms). */
+export const loadHasher = async (): Promise<XXHashAPI> => {
+  if (api !== undefined) return api
+  loading ??= xxhash().then((a) => (api = a))
+  return loading
+}
+
+/** The hasher, once `loadHasher` has resolved (DiskStore.open awaits it before anything hashes). */
+export const hasher = (): XXHashAPI => {
+  if (api === undefined) throw new Error("the checksum hasher is not loaded: await loadHasher() first")
+  return api
+}
+
+/** Streaming XXH64 of one unit as its bytes arrive from the origin. */
+export interface UnitHash {
+  update(chunk: Uint8Array): void
+  digest(): bigint
+}
+
+export const newUnitHash = (): UnitHash => {
+  const h = hasher().create64()
+  return {
+    update: (chunk) => void h.update(chunk),
+    digest: () => h.digest()
+  }
+}
+
+const READ_CHUNK = 256 * 1024
+
+const readAt = (fd: number, buf: Uint8Array, position: number): Promise<number> =>
+  new Promise((resolve, reject) => fs.read(fd, buf, 0, buf.length, position, (e, n) => (e ? reject(e) : resolve(n))))
+
+export type FileCheck =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly reason: "short" | "long" | "checksum"; readonly detail: string }
+
+/**
+ * Reads `bytes` bytes of `fd` from offset 0 and compares their XXH64 with `expected`. A file
+ * shorter or longer than `bytes` fails without hashing the rest.
+ */
+export const checkFile = async (fd: number, bytes: number, expected: bigint, scratch?: Uint8Array): Promise<FileCheck> => {
+  const buf = scratch ?? new Uint8Array(Math.min(READ_CHUNK, Math.max(1, bytes)))
+  const h = hasher().create64()
+  let at = 0
+  while (at < bytes) {
+    const want = Math.min(buf.length, bytes - at)
+    const n = await readAt(fd, want === buf.length ? buf : buf.subarray(0, want), at)
+    if (n === 0) return { ok: false, reason: "short", detail: `${at} of ${bytes} bytes on disk` }
+    h.update(n === buf.length ? buf : buf.subarray(0, n))
+    at += n
+  }
+  const past = await readAt(fd, buf.subarray(0, 1), bytes)
+  if (past !== 0) return { ok: false, reason: "long", detail: `more than the ${bytes} bytes expected on disk` }
+  const got = h.digest()
+  if (got !== expected) {
+    return { ok: false, reason: "checksum", detail: `xxh64 ${hex(got)} where ${hex(expected)} was recorded at fill` }
+  }
+  return { ok: true }
+}
+
+export const hex = (v: bigint): string => v.toString(16).padStart(16, "0")
+
+// ------------------------------------------------------------------ sums file
+
+const MAGIC = [0x54, 0x53, 0x4d, 0x31] // "TSM1"
+const HEAD = 8
+
+/** Checksums of a block's units: `undefined` where none is recorded. */
+export type Sums = Array<bigint | undefined>
+
+export const encodeSums = (sums: ReadonlyArray<bigint | undefined>): Uint8Array => {
+  const n = sums.length
+  const out = new Uint8Array(HEAD + n * 8 + Math.ceil(n / 8))
+  const view = new DataView(out.buffer)
+  out.set(MAGIC, 0)
+  view.setUint32(4, n, true)
+  const bits = HEAD + n * 8
+  for (let i = 0; i < n; i++) {
+    const s = sums[i]
+    if (s === undefined) continue
+    view.setBigUint64(HEAD + i * 8, s, true)
+    out[bits + (i >> 3)]! |= 1 << (i & 7)
+  }
+  return out
+}
+
+/**
+ * Inverse of `encodeSums` for a block of `count` units. Never throws: anything malformed
+ * (wrong magic, count or length) is a string saying what, and the caller then trusts no unit.
+ */
+export const decodeSums = (bytes: Uint8Array, count: number): Sums | string => {
+  if (bytes.length < HEAD) return `sums file of ${bytes.length} bytes is shorter than its ${HEAD}-byte header`
+  for (let i = 0; i < 4; i++) if (bytes[i] !== MAGIC[i]) return "sums file has a bad magic (not TSM1)"
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const n = view.getUint32(4, true)
+  if (n !== count) return `sums file is for ${n} units, the block has ${count}`
+  const want = HEAD + n * 8 + Math.ceil(n / 8)
+  if (bytes.length !== want) return `sums file is ${bytes.length} bytes, ${want} expected for ${n} units`
+  const bits = HEAD + n * 8
+  const out: Sums = new Array<bigint | undefined>(n).fill(undefined)
+  for (let i = 0; i < n; i++) {
+    if ((bytes[bits + (i >> 3)]! & (1 << (i & 7))) !== 0) out[i] = view.getBigUint64(HEAD + i * 8, true)
+  }
+  return out
+}
