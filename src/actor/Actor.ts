@@ -28,7 +28,8 @@ export interface ActorRef<Msg extends AnyMessage, E = LocalActorError> {
   askExit<M extends Msg>(msg: M): Effect.Effect<Exit.Exit<Reply<M>, Failure<M>>, E>
   /**
    * Enqueues `msg` now (or fails now) and returns the wait for its outcome, so a caller can
-   * post several messages in order before waiting for any.
+   * post several messages in order before waiting for any. A remote reference sends `msg` now
+   * and reports a refusal (e.g. `MailboxFull`) through the wait.
    */
   post<M extends Msg>(msg: M): Effect.Effect<Effect.Effect<Exit.Exit<Reply<M>, Failure<M>>, E>, E>
   /** Enqueues `msg` without waiting for it to be handled; a declared failure is only logged. */

@@ -16,7 +16,10 @@ import { type ActorError, RemoteProtocolError, RemoteUnavailable } from "./error
 import * as Wire from "./wire.js"
 
 /** A message that can cross a channel: a `Schema.TaggedRequest` instance. */
-export type RemoteMessage = AnyMessage & Schema.WithResult<any, any, any, any, never>
+export type RemoteMessage = AnyMessage & Schema.WithResult.All
+
+// Failure-free requests type their failure schema as `never`, which no single WithResult type covers.
+const withResult = (msg: RemoteMessage) => msg as unknown as Schema.WithResult<any, any, any, any, never>
 
 const parseDetail = (e: ParseResult.ParseError) => ParseResult.TreeFormatter.formatErrorSync(e)
 
@@ -81,7 +84,7 @@ export const serve = <Msg extends RemoteMessage, E>(actor: ActorRef<Msg, E>, cha
                 Effect.matchEffect({
                   onFailure: (e) => refuse(env, e),
                   onSuccess: (exit) =>
-                    Schema.serializeExit(msg, exit).pipe(
+                    Schema.serializeExit(withResult(msg), exit).pipe(
                       Effect.matchEffect({
                         onFailure: (e) =>
                           refuse(env, new RemoteProtocolError({ actor: name, detail: `the reply to ${msg._tag} does not encode: ${parseDetail(e)}` })),
@@ -163,7 +166,7 @@ export const ref = <Msg extends RemoteMessage>(
       }
       const msg = waiters.get(reply.id)?.msg
       if (!msg) return settle(reply.id, protocolError(`an outcome came for #${reply.id}, which was not an ask`))
-      const exit = Schema.decodeUnknownEither(Schema.exitSchema(msg))(reply.exit)
+      const exit = Schema.decodeUnknownEither(Schema.exitSchema(withResult(msg)))(reply.exit)
       settle(
         reply.id,
         Either.isRight(exit) ? Exit.succeed(exit.right) : protocolError(`the reply to ${msg._tag} does not decode: ${parseDetail(exit.left)}`)
