@@ -17,9 +17,14 @@ import { Account, Answering, Balance, Crash, Deposit, Hang, makeAccount, Note, W
 
 const untilReady = (channel: Channel.Channel) =>
   Effect.async<void>((resume) => {
+    // The canceler runs only on interruption, so each outcome unsubscribes itself.
+    const settle = (outcome: Effect.Effect<void>) => {
+      unsubscribe()
+      resume(outcome)
+    }
     const unsubscribe = channel.subscribe(
-      (m) => m === "ready" && resume(Effect.void),
-      (reason) => resume(Effect.dieMessage(`the server went away before it was ready: ${reason}`))
+      (m) => m === "ready" && settle(Effect.void),
+      (reason) => settle(Effect.dieMessage(`the server went away before it was ready: ${reason}`))
     )
     return Effect.sync(unsubscribe)
   })
