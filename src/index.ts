@@ -8,6 +8,7 @@
  *   Coordinator.layer({ listen: "127.0.0.1:7000" }) // + a BackendStore layer
  *   TalonClient.layer({ coordinator: "127.0.0.1:7000" })
  *   Gateway.layerWith({ route: "cache", router, client })
+ *   Actor.make({ name, protocol, capacity, initial, handlers }) // scoped; Remote.serve / Remote.ref
  */
 export { LocalCluster, type LocalClusterOptions, type LocalClusterShape } from "./cluster/LocalCluster.js"
 export { Coordinator } from "./coordinator/Coordinator.js"
@@ -20,6 +21,21 @@ export { BackendStore } from "./backend/BackendStore.js"
 export { OriginStub } from "./origin/OriginStub.js"
 export { Gateway } from "./gateway/Gateway.js"
 export { Maglev, Rendezvous } from "./placement/index.js"
+export {
+  Actor,
+  ActorCrashed,
+  type ActorError,
+  type ActorRef,
+  ActorStopped,
+  Channel,
+  type LocalActorError,
+  MailboxFull,
+  Remote,
+  RemoteProtocolError,
+  RemoteUnavailable,
+  Supervision,
+  SupervisionEvent
+} from "./actor/index.js"
 
 export * as Core from "./core/index.js"
 export * as Protocol from "./protocol/index.js"

@@ -10,6 +10,10 @@
  * is simply A B, B A, A B, …; with k arms every arm takes every position equally
  * often and, for even k, follows every other arm exactly once per k rounds (odd k
  * needs 2k rounds, the rows and their mirror images).
+ *
+ * The plan itself is a `Schedule` (`roundsPlan`): each step yields a run's round, arm and its
+ * round's arm order, spaced by the cool-down, so a script can repeat its own effect on it or
+ * combine it with other schedules; `runRounds` is that repeat plus the summaries.
  */
 import { Data, Duration, Effect, Ref, Schedule } from "effect"
 
@@ -158,22 +162,48 @@ export const summarise = <A>(
   return { summary, ratios }
 }
 
-interface Planned {
+/** One run of the plan: where it sits, which arm it measures, and its round's whole arm order. */
+export interface PlanStep extends RunContext {
   readonly armIndex: number
-  readonly ctx: RunContext
+  readonly order: ReadonlyArray<number>
 }
 
-const plan = (arms: number, rounds: number, warmupRound: boolean): ReadonlyArray<Planned> => {
-  const out: Array<Planned> = []
-  if (warmupRound) {
-    roundOrder(arms, 0).forEach((armIndex, position) => out.push({ armIndex, ctx: { round: 0, position, warmup: true } }))
-  }
-  for (let r = 0; r < rounds; r++) {
-    roundOrder(arms, r).forEach((armIndex, position) =>
-      out.push({ armIndex, ctx: { round: r + 1, position, warmup: false } })
-    )
-  }
-  return out
+export interface PlanOptions {
+  readonly rounds: number
+  readonly warmupRound?: boolean
+  readonly coolDown?: Duration.DurationInput
+}
+
+/**
+ * The order-swapped plan as a Schedule. Run it with `Effect.repeat(run, plan.schedule)`: the first
+ * run is `steps[0]` and starts at once; recurrence i yields `steps[i]` once the cool-down after the
+ * previous run has passed, and the schedule ends after the last step (no trailing cool-down).
+ * Inside the repeated effect, `current` is the step being run. Being a Schedule, the plan composes:
+ * e.g. `Schedule.whileOutput(plan.schedule, (s) => s.round <= 2)` stops after two rounds.
+ */
+export interface RoundsPlan {
+  readonly steps: ReadonlyArray<PlanStep>
+  readonly schedule: Schedule.Schedule<PlanStep>
+  readonly current: Effect.Effect<PlanStep>
+}
+
+export const roundsPlan = (arms: number, options: PlanOptions): RoundsPlan => {
+  const steps: Array<PlanStep> = []
+  const addRound = (order: ReadonlyArray<number>, round: number, warmup: boolean) =>
+    order.forEach((armIndex, position) => steps.push({ round, position, warmup, armIndex, order }))
+  if (options.warmupRound) addRound(roundOrder(arms, 0), 0, true)
+  for (let r = 0; r < options.rounds; r++) addRound(roundOrder(arms, r), r + 1, false)
+  const schedule = Schedule.unfold(1, (i) => i + 1).pipe(
+    Schedule.whileOutput((i) => i < steps.length),
+    // The final (stopping) decision outputs the last step too, so Effect.repeat returns it.
+    Schedule.map((i) => steps[Math.min(i, steps.length - 1)]!),
+    Schedule.zipLeft(Schedule.spaced(options.coolDown ?? Duration.zero))
+  )
+  // Effect.repeat provides the output that led to each repetition; the first run has none yet.
+  const current = Effect.map(Schedule.CurrentIterationMetadata, (meta) =>
+    meta.recurrence === 0 ? steps[0]! : (meta.output as PlanStep)
+  )
+  return { steps, schedule, current }
 }
 
 export class RoundsConfigError extends Data.TaggedError("RoundsConfigError")<{ readonly message: string }> {}
@@ -199,25 +229,21 @@ export const runRounds = <A, E, R>(
     if (!names.includes(baseline)) {
       return yield* Effect.fail(new RoundsConfigError({ message: `baseline ${baseline} is not one of the arms (${names.join(", ")})` }))
     }
-    const steps = plan(arms.length, options.rounds, options.warmupRound ?? false)
-    const next = yield* Ref.make(0)
+    const plan = roundsPlan(arms.length, options)
     const done = yield* Ref.make<ReadonlyArray<RunRecord<A>>>([])
-    const step = Effect.gen(function* () {
-      const i = yield* Ref.getAndUpdate(next, (n) => n + 1)
-      const { armIndex, ctx } = steps[i]!
+    const run = Effect.gen(function* () {
+      const { round, position, warmup, armIndex } = yield* plan.current
       const arm = arms[armIndex]!
-      const result = yield* arm.run(ctx)
-      const record: RunRecord<A> = { ...ctx, arm: arm.name, result }
+      const result = yield* arm.run({ round, position, warmup })
+      const record: RunRecord<A> = { round, position, warmup, arm: arm.name, result }
       yield* Ref.update(done, (rs) => [...rs, record])
       if (options.onRun) yield* options.onRun(record)
     })
-    // The first run starts at once; each later one waits out the cool-down after its predecessor ends.
-    const pause = Schedule.spaced(options.coolDown ?? Duration.zero)
-    yield* Effect.repeat(step, pause.pipe(Schedule.intersect(Schedule.recurs(steps.length - 1))))
+    yield* Effect.repeat(run, plan.schedule)
 
     const runs = (yield* Ref.get(done)).filter((r) => !r.warmup)
     const byArm: Record<string, Array<A>> = Object.fromEntries(names.map((n) => [n, [] as Array<A>]))
     for (const r of runs) byArm[r.arm]!.push(r.result)
-    const orders = Array.from({ length: options.rounds }, (_, r) => roundOrder(arms.length, r).map((i) => names[i]!))
+    const orders = plan.steps.filter((s) => !s.warmup && s.position === 0).map((s) => s.order.map((i) => names[i]!))
     return { arms: names, baseline, orders, runs, byArm, ...summarise(names, byArm, baseline, options.metrics) }
   })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, Ref, TestClock } from "effect"
+import { Clock, Effect, Exit, Fiber, Option, Ref, Schedule, TestClock } from "effect"
 import * as fc from "fast-check"
-import { type Arm, RoundsConfigError, roundOrder, runRounds, spread } from "../../src/bench/rounds.js"
+import { type Arm, type PlanStep, RoundsConfigError, roundOrder, roundsPlan, runRounds, spread } from "../../src/bench/rounds.js"
 
 interface Fake {
   readonly rps: number
@@ -60,6 +60,74 @@ describe("spread", () => {
     expect(spread([4, 1, 3, 2, NaN])).toEqual({ n: 4, median: 2.5, min: 1, max: 4, q1: 1.75, q3: 3.25 })
     expect(spread([]).n).toBe(0)
   })
+})
+
+/** Repeats a run that logs its plan step and start time, on the given schedule. */
+const logSteps = (plan: ReturnType<typeof roundsPlan>, schedule: Schedule.Schedule<PlanStep>, runFor = 0) =>
+  Effect.gen(function* () {
+    const log = yield* Ref.make<ReadonlyArray<readonly [PlanStep, number]>>([])
+    const run = Effect.gen(function* () {
+      const step = yield* plan.current
+      const now = yield* Clock.currentTimeMillis
+      yield* Ref.update(log, (l) => [...l, [step, now] as const])
+      if (runFor > 0) yield* Effect.sleep(runFor)
+    })
+    const fiber = yield* Effect.fork(Effect.repeat(run, schedule))
+    return { log, fiber }
+  })
+
+describe("roundsPlan", () => {
+  it.effect("yields every run's round, arm and round order as a schedule spaced by the cool-down", () =>
+    Effect.gen(function* () {
+      const plan = roundsPlan(3, { rounds: 2, warmupRound: true, coolDown: "2 seconds" })
+      const { log, fiber } = yield* logSteps(plan, plan.schedule, 1000)
+      // 9 runs of 1 s with 8 cool-downs of 2 s between them; nothing after the last.
+      yield* TestClock.adjust("24 seconds")
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust("1 second")
+      const last = yield* Fiber.join(fiber)
+      const entries = yield* Ref.get(log)
+      expect(entries.map(([s]) => s)).toEqual(plan.steps)
+      expect(last).toEqual(plan.steps[8])
+      expect(entries.map(([, t]) => t / 1000)).toEqual([0, 3, 6, 9, 12, 15, 18, 21, 24])
+      expect(entries.map(([s]) => [s.round, s.position, s.warmup, s.armIndex])).toEqual([
+        [0, 0, true, 0], [0, 1, true, 1], [0, 2, true, 2],
+        [1, 0, false, 0], [1, 1, false, 1], [1, 2, false, 2],
+        [2, 0, false, 1], [2, 1, false, 2], [2, 2, false, 0]
+      ])
+      for (const [s] of entries) {
+        expect(s.order).toEqual(roundOrder(3, Math.max(0, s.round - 1)))
+        expect(s.order[s.position]).toBe(s.armIndex)
+      }
+    }))
+
+  it.effect("composes with other schedules: stop after round 2, or add a pause before every round", () =>
+    Effect.gen(function* () {
+      const plan = roundsPlan(2, { rounds: 4, coolDown: "1 second" })
+      const firstTwo = Schedule.whileOutput(plan.schedule, (s) => s.round <= 2)
+      const short = yield* logSteps(plan, firstTwo)
+      yield* TestClock.adjust("10 seconds")
+      yield* Fiber.join(short.fiber)
+      expect((yield* Ref.get(short.log)).map(([s]) => `${s.round}:${s.armIndex}`)).toEqual(["1:0", "1:1", "2:1", "2:0"])
+
+      const start = yield* Clock.currentTimeMillis
+      const paced = Schedule.addDelay(plan.schedule, (s) => (s.position === 0 ? "30 seconds" : 0))
+      const slow = yield* logSteps(plan, paced)
+      yield* TestClock.adjust("2 minutes")
+      yield* Fiber.join(slow.fiber)
+      const times = (yield* Ref.get(slow.log)).map(([, t]) => (t - start) / 1000)
+      expect(times).toEqual([0, 1, 32, 33, 64, 65, 96, 97])
+    }))
+
+  it.effect("a single run needs no recurrence, and outside a repeat the current step is the first", () =>
+    Effect.gen(function* () {
+      const plan = roundsPlan(1, { rounds: 1, coolDown: "1 hour" })
+      expect(plan.steps).toHaveLength(1)
+      expect(yield* plan.current).toEqual(plan.steps[0])
+      const { log, fiber } = yield* logSteps(plan, plan.schedule)
+      yield* Fiber.join(fiber)
+      expect((yield* Ref.get(log)).map(([, t]) => t)).toEqual([0])
+    }))
 })
 
 describe("runRounds", () => {
