@@ -1,8 +1,9 @@
 /**
  * A coordinator's live membership, driven by the store: one snapshot, then
- * the watch from that snapshot's revision. Any watch failure (store down,
- * history compacted) marks the view not ready and starts over with a fresh
- * snapshot, so the view never claims stale state is current (ADR 0001 §8).
+ * the watch from that snapshot's revision, with a readiness probe every
+ * heartbeat interval. Any failure (store down, history compacted) marks the
+ * view not ready and starts over with a fresh snapshot, so the view never
+ * claims stale state is current (ADR 0001 §8).
  */
 import { Clock, Duration, Effect, Schedule, Stream, SubscriptionRef } from "effect"
 import type { NodeInfo } from "../../core/ids.js"
@@ -52,12 +53,17 @@ export const followMembership = (store: ClusterStateStoreShape, clusterId: strin
       const nodes = new Map(snap.nodes.map((n) => [n.status.node.id, { status: n.status, updatedAtUnixMs: n.updatedAtUnixMs }]))
       latest = { nodes, revision: snap.revision }
       yield* publish
-      yield* Stream.runForEach(store.watch(clusterId, snap.revision), (e) => {
+      const watch = Stream.runForEach(store.watch(clusterId, snap.revision), (e) => {
         if (e.kind === "upserted") nodes.set(e.nodeId, e.node)
         else nodes.delete(e.nodeId)
         latest = { nodes, revision: e.revision }
         return publish
       })
+      // A watch can sit quietly through an outage (the client reconnects behind it), so probe the
+      // store too: the first failure of either ends this round and the view is not ready until a
+      // fresh snapshot succeeds.
+      const probe = Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(store.settings.heartbeatIntervalMs)), store.checkReady))
+      yield* Effect.all([watch, probe], { concurrency: 2, discard: true })
     })
     yield* follow.pipe(
       Effect.tapError((e) => lost(e.message)),
