@@ -4,12 +4,13 @@
  * watch-driven membership on two instances, epoch equality, removal, the
  * cluster-token rules.
  */
-import { Effect, Fiber, Redacted, Stream, SubscriptionRef } from "effect"
+import { Effect, Exit, Fiber, Redacted, Scope, Stream, SubscriptionRef } from "effect"
 import { expect, it } from "vitest"
 import { NodeRole } from "../../../src/core/index.js"
 import type { NodeEvent } from "../../../src/coordinator/state/ClusterStateStore.js"
 import type { StateStoreSettings } from "../../../src/coordinator/state/config.js"
 import { membershipEpoch } from "../../../src/coordinator/state/epoch.js"
+import { keepOwnRecord } from "../../../src/coordinator/state/heartbeat.js"
 import { followMembership } from "../../../src/coordinator/state/MembershipView.js"
 import { failureOf, newClusterId, pollUntil, worker, type StoreHandle } from "./support.js"
 
@@ -219,5 +220,24 @@ export const storeContract = (b: BackendUnderTest, handles: Array<StoreHandle>) 
     await Effect.runPromise(a.store.put(worker(c, "w3", "i", 2)))
     const live = await Effect.runPromise(Fiber.join(fiber))
     expect([...live].map((e) => e.nodeId)).toEqual(["w3"])
+  })
+
+  it("a process's own record stays alive past the lease TTL while it beats, and leaves at once when it stops", { timeout: T }, async () => {
+    const h = await open()
+    const c = newClusterId()
+    const events = await collect(h, c, (await Effect.runPromise(h.store.snapshot(c))).revision)
+    const scope = Effect.runSync(Scope.make())
+    const me = (seq: number) => Effect.succeed(worker(c, "self", "inc-self", seq, { reportedAtUnixMs: 1_000 + seq }))
+    await Effect.runPromise(Scope.extend(keepOwnRecord(h.store, me), scope))
+    await new Promise((r) => setTimeout(r, h.store.settings.leaseTtlMs + 1_000))
+    const alive = await Effect.runPromise(h.store.snapshot(c))
+    expect(alive.nodes.map((n) => [n.status.node.id, n.health])).toEqual([["self", "healthy"]])
+    expect(alive.nodes[0]!.status.heartbeatSeq).toBeGreaterThan(2)
+    // Removed by the leave itself: the lease was renewed a beat ago and cannot have run out yet.
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    expect((await Effect.runPromise(h.store.snapshot(c))).nodes).toEqual([])
+    await pollUntil(async () => events.at(-1)?.kind, (k) => k === "removed", 30_000, "the leave event")
+    const seqs = events.flatMap((e) => (e.kind === "upserted" ? [e.node.status.heartbeatSeq] : []))
+    expect(seqs).toEqual(seqs.map((_, i) => i))
   })
 }
