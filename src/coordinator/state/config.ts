@@ -25,6 +25,9 @@ export interface StateStoreSettings extends StateTiming {
   readonly etcdEndpoints: ReadonlyArray<string>
   /** Keyspace prefix; records live under `<prefix>/clusters/<cluster>/nodes/<role>/<node>`. */
   readonly etcdPrefix: string
+  /** etcd password authentication; both or neither. */
+  readonly etcdUsername: string | undefined
+  readonly etcdPassword: Redacted.Redacted<string> | undefined
   readonly clusterToken: Redacted.Redacted<string> | undefined
   /**
    * With a token configured: `every-write` refuses any put without it;
@@ -41,6 +44,8 @@ export const STATE_DEFAULTS: StateStoreSettings = {
   requestTimeoutMs: 3_000,
   etcdEndpoints: [],
   etcdPrefix: "/talon",
+  etcdUsername: undefined,
+  etcdPassword: undefined,
   clusterToken: undefined,
   tokenCheck: "every-write"
 }
@@ -66,6 +71,9 @@ export const settingsProblem = (s: StateStoreSettings): { readonly path: string;
     if (s.etcdEndpoints.length === 0) return { path: "TALON_ETCD_ENDPOINTS", message: "the etcd backend needs at least one endpoint, e.g. http://127.0.0.1:2379" }
     if (s.etcdEndpoints.some((e) => e.trim() === "")) return { path: "TALON_ETCD_ENDPOINTS", message: "an etcd endpoint is empty (check for a stray comma)" }
     if (s.etcdPrefix.replace(/\/+$/, "") === "") return { path: "TALON_ETCD_PREFIX", message: "the etcd keyspace prefix must not be empty" }
+    if ((s.etcdUsername === undefined) !== (s.etcdPassword === undefined)) {
+      return { path: "TALON_ETCD_PASSWORD", message: "etcd authentication needs both TALON_ETCD_USERNAME and TALON_ETCD_PASSWORD" }
+    }
   }
   if (s.clusterToken !== undefined && Redacted.value(s.clusterToken).length < 16) {
     return { path: "TALON_CLUSTER_TOKEN", message: "the cluster token must be at least 16 characters (generate one with `openssl rand -hex 32`)" }
@@ -89,6 +97,8 @@ export const resolveStateStoreSettings = (
       requestTimeoutMs: yield* opt(Config.integer("TALON_STATE_REQUEST_TIMEOUT_MS")),
       etcdEndpoints: endpoints?.map((e) => e.trim()),
       etcdPrefix: yield* opt(Config.string("TALON_ETCD_PREFIX")),
+      etcdUsername: yield* opt(Config.string("TALON_ETCD_USERNAME")),
+      etcdPassword: yield* opt(Config.redacted("TALON_ETCD_PASSWORD")),
       clusterToken: yield* opt(Config.redacted("TALON_CLUSTER_TOKEN")),
       tokenCheck: yield* opt(Config.literal("every-write", "takeover-only")("TALON_CLUSTER_TOKEN_CHECK"))
     }
@@ -103,6 +113,8 @@ export const resolveStateStoreSettings = (
       requestTimeoutMs: pick("requestTimeoutMs"),
       etcdEndpoints: pick("etcdEndpoints"),
       etcdPrefix: pick("etcdPrefix"),
+      etcdUsername: pick("etcdUsername"),
+      etcdPassword: pick("etcdPassword"),
       clusterToken: pick("clusterToken"),
       tokenCheck: pick("tokenCheck")
     }

@@ -25,6 +25,17 @@ export class StoreTimeout extends Data.TaggedError("StoreTimeout")<{
   }
 }
 
+/** The backend refused our credentials or permissions. Not fixed by retrying. */
+export class StoreAuthFailed extends Data.TaggedError("StoreAuthFailed")<{
+  readonly backend: StoreBackend
+  readonly operation: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `${this.backend} state store refused ${this.operation}: ${this.detail}; check TALON_ETCD_USERNAME / TALON_ETCD_PASSWORD and the user's role on the key prefix`
+  }
+}
+
 /** A status the store refuses to keep (Talon's NodeStatus validation). */
 export class InvalidRecord extends Data.TaggedError("InvalidRecord")<{ readonly reason: string }> {
   override get message(): string {
@@ -72,6 +83,7 @@ export class TakeoverRefused extends Data.TaggedError("TakeoverRefused")<{
 export type StateStoreError =
   | StoreUnavailable
   | StoreTimeout
+  | StoreAuthFailed
   | InvalidRecord
   | CorruptRecord
   | WatchCompacted

@@ -7,12 +7,20 @@
  * mod revision (or absence) is still what was read; a racing writer makes it
  * retry with a fresh read, so no interleaving can move a record backwards.
  */
-import { Effect, Either, Stream } from "effect"
-import { Etcd3, type IKeyValue } from "etcd3"
+import { Effect, Either, Redacted, Stream } from "effect"
+import {
+  Etcd3,
+  EtcdAuthenticationFailedError,
+  EtcdInvalidAuthTokenError,
+  EtcdPermissionDeniedError,
+  EtcdUserNotFoundError,
+  GRPCUnauthenticatedError,
+  type IKeyValue
+} from "etcd3"
 import type { NodeStatus } from "../../protocol/status.js"
 import type { StateStoreSettings } from "./config.js"
 import { makeStore, type NodeEvent, type StoreCore } from "./ClusterStateStore.js"
-import { CorruptRecord, StoreTimeout, StoreUnavailable, WatchCompacted, type StateStoreError } from "./errors.js"
+import { CorruptRecord, StoreAuthFailed, StoreTimeout, StoreUnavailable, WatchCompacted, type StateStoreError } from "./errors.js"
 import { decodeStoredNode, encodeStoredNode, rejectReason, type StoredNode } from "./record.js"
 import { tokenProblem } from "./token.js"
 
@@ -21,6 +29,21 @@ const MAX_WRITE_RETRIES = 32
 const ROLE_SEGMENT = ["coordinator", "worker"] as const
 
 const rev = (n: string | number): string => `etcd:${n}`
+
+const AUTH_ERRORS = [
+  EtcdAuthenticationFailedError,
+  EtcdInvalidAuthTokenError,
+  EtcdPermissionDeniedError,
+  EtcdUserNotFoundError,
+  GRPCUnauthenticatedError
+]
+
+const failureOf = (operation: string, e: unknown): StoreUnavailable | StoreAuthFailed => {
+  const detail = e instanceof Error ? e.message : String(e)
+  return AUTH_ERRORS.some((c) => e instanceof c) || /permission denied|authentication failed|user name is empty/i.test(detail)
+    ? new StoreAuthFailed({ backend: "etcd", operation, detail })
+    : new StoreUnavailable({ backend: "etcd", operation, detail })
+}
 
 const endpointUrl = (e: string): string => (/^[a-z]+:\/\//.test(e) ? e : `http://${e}`)
 
@@ -33,6 +56,9 @@ export const makeEtcdStore = (settings: StateStoreSettings) =>
           new Etcd3({
             hosts: settings.etcdEndpoints.map(endpointUrl),
             dialTimeout: timeoutMs,
+            ...(settings.etcdUsername !== undefined && settings.etcdPassword !== undefined
+              ? { auth: { username: settings.etcdUsername, password: Redacted.value(settings.etcdPassword) } }
+              : {}),
             // Unary calls get a deadline; watch streams live until cancelled.
             defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeoutMs })
           })
@@ -48,11 +74,8 @@ export const makeEtcdStore = (settings: StateStoreSettings) =>
       return rest.slice(rest.indexOf("/") + 1)
     }
 
-    const call = <A>(operation: string, f: () => Promise<A>): Effect.Effect<A, StoreUnavailable | StoreTimeout> =>
-      Effect.tryPromise({
-        try: f,
-        catch: (e) => new StoreUnavailable({ backend: "etcd", operation, detail: e instanceof Error ? e.message : String(e) })
-      }).pipe(
+    const call = <A>(operation: string, f: () => Promise<A>): Effect.Effect<A, StoreUnavailable | StoreAuthFailed | StoreTimeout> =>
+      Effect.tryPromise({ try: f, catch: (e) => failureOf(operation, e) }).pipe(
         Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => new StoreTimeout({ backend: "etcd", operation, timeoutMs }) })
       )
     const decode = (kv: IKeyValue): Effect.Effect<StoredNode, CorruptRecord> =>
@@ -149,11 +172,8 @@ export const makeEtcdStore = (settings: StateStoreSettings) =>
               void emit.single({ kind: "removed", clusterId, nodeId, revision: rev(kv.mod_revision) })
             })
             watcher.on("error", (e) => {
-              const detail = e instanceof Error ? e.message : String(e)
               void emit.fail(
-                /compact/i.test(detail)
-                  ? new WatchCompacted({ requested: afterRevision ?? "now", oldest: "unknown" })
-                  : new StoreUnavailable({ backend: "etcd", operation: "watch", detail })
+                /compact/i.test(e.message) ? new WatchCompacted({ requested: afterRevision ?? "now", oldest: "unknown" }) : failureOf("watch", e)
               )
             })
           })

@@ -3,7 +3,7 @@
  * real cluster shows: readiness when etcd stops and returns, a three-member
  * cluster losing members, and the record format Talon's coordinators read.
  */
-import { Effect, Either, SubscriptionRef } from "effect"
+import { Effect, Either, Redacted, SubscriptionRef } from "effect"
 import { Etcd3 } from "etcd3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ClusterStateStore } from "../../../src/coordinator/state/ClusterStateStore.js"
@@ -61,6 +61,38 @@ describe.runIf(etcdAvailable())("ClusterStateStore.Etcd", () => {
         expect((await Effect.runPromise(h.store.remove(c, "w/1", "inc-1"))).disposition).toBe("applied")
       } finally {
         raw.close()
+      }
+    })
+  })
+
+  describe("authentication", () => {
+    it("works with the right credentials and says which settings to check otherwise", { timeout: T }, async () => {
+      const etcd = await EtcdCluster.start(1)
+      const admin = new Etcd3({ hosts: etcd.endpoints })
+      const handles: Array<StoreHandle> = []
+      try {
+        await admin.role("root").create().catch(() => undefined)
+        await admin.user("root").create("root-password-for-tests")
+        await admin.user("root").addRole("root")
+        await admin.auth.authEnable({})
+        const open = async (o: object) => {
+          const h = await openStore(ClusterStateStore.Etcd({ ...FAST, requestTimeoutMs: 5_000, etcdEndpoints: etcd.endpoints, ...o }))
+          handles.push(h)
+          return h.store
+        }
+        const c = newClusterId()
+        const good = await open({ etcdUsername: "root", etcdPassword: Redacted.make("root-password-for-tests") })
+        expect((await Effect.runPromise(good.put(worker(c, "w1", "i", 1)))).disposition).toBe("applied")
+        expect((await Effect.runPromise(good.snapshot(c))).nodes.length).toBe(1)
+        const wrong = await failureOf((await open({ etcdUsername: "root", etcdPassword: Redacted.make("not-the-password") })).snapshot(c))
+        expect(wrong).toMatchObject({ _tag: "StoreAuthFailed" })
+        expect((wrong as Error).message).toContain("TALON_ETCD_PASSWORD")
+        expect((wrong as Error).message).not.toContain("not-the-password")
+        expect(await failureOf((await open({})).put(worker(c, "w2", "i", 1)))).toMatchObject({ _tag: "StoreAuthFailed" })
+      } finally {
+        for (const h of handles) await h.close()
+        admin.close()
+        await etcd.stop()
       }
     })
   })
