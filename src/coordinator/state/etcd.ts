@@ -152,6 +152,14 @@ export const makeEtcdStore = (settings: StateStoreSettings) =>
             if (afterRevision !== undefined) {
               const n = /^etcd:(\d+)$/.exec(afterRevision)?.[1]
               if (n === undefined) return yield* new WatchCompacted({ requested: afterRevision, oldest: "etcd:?" })
+              // The client reports a watch refused for compaction only as a hung create, so ask first:
+              // a read at a compacted revision fails with a clear error.
+              yield* call("compaction check", () => client.getAll().prefix(clusterPrefix(clusterId)).revision(n).limit(1).exec()).pipe(
+                Effect.catchIf(
+                  (e) => /compacted/i.test(e._tag === "StoreTimeout" ? "" : e.detail),
+                  () => Effect.fail(new WatchCompacted({ requested: afterRevision, oldest: "newer than requested" }))
+                )
+              )
               builder = builder.startRevision(String(BigInt(n) + 1n))
             }
             const watcher = yield* Effect.acquireRelease(

@@ -3,7 +3,7 @@
  * real cluster shows: readiness when etcd stops and returns, a three-member
  * cluster losing members, and the record format Talon's coordinators read.
  */
-import { Effect, Either, Redacted, SubscriptionRef } from "effect"
+import { Effect, Either, Fiber, Redacted, Stream, SubscriptionRef } from "effect"
 import { Etcd3 } from "etcd3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ClusterStateStore } from "../../../src/coordinator/state/ClusterStateStore.js"
@@ -30,6 +30,30 @@ describe.runIf(etcdAvailable())("ClusterStateStore.Etcd", () => {
       { durable: true, open: (o = {}) => openStore(ClusterStateStore.Etcd({ ...FAST, etcdEndpoints: etcd.endpoints, ...o })) },
       handles
     )
+
+    it("a watch from a compacted revision fails with WatchCompacted, and a fresh snapshot resumes", { timeout: 60_000 }, async () => {
+      const h = await openStore(ClusterStateStore.Etcd({ ...FAST, etcdEndpoints: etcd.endpoints }))
+      handles.push(h)
+      const c = newClusterId()
+      const old = await Effect.runPromise(h.store.snapshot(c))
+      for (let seq = 1; seq <= 3; seq++) await Effect.runPromise(h.store.put(worker(c, "w1", "i", seq)))
+      const now = await Effect.runPromise(h.store.snapshot(c))
+      const raw = new Etcd3({ hosts: etcd.endpoints })
+      try {
+        await raw.kv.compact({ revision: now.revision.slice("etcd:".length), physical: true })
+      } finally {
+        raw.close()
+      }
+      const gone = await failureOf(Stream.runCollect(Stream.take(h.store.watch(c, old.revision), 1)))
+      expect(gone).toMatchObject({ _tag: "WatchCompacted" })
+      expect((gone as Error).message).toContain("take a fresh snapshot")
+      const fresh = await Effect.runPromise(h.store.snapshot(c))
+      expect(fresh.nodes.map((n) => n.status.heartbeatSeq)).toEqual([3])
+      const next = await h.run(Effect.forkScoped(Stream.runCollect(Stream.take(h.store.watch(c, fresh.revision), 1))))
+      await Effect.runPromise(h.store.put(worker(c, "w1", "i", 4)))
+      const [e] = [...(await Effect.runPromise(Fiber.join(next)))]
+      expect(e).toMatchObject({ kind: "upserted", nodeId: "w1" })
+    })
 
     it("stores Talon's NodeStatus JSON under Talon's key layout", { timeout: T }, async () => {
       const h = await openStore(ClusterStateStore.Etcd({ ...FAST, etcdEndpoints: etcd.endpoints, etcdPrefix: "/talon-x/" }))
