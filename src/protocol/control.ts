@@ -1,9 +1,6 @@
 /**
  * Control-plane messages: Talon's `ControlMessage` enum (bincode, u32 tag in
  * declaration order) wrapped in `Envelope { schema: u16, message }`.
- *
- * Tag 9 (`NodeStatusHeartbeat`, a large versioned status snapshot) is not
- * implemented; it decodes to a DecodeError naming it.
  */
 import type { Either } from "effect"
 import type { BlockId, NodeInfo, ObjectId } from "../core/ids.js"
@@ -11,6 +8,7 @@ import { BincodeWriter, decodeWith, type BincodeReader } from "./bincode.js"
 import { readBlockId, readNodeInfo, readObjectId, writeBlockId, writeNodeInfo, writeObjectId } from "./codecs.js"
 import type { DecodeError } from "./errors.js"
 import { HEADER_LEN, MsgType, writeHeader } from "./frame.js"
+import { readNodeStatus, writeNodeStatus, type NodeStatus } from "./status.js"
 
 /** Newest control schema this build speaks (Talon's CONTROL_SCHEMA_VERSION). */
 export const CONTROL_SCHEMA_VERSION = 5
@@ -38,6 +36,7 @@ export type ControlMessage =
   | { readonly _tag: "MembershipQuery" }
   | { readonly _tag: "MembershipList"; readonly nodes: ReadonlyArray<NodeInfo> }
   | { readonly _tag: "Ack"; readonly ok: boolean; readonly detail: string | null }
+  | { readonly _tag: "NodeStatusHeartbeat"; readonly status: NodeStatus }
   | { readonly _tag: "StatObject"; readonly object: ObjectId }
   | { readonly _tag: "ObjectStat"; readonly size: number; readonly version: string }
   | { readonly _tag: "ListObjects"; readonly prefix: string }
@@ -137,6 +136,12 @@ const VARIANTS: Variants = {
     minSchema: 1,
     write: (w, m) => w.bool(m.ok).option(m.detail, (w, s) => w.string(s)),
     read: (r) => ({ _tag: "Ack", ok: r.bool(), detail: r.option((r) => r.string()) })
+  },
+  NodeStatusHeartbeat: {
+    tag: 9,
+    minSchema: 2,
+    write: (w, m) => writeNodeStatus(w, m.status),
+    read: (r) => ({ _tag: "NodeStatusHeartbeat", status: readNodeStatus(r) })
   },
   StatObject: {
     tag: 10,
@@ -256,8 +261,9 @@ const writeEnvelope = (w: BincodeWriter, m: ControlMessage, schema: number): voi
 
 /**
  * Envelope bytes for `msg`. Throws RangeError only on caller bugs: a schema
- * outside the supported range or older than the message, or a field out of
- * its wire range (u64 above 2^53-1, k above 255).
+ * outside the supported range or older than the message, a field out of
+ * its wire range (u64 above 2^53-1, k above 255), or a NodeStatus that
+ * Talon's validation refuses.
  */
 export const encodeControl = (msg: ControlMessage, schema: number = minimumSchema(msg)): Uint8Array => {
   checkSchema(msg, schema)
@@ -284,7 +290,7 @@ const readEnvelope = (r: BincodeReader): Envelope => {
   const tag = r.u32()
   const v = BY_TAG[tag]
   if (v === undefined) {
-    r.fail(tag === 9 ? "NodeStatusHeartbeat (tag 9) is not supported by this build" : `unknown control message tag ${tag}`)
+    r.fail(`unknown control message tag ${tag}`)
   }
   if (schema < v.minSchema) r.fail(`control message tag ${tag} requires schema ${v.minSchema}, but the envelope says ${schema}`)
   return { schema, message: v.read(r) }

@@ -4,7 +4,13 @@ import { Backend, NodeRole, type BlockId, type NodeInfo, type ObjectId } from ".
 import {
   CONTROL_SCHEMA_VERSION,
   MsgType,
+  NODE_HEALTH,
+  NODE_METRIC_FIELDS,
+  NODE_STATUS_SCHEMA_VERSION,
+  canonicalLabels,
   minimumSchema,
+  type NodeMetricsSnapshot,
+  type NodeStatus,
   type ControlMessage,
   type Envelope,
   type FrameHeader,
@@ -27,6 +33,32 @@ export const nodeInfoArb: fc.Arbitrary<NodeInfo> = fc.record({
   role: fc.constantFrom(NodeRole.Coordinator, NodeRole.Worker)
 })
 
+const field = fc.string({ unit: "grapheme", minLength: 1, maxLength: 12 })
+
+/** A status Talon's validation accepts: bounded fields, start <= report, canonical labels. */
+export const nodeStatusArb: fc.Arbitrary<NodeStatus> = fc
+  .record({
+    clusterId: field,
+    node: fc.record({ id: field, address: field, role: fc.constantFrom(NodeRole.Coordinator, NodeRole.Worker) }),
+    incarnationId: field,
+    adminAddress: fc.option(field, { nil: null }),
+    buildVersion: field,
+    startedAtUnixMs: fc.nat({ max: 2 ** 52 }),
+    sinceStart: fc.nat({ max: 2 ** 52 }),
+    heartbeatSeq: u64,
+    health: fc.constantFrom(...NODE_HEALTH),
+    ready: fc.boolean(),
+    metrics: fc.tuple(...NODE_METRIC_FIELDS.map(() => u64)),
+    labels: fc.array(fc.tuple(fc.string({ unit: "grapheme", minLength: 1, maxLength: 6 }), str), { maxLength: 16 })
+  })
+  .map(({ labels, metrics, sinceStart, ...s }) => ({
+    ...s,
+    schemaVersion: NODE_STATUS_SCHEMA_VERSION,
+    reportedAtUnixMs: s.startedAtUnixMs + sinceStart,
+    metrics: Object.fromEntries(NODE_METRIC_FIELDS.map((k, i) => [k, metrics[i]])) as NodeMetricsSnapshot,
+    labels: canonicalLabels(labels)
+  }))
+
 export const controlArb: fc.Arbitrary<ControlMessage> = fc.oneof(
   fc.record({ _tag: fc.constant("Register" as const), node: nodeInfoArb }),
   fc.record({ _tag: fc.constant("Heartbeat" as const), node: str, blockCount: u64 }),
@@ -37,6 +69,7 @@ export const controlArb: fc.Arbitrary<ControlMessage> = fc.oneof(
   fc.constant({ _tag: "MembershipQuery" as const }),
   fc.record({ _tag: fc.constant("MembershipList" as const), nodes: fc.array(nodeInfoArb, { maxLength: 4 }) }),
   fc.record({ _tag: fc.constant("Ack" as const), ok: fc.boolean(), detail: fc.option(str, { nil: null }) }),
+  fc.record({ _tag: fc.constant("NodeStatusHeartbeat" as const), status: nodeStatusArb }),
   fc.record({ _tag: fc.constant("StatObject" as const), object: objectIdArb }),
   fc.record({ _tag: fc.constant("ObjectStat" as const), size: u64, version: str }),
   fc.record({ _tag: fc.constant("ListObjects" as const), prefix: str }),
