@@ -24,8 +24,13 @@ export interface GatewayOptions {
   readonly region: string
   /** Requests served at once; more are refused with 503 SlowDown / ServerBusy. */
   readonly maxConcurrentRequests: number
-  /** Largest PUT body (decoded) accepted; bodies are buffered to be verified before the origin sees them. */
+  /** Largest single PutObject / Put Blob body accepted (streamed to the origin; multipart parts and blocks are capped at 5 GiB). */
   readonly maxBodyBytes: number
+  /** Uploads (requests with a body) served at once, apart from reads: slow uploaders cannot take every slot. */
+  readonly maxConcurrentUploads: number
+  /** A request body with no byte for this long, or slower on average than `minBodyBytesPerSec` after it, is cut off (RequestTimeout). */
+  readonly bodyIdleMs: number
+  readonly minBodyBytesPerSec: number
   /** Time to receive a whole request (head and body). */
   readonly requestTimeoutMs: number
   /** Time from the request's arrival to the response head (stat, first bytes); 503 after it. */
@@ -57,6 +62,9 @@ export const GATEWAY_DEFAULTS: Omit<GatewayOptions, "credentials"> = {
   region: "us-east-1",
   maxConcurrentRequests: 256,
   maxBodyBytes: 64 * 1024 * 1024,
+  maxConcurrentUploads: 64,
+  bodyIdleMs: 20_000,
+  minBodyBytesPerSec: 4096,
   requestTimeoutMs: 300_000,
   responseTimeoutMs: 30_000,
   idleTimeoutMs: 120_000,
@@ -75,6 +83,9 @@ export const GATEWAY_ENV = {
   region: "TALON_GATEWAY_REGION",
   maxConcurrentRequests: "TALON_GATEWAY_MAX_CONCURRENT_REQUESTS",
   maxBodyBytes: "TALON_GATEWAY_MAX_BODY_BYTES",
+  maxConcurrentUploads: "TALON_GATEWAY_MAX_CONCURRENT_UPLOADS",
+  bodyIdleMs: "TALON_GATEWAY_BODY_IDLE_MS",
+  minBodyBytesPerSec: "TALON_GATEWAY_MIN_BODY_BYTES_PER_SEC",
   requestTimeoutMs: "TALON_GATEWAY_REQUEST_TIMEOUT_MS",
   responseTimeoutMs: "TALON_GATEWAY_RESPONSE_TIMEOUT_MS",
   idleTimeoutMs: "TALON_GATEWAY_IDLE_TIMEOUT_MS",
@@ -125,6 +136,8 @@ const fromEnv = <A>(config: Config.Config<A>) => Effect.map(Config.option(config
 const positive = [
   "maxConcurrentRequests",
   "maxBodyBytes",
+  "maxConcurrentUploads",
+  "bodyIdleMs",
   "requestTimeoutMs",
   "responseTimeoutMs",
   "idleTimeoutMs",
@@ -147,6 +160,9 @@ export const resolveGatewayOptions = (
       region: yield* fromEnv(Config.string(GATEWAY_ENV.region)),
       maxConcurrentRequests: yield* int("maxConcurrentRequests"),
       maxBodyBytes: yield* int("maxBodyBytes"),
+      maxConcurrentUploads: yield* int("maxConcurrentUploads"),
+      bodyIdleMs: yield* int("bodyIdleMs"),
+      minBodyBytesPerSec: yield* int("minBodyBytesPerSec"),
       requestTimeoutMs: yield* int("requestTimeoutMs"),
       responseTimeoutMs: yield* int("responseTimeoutMs"),
       idleTimeoutMs: yield* int("idleTimeoutMs"),
@@ -168,6 +184,9 @@ export const resolveGatewayOptions = (
       if (!(Number.isSafeInteger(options[key]) && options[key] > 0)) {
         return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV[key]], `${key} must be a positive integer`))
       }
+    }
+    if (!(Number.isSafeInteger(options.minBodyBytesPerSec) && options.minBodyBytesPerSec >= 0)) {
+      return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV.minBodyBytesPerSec], "minBodyBytesPerSec must be zero (no floor) or a positive integer"))
     }
     if (!(options.statTtlMs >= 0) || !(options.writeFreshMs >= 0)) {
       return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV.statTtlMs], "TTLs must be zero or positive"))

@@ -52,8 +52,14 @@ const authorize = (g: Services, ctx: GwCtx, azure: boolean, account: string | un
   })
 }
 
+const hasBody = (req: http.IncomingMessage): boolean => {
+  const length = req.headers["content-length"]
+  return (length !== undefined && length !== "0") || req.headers["transfer-encoding"] !== undefined
+}
+
 export const handleRequest = (g: Services) => {
   let inflight = 0
+  let uploads = 0
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const method = req.method ?? "GET"
     const target = splitTarget(req)
@@ -79,18 +85,25 @@ export const handleRequest = (g: Services) => {
     const aborts = new RequestAbort()
     const ctx: GwCtx = new RequestContext(req, res, method, requestId, target.query, target.pathname, q < 0 ? "" : raw.slice(q + 1), g, aborts)
     g.counters.requests++
-    if (inflight >= g.options.maxConcurrentRequests) {
+    // Uploads hold their slot while the client sends; they get their own slots so slow
+    // senders cannot take the ones readers need.
+    const upload = hasBody(req)
+    const limit = upload ? g.options.maxConcurrentUploads : g.options.maxConcurrentRequests
+    if ((upload ? uploads : inflight) >= limit) {
       g.counters.rejectedBusy++
-      const message = `The gateway is serving its limit of ${g.options.maxConcurrentRequests} requests; retry shortly.`
+      res.setHeader("Connection", "close")
+      const message = `The gateway is serving its limit of ${limit} ${upload ? "uploads" : "requests"}; retry shortly.`
       return azure ? azureError(ctx, 503, "ServerBusy", message) : s3Error(ctx, 503, "SlowDown", message)
     }
-    inflight++
+    if (upload) uploads++
+    else inflight++
     // The deadline covers the response head; a body then streams at the client's pace.
     const deadline = setTimeout(() => {
       if (!res.headersSent) aborts.abort()
     }, g.options.responseTimeoutMs)
     res.once("close", () => {
-      inflight--
+      if (upload) uploads--
+      else inflight--
       clearTimeout(deadline)
       if (!res.writableFinished) aborts.abort()
     })
