@@ -294,6 +294,9 @@ const objectOp = async (ctx: Ctx, bucket: string, key: string) => {
     case "GET":
     case "HEAD": {
       if (ctx.query.has("uploadId")) return listParts(ctx, bucket, key)
+      for (const sub of ["tagging", "acl", "attributes", "retention", "legal-hold", "torrent"]) {
+        if (ctx.query.has(sub)) return notImplemented(ctx)
+      }
       const obj = await openObject(root, bucket, key)
       if (!obj) {
         if (ctx.method === "HEAD") return sendEmpty(ctx, 404)
