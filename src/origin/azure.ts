@@ -24,6 +24,7 @@ import {
 } from "./store.js"
 import { getBlockList, putBlock, putBlockList } from "./azureBlocks.js"
 import { copyBlob, propsHeaders, readProps, setProps, writeProps } from "./blobProps.js"
+import { md5Hex } from "./s3Body.js"
 import { algorithmsFor, Digester, DigestMismatch, verifyDigests } from "./upload.js"
 import { el, escapeXml, XML_DECL_AZURE } from "./xml.js"
 
@@ -188,6 +189,7 @@ const containerOp = async (ctx: Ctx, account: string, container: string) => {
 const putOptions = (ctx: Ctx, digester: Digester) => ({
   transforms: [digester],
   verify: () => verifyDigests(digester, ctx.req.headers, new Map()),
+  contentEtag: () => md5Hex(digester),
   conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") }
 })
 

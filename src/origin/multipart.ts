@@ -5,7 +5,7 @@
  * ETag, as S3's is); Complete concatenates them, streaming, into the object through the same
  * atomic rename as PutObject. Uploads nobody completes or aborts expire (sweepUploads).
  */
-import { randomBytes } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import { createWriteStream } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
@@ -165,7 +165,8 @@ const readSmallBody = async (ctx: Ctx, limit: number): Promise<string | undefine
 }
 
 const parser = new XMLParser({ isArray: (name) => name === "Part", parseTagValue: false })
-const unquote = (s: string) => s.trim().replace(/^"|"$/g, "")
+/** ETags as listed in a Complete body: quoted, or with the quotes as entities (Go's encoder writes `&#34;`). */
+const unquote = (s: string) => s.trim().replace(/&#34;|&#x22;|&quot;|"/gi, "")
 
 export const completeUpload = async (ctx: Ctx, bucket: string, key: string): Promise<void> => {
   const id = await theUpload(ctx, bucket, key)
@@ -208,7 +209,9 @@ export const completeUpload = async (ctx: Ctx, bucket: string, key: string): Pro
     }
   }
   try {
-    const info = await putObject(ctx.state.root, bucket, key, Readable.from(concat()))
+    const partMd5s = Buffer.concat(chosen.map((p) => Buffer.from(unquote(p.etag), "hex")))
+    const contentEtag = `${createHash("md5").update(partMd5s).digest("hex")}-${chosen.length}`
+    const info = await putObject(ctx.state.root, bucket, key, Readable.from(concat()), { contentEtag: () => contentEtag })
     await fs.rm(dir, { recursive: true, force: true })
     sendXml(ctx, 200, `${XML_DECL_S3}<CompleteMultipartUploadResult xmlns="${S3_XMLNS}">${el("Location", `${ctx.state.url}/${bucket}/${key.split("/").map(encodeURIComponent).join("/")}`)}${el("Bucket", bucket)}${el("Key", key)}${el("ETag", info.etag)}</CompleteMultipartUploadResult>`)
   } catch (e) {

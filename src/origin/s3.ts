@@ -22,7 +22,7 @@ import {
   PutPreconditionFailed
 } from "./store.js"
 import { abortUpload, completeUpload, createUpload, listParts, listUploads, uploadPart } from "./multipart.js"
-import { bodyError, s3Body } from "./s3Body.js"
+import { bodyError, md5Hex, s3Body } from "./s3Body.js"
 import { copyObject } from "./s3Copy.js"
 import { el, escapeXml, S3_XMLNS, XML_DECL_S3 } from "./xml.js"
 
@@ -255,6 +255,9 @@ const methodNotAllowed = (ctx: Ctx) =>
   s3Error(ctx, 405, "MethodNotAllowed", `The specified method ${ctx.method} is not allowed against this resource.`)
 
 const putOp = async (ctx: Ctx, bucket: string, key: string) => {
+  for (const sub of ["tagging", "acl", "retention", "legal-hold"]) {
+    if (ctx.query.has(sub)) return notImplemented(ctx)
+  }
   if (ctx.query.has("uploadId") || ctx.query.has("partNumber")) return uploadPart(ctx, bucket, key)
   if (header(ctx, "x-amz-copy-source") !== undefined) return copyObject(ctx, bucket, key)
   const body = s3Body(ctx)
@@ -262,7 +265,8 @@ const putOp = async (ctx: Ctx, bucket: string, key: string) => {
     const info = await putObject(ctx.state.root, bucket, key, ctx.req, {
       transforms: body.transforms,
       verify: body.verify,
-      conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") }
+      conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") },
+      contentEtag: () => md5Hex(body.digester)
     })
     ctx.state.stats.bytesReceived += body.digester.length
     sendEmpty(ctx, 200, { ETag: info.etag, ...body.echo() })
@@ -276,6 +280,14 @@ const putOp = async (ctx: Ctx, bucket: string, key: string) => {
     if (ctx.req.destroyed || ctx.req.readableAborted) return
     throw e
   }
+}
+
+/** GetObjectTagging: the stub stores no tags (PutObjectTagging is refused), so every object has none. */
+const objectTagging = async (ctx: Ctx, bucket: string, key: string) => {
+  const obj = await openObject(ctx.state.root, bucket, key)
+  if (!obj) return s3Error(ctx, 404, "NoSuchKey", "The specified key does not exist.", { Key: key })
+  await obj.handle.close()
+  sendXml(ctx, 200, `${XML_DECL_S3}<Tagging xmlns="${S3_XMLNS}"><TagSet></TagSet></Tagging>`)
 }
 
 const objectOp = async (ctx: Ctx, bucket: string, key: string) => {
@@ -294,6 +306,7 @@ const objectOp = async (ctx: Ctx, bucket: string, key: string) => {
     case "GET":
     case "HEAD": {
       if (ctx.query.has("uploadId")) return listParts(ctx, bucket, key)
+      if (ctx.query.has("tagging") && ctx.method === "GET") return objectTagging(ctx, bucket, key)
       for (const sub of ["tagging", "acl", "attributes", "retention", "legal-hold", "torrent"]) {
         if (ctx.query.has(sub)) return notImplemented(ctx)
       }

@@ -61,3 +61,9 @@ export const bodyError = (e: unknown): { readonly status: number; readonly code:
   if (e instanceof PayloadHashMismatch) return { status: 400, code: "XAmzContentSHA256Mismatch", message: e.message }
   return undefined
 }
+
+/** The body's MD5 in hex (S3's ETag of a single-part upload). */
+export const md5Hex = (d: Digester): string | undefined => {
+  const b64 = d.digest("md5")
+  return b64 === undefined ? undefined : Buffer.from(b64, "base64").toString("hex")
+}

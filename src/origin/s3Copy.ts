@@ -61,7 +61,9 @@ export const copyObject = async (ctx: Ctx, bucket: string, key: string): Promise
       return s3Error(ctx, 400, "InvalidRequest", "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes (send x-amz-metadata-directive: REPLACE).")
     }
     const info = await putObject(ctx.state.root, bucket, key, obj.handle.createReadStream({ autoClose: false }), {
-      conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") }
+      conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") },
+      // Same bytes, same content ETag (an identity ETag names the source file, so it is not kept).
+      contentEtag: () => (/^"[0-9a-f]{32}(-\d+)?"$/.test(obj.etag) ? obj.etag : undefined)
     })
     sendXml(ctx, 200, `${XML_DECL_S3}<CopyObjectResult xmlns="${S3_XMLNS}">${el("LastModified", info.lastModified.toISOString())}${el("ETag", info.etag)}</CopyObjectResult>`)
   } catch (e) {

@@ -49,9 +49,12 @@ layer(gatewayFixture("origin", { gateway: { auth: false, maxBodyBytes: 64 * 1024
         const stats = yield* origin.stats()
         expect(stats.requests.get + stats.requests.put + stats.requests.list + stats.requests.other).toBe(0)
 
-        // The origin's own answers, status and code kept (the stub has no tagging: its 501).
-        const tagging = yield* send(() => raw(gw.url, "GET", `/${BUCKET}/data.bin?tagging`))
+        // The origin's own answers, status and code kept (the stub stores no tags: its 501).
+        const tagging = yield* send(() => raw(gw.url, "PUT", `/${BUCKET}/data.bin?tagging`, {}, "<Tagging/>"))
         expect(tagging.status).toBe(501)
+        const tags = yield* send(() => raw(gw.url, "GET", `/${BUCKET}/data.bin?tagging`))
+        expect(tags.status).toBe(200)
+        expect(tags.body.toString()).toContain("<TagSet></TagSet>")
         expect(tagging.body.toString()).toContain("Talon origin stub")
         const created = yield* send(() => raw(gw.url, "PUT", `/${BUCKET}-made`))
         expect(created.status).toBe(200)
