@@ -54,6 +54,9 @@ export interface GatewayOptions {
   readonly maxListKeys: number
   /** Allowed clock difference for signed requests. */
   readonly clockSkewMs: number
+  /** PEM certificate (chain) and key files: serve HTTPS instead of HTTP (reloaded on SIGHUP or change). */
+  readonly tlsCert: string | undefined
+  readonly tlsKey: string | undefined
 }
 
 export const GATEWAY_DEFAULTS: Omit<GatewayOptions, "credentials"> = {
@@ -74,7 +77,9 @@ export const GATEWAY_DEFAULTS: Omit<GatewayOptions, "credentials"> = {
   readAhead: 4,
   workerTimeoutMs: 5000,
   maxListKeys: 1000,
-  clockSkewMs: 15 * 60 * 1000
+  clockSkewMs: 15 * 60 * 1000,
+  tlsCert: undefined,
+  tlsKey: undefined
 }
 
 export const GATEWAY_ENV = {
@@ -95,7 +100,9 @@ export const GATEWAY_ENV = {
   readAhead: "TALON_GATEWAY_READ_AHEAD",
   workerTimeoutMs: "TALON_GATEWAY_WORKER_TIMEOUT_MS",
   maxListKeys: "TALON_GATEWAY_MAX_LIST_KEYS",
-  clockSkewMs: "TALON_GATEWAY_CLOCK_SKEW_MS"
+  clockSkewMs: "TALON_GATEWAY_CLOCK_SKEW_MS",
+  tlsCert: "TALON_GATEWAY_TLS_CERT",
+  tlsKey: "TALON_GATEWAY_TLS_KEY"
 } as const
 
 /**
@@ -153,7 +160,7 @@ export const resolveGatewayOptions = (
   explicit: Partial<GatewayOptions> = {}
 ): Effect.Effect<GatewayOptions, ConfigError.ConfigError> =>
   Effect.gen(function* () {
-    const int = (k: Exclude<keyof typeof GATEWAY_ENV, "listen" | "auth" | "region">) => fromEnv(Config.integer(GATEWAY_ENV[k]))
+    const int = (k: Exclude<keyof typeof GATEWAY_ENV, "listen" | "auth" | "region" | "tlsCert" | "tlsKey">) => fromEnv(Config.integer(GATEWAY_ENV[k]))
     const env: Partial<Record<keyof GatewayOptions, unknown>> = {
       listen: yield* fromEnv(Config.string(GATEWAY_ENV.listen)),
       auth: yield* fromEnv(Config.boolean(GATEWAY_ENV.auth)),
@@ -172,7 +179,9 @@ export const resolveGatewayOptions = (
       readAhead: yield* int("readAhead"),
       workerTimeoutMs: yield* int("workerTimeoutMs"),
       maxListKeys: yield* int("maxListKeys"),
-      clockSkewMs: yield* int("clockSkewMs")
+      clockSkewMs: yield* int("clockSkewMs"),
+      tlsCert: yield* fromEnv(Config.string(GATEWAY_ENV.tlsCert)),
+      tlsKey: yield* fromEnv(Config.string(GATEWAY_ENV.tlsKey))
     }
     const resolved = {} as Record<string, unknown>
     for (const key of Object.keys(GATEWAY_DEFAULTS) as Array<keyof typeof GATEWAY_DEFAULTS>) {
@@ -190,6 +199,9 @@ export const resolveGatewayOptions = (
     }
     if (!(options.statTtlMs >= 0) || !(options.writeFreshMs >= 0)) {
       return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV.statTtlMs], "TTLs must be zero or positive"))
+    }
+    if ((options.tlsCert === undefined) !== (options.tlsKey === undefined)) {
+      return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV.tlsCert], "give both a TLS certificate and a key (--tls-cert and --tls-key), or neither"))
     }
     if (options.maxListKeys > 1000) {
       return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV.maxListKeys], "maxListKeys is at most 1000 (S3's page limit)"))

@@ -6,6 +6,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto"
 import * as http from "node:http"
+import * as https from "node:https"
 import { azureError, AZURE_API_VERSION } from "../origin/azure.js"
 import { s3Error } from "../origin/s3.js"
 import { listenHttp, type RunningServer, splitTarget } from "../origin/server.js"
@@ -13,6 +14,7 @@ import { type AuthResult, verifySharedKey, verifySigV4 } from "./auth.js"
 import { handleAzure } from "./azureApi.js"
 import { type GwCtx, RequestAbort, RequestContext, type Services } from "./context.js"
 import { handleS3 } from "./s3Api.js"
+import { loadTls, watchTls } from "./tls.js"
 
 const SERVER = "TalonGateway"
 
@@ -137,18 +139,28 @@ export const handleRequest = (g: Services) => {
 
 export type RunningGateway = RunningServer
 
-export const listen = (g: Services, host: string, port: number): Promise<RunningGateway> => {
-  const server = http.createServer(
-    {
-      requestTimeout: g.options.requestTimeoutMs,
-      headersTimeout: Math.min(60_000, g.options.requestTimeoutMs),
-      keepAliveTimeout: 5_000
-    },
-    handleRequest(g)
-  )
+export const listen = async (g: Services, host: string, port: number): Promise<RunningGateway> => {
+  const options = {
+    requestTimeout: g.options.requestTimeoutMs,
+    headersTimeout: Math.min(60_000, g.options.requestTimeoutMs),
+    keepAliveTimeout: 5_000
+  }
+  const files = g.options.tlsCert !== undefined && g.options.tlsKey !== undefined ? { cert: g.options.tlsCert, key: g.options.tlsKey } : undefined
+  const server = files === undefined ? http.createServer(options, handleRequest(g)) : https.createServer({ ...options, ...loadTls(files) }, handleRequest(g))
   // A connection silent in both directions this long (a reader that stopped reading) is closed.
   server.setTimeout(g.options.idleTimeoutMs, (socket) => socket.destroy())
-  return listenHttp(server, host, port, (url) => (g.url = url))
+  const scheme = (url: string) => (files === undefined ? url : url.replace(/^http:/, "https:"))
+  const running = await listenHttp(server as http.Server, host, port, (url) => (g.url = scheme(url)))
+  if (files === undefined) return running
+  const stopWatching = watchTls(server as https.Server, files)
+  return {
+    ...running,
+    url: scheme(running.url),
+    close: () => {
+      stopWatching()
+      return running.close()
+    }
+  }
 }
 
 /** Never logged in full: which credentials the gateway checks, for start-up messages. */
