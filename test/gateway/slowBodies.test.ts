@@ -1,14 +1,17 @@
 /**
  * Request bodies have a read deadline and their own slots: clients trickling bodies in
  * cannot take the slots readers need, and each is cut off with RequestTimeout (nothing
- * written at the origin) once it falls below the floor rate.
+ * written at the origin) once it falls below the floor rate. A large body refused before it
+ * is read reaches the SDK as its status and code, not as a broken pipe.
  */
+import { PutObjectCommand, S3Client, UploadPartCommand } from "@aws-sdk/client-s3"
 import { expect, layer } from "@effect/vitest"
+import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import * as http from "node:http"
 import { Gateway } from "../../src/gateway/Gateway.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
-import { gatewayFixture, TestOriginStub } from "./fixtures/targets.js"
+import { gatewayFixture, S3_KEY, TestOriginStub } from "./fixtures/targets.js"
 
 const BUCKET = "slow"
 
@@ -66,3 +69,24 @@ layer(
     })
   )
 })
+
+layer(gatewayFixture("origin", { gateway: { maxBodyBytes: 1024 * 1024 } }), { excludeTestServices: true, timeout: "60 seconds" })(
+  "gateway refusals before the body",
+  (it) => {
+    it.effect("a 20 MiB upload refused for its signature or its size gets the 403 / 400, not EPIPE", () =>
+      Effect.gen(function* () {
+        const gw = yield* Gateway
+        const client = (secretAccessKey: string) =>
+          new S3Client({ endpoint: gw.url, forcePathStyle: true, region: "us-east-1", credentials: { ...S3_KEY, secretAccessKey }, maxAttempts: 1 })
+        const outcome = (p: Promise<unknown>) =>
+          Effect.promise(() => p.then(() => "served", (e: { name?: string; $metadata?: { httpStatusCode?: number } }) => `${e.$metadata?.httpStatusCode} ${e.name}`))
+        const body = randomBytes(20 * 1024 * 1024)
+        expect(yield* outcome(client("wrong").send(new PutObjectCommand({ Bucket: "early", Key: "k", Body: body })))).toBe("403 SignatureDoesNotMatch")
+        expect(yield* outcome(client("wrong").send(new UploadPartCommand({ Bucket: "early", Key: "k", UploadId: "0".repeat(32), PartNumber: 1, Body: body })))).toBe(
+          "403 SignatureDoesNotMatch"
+        )
+        expect(yield* outcome(client(S3_KEY.secretAccessKey).send(new PutObjectCommand({ Bucket: "early", Key: "k", Body: body })))).toBe("400 EntityTooLarge")
+      })
+    )
+  }
+)
