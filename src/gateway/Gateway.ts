@@ -20,6 +20,7 @@ import { Route, type RouteCounters } from "./Route.js"
 import { CacheRoute, type CacheRouteOptions, OriginRoute } from "./routes.js"
 import { describeAuth, listen } from "./server.js"
 import { StatCache } from "./statCache.js"
+import { TlsLoadError } from "./tls.js"
 
 export class GatewayError extends Data.TaggedError("GatewayError")<{ readonly message: string }> {}
 
@@ -71,7 +72,10 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
         try: () => listen(services, listenOn.host, listenOn.port),
         catch: (e) =>
           new GatewayError({
-            message: `gateway cannot listen on ${options.listen}: ${(e as Error).message} (pick another --listen or stop the process using it)`
+            message:
+              e instanceof TlsLoadError
+                ? `gateway cannot serve HTTPS: ${e.message}`
+                : `gateway cannot listen on ${options.listen}: ${(e as Error).message} (pick another --listen or stop the process using it)`
           })
       }),
       (s) => Effect.promise(() => s.close())

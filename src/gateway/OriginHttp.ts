@@ -12,6 +12,7 @@ import { makeTransport, type OriginRequest, type RequestLabel } from "../backend
 import { defaultPolicy, withRetries } from "../backend/policy.js"
 import type { RouterOptions } from "../backend/Router.js"
 import * as S3Backend from "../backend/S3.js"
+import { type Forwarder, makeForwarder } from "./forward.js"
 
 export interface OriginAnswer {
   readonly status: number
@@ -30,6 +31,8 @@ export interface OriginHttpShape {
   readonly headContainer: (container: string) => Effect.Effect<OriginAnswer, BackendError>
   /** List Blobs (`restype=container&comp=list` plus `query`) at the Azure origin. */
   readonly listAzure: (container: string, query: Record<string, string>) => Effect.Effect<OriginAnswer, BackendError>
+  /** Streaming pass-through of any request, re-signed with the same identity. */
+  readonly forward: Forwarder
 }
 
 export class OriginHttp extends Context.Tag("talon/gateway/OriginHttp")<OriginHttp, OriginHttpShape>() {}
@@ -43,6 +46,8 @@ export const makeOriginHttp = (options: RouterOptions): Effect.Effect<OriginHttp
   Effect.gen(function* () {
     const policy = options.s3?.policy ?? options.azure?.policy ?? defaultPolicy
     const transport = yield* makeTransport(policy)
+    const forward = makeForwarder(options)
+    yield* Effect.addFinalizer(() => Effect.sync(() => forward.close()))
 
     const s3 = options.s3
     const sign = s3 === undefined ? undefined : S3Backend.makeS3Signer(s3)
@@ -97,7 +102,8 @@ export const makeOriginHttp = (options: RouterOptions): Effect.Effect<OriginHttp
       listS3: (bucket, query) => s3Call("GET", bucket, query, "ListObjects"),
       headContainer: (container) => azureCall(container, { restype: "container" }, "HEAD", "GetContainerProperties"),
       listAzure: (container, query) =>
-        azureCall(container, { ...query, restype: "container", comp: "list" }, "GET", "ListBlobs")
+        azureCall(container, { ...query, restype: "container", comp: "list" }, "GET", "ListBlobs"),
+      forward
     } satisfies OriginHttpShape
   })
 

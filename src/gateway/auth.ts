@@ -187,6 +187,9 @@ const fromQuery = (req: ReceivedRequest, pairs: ReadonlyArray<readonly [string, 
   }
 }
 
+/** S3's limit on a presigned URL's lifetime. */
+export const MAX_PRESIGN_SECONDS = 7 * 24 * 3600
+
 export interface SigV4Expectation {
   readonly accessKeyId: string
   readonly secretAccessKey: Redacted.Redacted<string>
@@ -218,6 +221,9 @@ export const verifySigV4 = (req: ReceivedRequest, expect: SigV4Expectation): Aut
     return deny(400, "AuthorizationHeaderMalformed", `The authorization header is malformed; the region '${parsed.region}' is wrong; expecting '${expect.region}'`)
   }
   if (parsed.presignedExpires !== undefined) {
+    if (parsed.presignedExpires < 1 || parsed.presignedExpires > MAX_PRESIGN_SECONDS) {
+      return deny(400, "AuthorizationQueryParametersError", `X-Amz-Expires must be between 1 and ${MAX_PRESIGN_SECONDS} seconds (7 days); presign the URL again with a shorter lifetime.`)
+    }
     if (expect.nowMs > signedAt + parsed.presignedExpires * 1000) return deny(403, "AccessDenied", "Request has expired")
     if (signedAt - expect.nowMs > expect.clockSkewMs) return deny(403, "RequestTimeTooSkewed", "The difference between the request time and the server's time is too large.")
   } else if (Math.abs(expect.nowMs - signedAt) > expect.clockSkewMs) {
@@ -226,6 +232,10 @@ export const verifySigV4 = (req: ReceivedRequest, expect: SigV4Expectation): Aut
   const uri = canonicalUri(req.rawPath)
   if (uri === undefined) return deny(400, "InvalidURI", "Couldn't parse the specified URI.")
   const signedNames = [...parsed.signedHeaders].map((h) => h.toLowerCase())
+  // Without `host` in the signature a captured request could be replayed against any other endpoint.
+  if (!signedNames.includes("host")) {
+    return deny(403, "AccessDenied", "The request signature must sign the 'host' header (SignedHeaders lacks host).")
+  }
   const canonicalRequest = [
     req.method.toUpperCase(),
     uri,

@@ -1,21 +1,22 @@
 /**
- * The Azure Blob front end, path-style `/<account>/<container>/<blob>`: Get Blob
- * Properties, Get Blob (`x-ms-range` wins over `Range`), List Blobs (one bounded page,
- * passed to the origin), Put Blob (BlockBlob), Delete Blob. Anything else is refused
- * with NotImplemented.
+ * The Azure Blob front end, path-style `/<account>/<container>/<blob>`. Reads go through
+ * the route: Get Blob Properties, Get Blob (`x-ms-range` wins over `Range`); List Blobs
+ * asks the origin (one bounded page). Every other request (Put Blob, Put Block, Put Block
+ * List, Get Block List, Copy Blob, Set Blob Metadata/Properties, Delete Blob, container and
+ * account operations) is forwarded to the origin with the body streaming through
+ * (passThrough.ts), and invalidates the blob it may change.
  */
 import { Either } from "effect"
-import { quoteEtag } from "../backend/etag.js"
 import { header as originHeader } from "../backend/http.js"
 import { errorDocument } from "../backend/xml.js"
 import { Backend, type ObjectId } from "../core/ids.js"
 import { azureError, azureReadFailure } from "../origin/azure.js"
 import { decodePath, discardBody, header, sendEmpty, sendXml } from "../origin/context.js"
 import { isValidBucket } from "../origin/layout.js"
-import { algorithmsFor, Digester, DigestMismatch, verifyDigests } from "../origin/upload.js"
 import { escapeXml } from "../origin/xml.js"
-import { BodyTooLarge, type GwCtx, readBody, run } from "./context.js"
-import { answerBackendError, answerWriteError, type Dialect, serveRead } from "./objectOps.js"
+import { type GwCtx, run } from "./context.js"
+import { answerBackendError, type Dialect, serveRead } from "./objectOps.js"
+import { MAX_PART_BYTES, passThrough } from "./passThrough.js"
 
 const containerExists = async (ctx: GwCtx, container: string): Promise<boolean | undefined> => {
   const r = await run(ctx, ctx.g.origin.headContainer(container))
@@ -81,90 +82,64 @@ const listBlobs = async (ctx: GwCtx, account: string, container: string) => {
 }
 
 const containerOp = async (ctx: GwCtx, account: string, container: string) => {
-  discardBody(ctx)
-  if (ctx.method === "GET" && ctx.query.get("restype") === "container" && ctx.query.get("comp") === "list") {
-    if (unexpectedKeys(ctx, LIST_KEYS)) return azureNotImplemented(ctx, "unsupported List Blobs option")
+  if (ctx.method === "GET" && ctx.query.get("restype") === "container" && ctx.query.get("comp") === "list" && !unexpectedKeys(ctx, LIST_KEYS)) {
+    discardBody(ctx)
     return listBlobs(ctx, account, container)
   }
-  return azureNotImplemented(ctx, `${ctx.method} on a container (create and manage containers at the origin)`)
+  // Create/Delete Container, properties, metadata, ACLs: the origin's.
+  return passThrough(ctx, azureDialect, { provider: "azure", bucket: container, key: undefined, maxBody: SMALL_BODY })
 }
 
-const CONDITIONS = ["if-match", "if-none-match", "if-modified-since", "if-unmodified-since", "x-ms-if-tags", "x-ms-lease-id"]
+const SMALL_BODY = 4 * 1024 * 1024
 
-const putBlob = async (ctx: GwCtx, object: ObjectId) => {
-  const g = ctx.g
-  const type = header(ctx, "x-ms-blob-type")
-  if (type !== "BlockBlob") {
-    return azureError(ctx, 400, "InvalidHeaderValue", `Only x-ms-blob-type: BlockBlob is supported (got ${type ?? "none"}).`)
-  }
-  for (const name of CONDITIONS) if (header(ctx, name) !== undefined) return azureNotImplemented(ctx, `${name} on Put Blob`)
-  if (Object.keys(ctx.req.headers).some((h) => h.startsWith("x-ms-meta-") || h === "x-ms-tags" || h === "x-ms-encryption-key")) {
-    return azureNotImplemented(ctx, "metadata, tags or customer-provided keys on Put Blob")
-  }
-  const limit = g.options.maxBodyBytes
-  const tooLarge = () => azureError(ctx, 413, "RequestBodyTooLarge", `The request body is too large and exceeds the maximum permissible limit (${limit} bytes through this gateway).`)
-  if (Number(header(ctx, "content-length") ?? 0) > limit) return tooLarge()
-  const digester = new Digester(algorithmsFor(ctx.req.headers))
-  let body: Buffer
+/**
+ * A Copy Blob source that names this gateway (as a client knows it) must name the origin
+ * instead: the origin cannot read from the gateway, and the client's credentials end here.
+ */
+const copySource = (ctx: GwCtx): Record<string, string | undefined> => {
+  const source = header(ctx, "x-ms-copy-source")
+  if (source === undefined) return {}
+  let url: URL
   try {
-    body = await readBody(ctx.req, limit, [digester])
-    verifyDigests(digester, ctx.req.headers, new Map())
-  } catch (e) {
-    if (e instanceof BodyTooLarge) return tooLarge()
-    if (e instanceof DigestMismatch) {
-      return azureError(ctx, 400, "Md5Mismatch", "The MD5 value specified in the request did not match with the MD5 value calculated by the server.")
-    }
-    if (ctx.req.destroyed || ctx.req.readableAborted) return
-    throw e
+    url = new URL(source)
+  } catch {
+    return {}
   }
-  const r = await run(ctx, g.backend.put(object, body))
-  if (Either.isLeft(r)) {
-    if (r.left._tag === "BackendNotFound") {
-      g.stats.written(object)
-      return azureError(ctx, 404, "ContainerNotFound", "The specified container does not exist.")
-    }
-    return answerWriteError(ctx, azureDialect, r.left, object)
-  }
-  g.stats.written(object)
-  sendEmpty(ctx, 201, {
-    ETag: quoteEtag(r.right.version),
-    "Last-Modified": (r.right.lastModified ?? new Date()).toUTCString(),
-    "Content-MD5": digester.digest("md5") ?? ""
-  })
-}
-
-const deleteBlob = async (ctx: GwCtx, object: ObjectId) => {
-  discardBody(ctx)
-  for (const name of [...CONDITIONS, "x-ms-delete-snapshots"]) {
-    if (header(ctx, name) !== undefined) return azureNotImplemented(ctx, `${name} on Delete Blob`)
-  }
-  // Azure answers 404 for a blob that is not there (the backend's delete is idempotent).
-  const st = await run(ctx, ctx.g.stats.stat(object, true))
-  if (Either.isLeft(st)) return answerBackendError(ctx, azureDialect, st.left, object)
-  const r = await run(ctx, ctx.g.backend.delete(object))
-  if (Either.isLeft(r)) return answerWriteError(ctx, azureDialect, r.left, object)
-  ctx.g.stats.written(object)
-  sendEmpty(ctx, 202, { "x-ms-delete-type-permanent": "true" })
+  if (url.host !== header(ctx, "host")) return {}
+  const [, , rawContainer, ...rest] = url.pathname.split("/")
+  const container = rawContainer === undefined ? undefined : decodePath(rawContainer)
+  const blob = decodePath(rest.join("/"))
+  if (container === undefined || blob === undefined || blob === "") return {}
+  const origin = ctx.g.origin.forward.azureBlobUrl(container, blob)
+  return origin === undefined ? {} : { "x-ms-copy-source": origin }
 }
 
 const blobOp = async (ctx: GwCtx, container: string, blob: string) => {
   const object: ObjectId = { backend: Backend.Azure, bucket: container, objectPath: blob }
-  if (unexpectedKeys(ctx, new Set())) {
-    discardBody(ctx)
-    return azureNotImplemented(ctx, `blob operation ?${[...ctx.query.keys()].join("&")}`)
-  }
+  const pass = (maxBody: number | undefined, headers: Record<string, string | undefined> = {}) =>
+    passThrough(ctx, azureDialect, { provider: "azure", bucket: container, key: blob, maxBody, invalidate: [object], headers })
   switch (ctx.method) {
     case "GET":
     case "HEAD":
+      // Get Block List, metadata, tags and other sub-resources are the origin's.
+      if (ctx.query.has("comp")) return pass(undefined)
       discardBody(ctx)
+      if (unexpectedKeys(ctx, new Set())) return azureNotImplemented(ctx, `blob operation ?${[...ctx.query.keys()].join("&")}`)
       if (header(ctx, "x-ms-range-get-content-md5") !== undefined || header(ctx, "x-ms-range-get-content-crc64") !== undefined) {
         return azureNotImplemented(ctx, "transactional range hashes")
       }
       return serveRead(ctx, azureDialect, object, header(ctx, "x-ms-range") ?? header(ctx, "range"))
-    case "PUT":
-      return putBlob(ctx, object)
+    case "PUT": {
+      const comp = ctx.query.get("comp")
+      if (comp === null && header(ctx, "x-ms-copy-source") === undefined && header(ctx, "x-ms-blob-type") !== "BlockBlob") {
+        discardBody(ctx)
+        return azureError(ctx, 400, "InvalidHeaderValue", `Only x-ms-blob-type: BlockBlob is supported (got ${header(ctx, "x-ms-blob-type") ?? "none"}).`)
+      }
+      const max = comp === "block" ? MAX_PART_BYTES : comp === null ? ctx.g.options.maxBodyBytes : SMALL_BODY
+      return pass(max, copySource(ctx))
+    }
     case "DELETE":
-      return deleteBlob(ctx, object)
+      return pass(undefined)
     default:
       discardBody(ctx)
       return unsupportedVerb(ctx)
@@ -179,8 +154,15 @@ export const handleAzure = async (ctx: GwCtx, segments: ReadonlyArray<string>): 
     return azureError(ctx, 400, "InvalidUri", "The requested URI does not represent any resource on the server (expected /<account>/<container>/<blob>).")
   }
   if (rawContainer === undefined || rawContainer === "") {
-    discardBody(ctx)
-    return azureNotImplemented(ctx, "account-level operations (list containers at the origin)")
+    // List Containers, service properties: the origin's, with its endpoint replaced by the gateway's.
+    const endpoint = escapeXml(`${ctx.g.url}/${account}/`)
+    return passThrough(ctx, azureDialect, {
+      provider: "azure",
+      bucket: "",
+      key: undefined,
+      maxBody: SMALL_BODY,
+      rewrite: (xml: string) => xml.replace(/ServiceEndpoint="[^"]*"/, `ServiceEndpoint="${endpoint}"`)
+    })
   }
   const container = decodePath(rawContainer)
   if (container === undefined || !isValidBucket(container)) {

@@ -45,7 +45,12 @@ export const gatewayOptions = {
     Options.integer("worker-timeout-ms"),
     "A block piece not served by the cache in this time comes from the origin (env TALON_GATEWAY_WORKER_TIMEOUT_MS, default 5000)."
   ),
-  readAhead: opt(Options.integer("read-ahead"), "Block pieces fetched ahead per response (env TALON_GATEWAY_READ_AHEAD, default 4).")
+  readAhead: opt(Options.integer("read-ahead"), "Block pieces fetched ahead per response (env TALON_GATEWAY_READ_AHEAD, default 4)."),
+  tlsCert: opt(
+    Options.text("tls-cert"),
+    "PEM certificate (chain) file: serve HTTPS; re-read on SIGHUP or when the file changes (env TALON_GATEWAY_TLS_CERT; needs --tls-key)."
+  ),
+  tlsKey: opt(Options.text("tls-key"), "PEM private key file for --tls-cert (env TALON_GATEWAY_TLS_KEY).")
 }
 
 type Flags = {
@@ -80,7 +85,9 @@ export const gatewayLayerFromFlags = (flags: Flags) =>
         maxBodyBytes: some(flags.maxBodyBytes),
         responseTimeoutMs: some(flags.responseTimeoutMs),
         workerTimeoutMs: some(flags.workerTimeoutMs),
-        readAhead: some(flags.readAhead)
+        readAhead: some(flags.readAhead),
+        tlsCert: some(flags.tlsCert),
+        tlsKey: some(flags.tlsKey)
       }).filter(([, v]) => v !== undefined)
     )
     const client: Partial<TalonClientOptions> = Object.fromEntries(

@@ -24,8 +24,13 @@ export interface GatewayOptions {
   readonly region: string
   /** Requests served at once; more are refused with 503 SlowDown / ServerBusy. */
   readonly maxConcurrentRequests: number
-  /** Largest PUT body (decoded) accepted; bodies are buffered to be verified before the origin sees them. */
+  /** Largest single PutObject / Put Blob body accepted (streamed to the origin; multipart parts and blocks are capped at 5 GiB). */
   readonly maxBodyBytes: number
+  /** Uploads (requests with a body) served at once, apart from reads: slow uploaders cannot take every slot. */
+  readonly maxConcurrentUploads: number
+  /** A request body with no byte for this long, or slower on average than `minBodyBytesPerSec` after it, is cut off (RequestTimeout). */
+  readonly bodyIdleMs: number
+  readonly minBodyBytesPerSec: number
   /** Time to receive a whole request (head and body). */
   readonly requestTimeoutMs: number
   /** Time from the request's arrival to the response head (stat, first bytes); 503 after it. */
@@ -49,6 +54,9 @@ export interface GatewayOptions {
   readonly maxListKeys: number
   /** Allowed clock difference for signed requests. */
   readonly clockSkewMs: number
+  /** PEM certificate (chain) and key files: serve HTTPS instead of HTTP (reloaded on SIGHUP or change). */
+  readonly tlsCert: string | undefined
+  readonly tlsKey: string | undefined
 }
 
 export const GATEWAY_DEFAULTS: Omit<GatewayOptions, "credentials"> = {
@@ -57,6 +65,9 @@ export const GATEWAY_DEFAULTS: Omit<GatewayOptions, "credentials"> = {
   region: "us-east-1",
   maxConcurrentRequests: 256,
   maxBodyBytes: 64 * 1024 * 1024,
+  maxConcurrentUploads: 64,
+  bodyIdleMs: 20_000,
+  minBodyBytesPerSec: 4096,
   requestTimeoutMs: 300_000,
   responseTimeoutMs: 30_000,
   idleTimeoutMs: 120_000,
@@ -66,7 +77,9 @@ export const GATEWAY_DEFAULTS: Omit<GatewayOptions, "credentials"> = {
   readAhead: 4,
   workerTimeoutMs: 5000,
   maxListKeys: 1000,
-  clockSkewMs: 15 * 60 * 1000
+  clockSkewMs: 15 * 60 * 1000,
+  tlsCert: undefined,
+  tlsKey: undefined
 }
 
 export const GATEWAY_ENV = {
@@ -75,6 +88,9 @@ export const GATEWAY_ENV = {
   region: "TALON_GATEWAY_REGION",
   maxConcurrentRequests: "TALON_GATEWAY_MAX_CONCURRENT_REQUESTS",
   maxBodyBytes: "TALON_GATEWAY_MAX_BODY_BYTES",
+  maxConcurrentUploads: "TALON_GATEWAY_MAX_CONCURRENT_UPLOADS",
+  bodyIdleMs: "TALON_GATEWAY_BODY_IDLE_MS",
+  minBodyBytesPerSec: "TALON_GATEWAY_MIN_BODY_BYTES_PER_SEC",
   requestTimeoutMs: "TALON_GATEWAY_REQUEST_TIMEOUT_MS",
   responseTimeoutMs: "TALON_GATEWAY_RESPONSE_TIMEOUT_MS",
   idleTimeoutMs: "TALON_GATEWAY_IDLE_TIMEOUT_MS",
@@ -84,7 +100,9 @@ export const GATEWAY_ENV = {
   readAhead: "TALON_GATEWAY_READ_AHEAD",
   workerTimeoutMs: "TALON_GATEWAY_WORKER_TIMEOUT_MS",
   maxListKeys: "TALON_GATEWAY_MAX_LIST_KEYS",
-  clockSkewMs: "TALON_GATEWAY_CLOCK_SKEW_MS"
+  clockSkewMs: "TALON_GATEWAY_CLOCK_SKEW_MS",
+  tlsCert: "TALON_GATEWAY_TLS_CERT",
+  tlsKey: "TALON_GATEWAY_TLS_KEY"
 } as const
 
 /**
@@ -125,6 +143,8 @@ const fromEnv = <A>(config: Config.Config<A>) => Effect.map(Config.option(config
 const positive = [
   "maxConcurrentRequests",
   "maxBodyBytes",
+  "maxConcurrentUploads",
+  "bodyIdleMs",
   "requestTimeoutMs",
   "responseTimeoutMs",
   "idleTimeoutMs",
@@ -140,13 +160,16 @@ export const resolveGatewayOptions = (
   explicit: Partial<GatewayOptions> = {}
 ): Effect.Effect<GatewayOptions, ConfigError.ConfigError> =>
   Effect.gen(function* () {
-    const int = (k: Exclude<keyof typeof GATEWAY_ENV, "listen" | "auth" | "region">) => fromEnv(Config.integer(GATEWAY_ENV[k]))
+    const int = (k: Exclude<keyof typeof GATEWAY_ENV, "listen" | "auth" | "region" | "tlsCert" | "tlsKey">) => fromEnv(Config.integer(GATEWAY_ENV[k]))
     const env: Partial<Record<keyof GatewayOptions, unknown>> = {
       listen: yield* fromEnv(Config.string(GATEWAY_ENV.listen)),
       auth: yield* fromEnv(Config.boolean(GATEWAY_ENV.auth)),
       region: yield* fromEnv(Config.string(GATEWAY_ENV.region)),
       maxConcurrentRequests: yield* int("maxConcurrentRequests"),
       maxBodyBytes: yield* int("maxBodyBytes"),
+      maxConcurrentUploads: yield* int("maxConcurrentUploads"),
+      bodyIdleMs: yield* int("bodyIdleMs"),
+      minBodyBytesPerSec: yield* int("minBodyBytesPerSec"),
       requestTimeoutMs: yield* int("requestTimeoutMs"),
       responseTimeoutMs: yield* int("responseTimeoutMs"),
       idleTimeoutMs: yield* int("idleTimeoutMs"),
@@ -156,7 +179,9 @@ export const resolveGatewayOptions = (
       readAhead: yield* int("readAhead"),
       workerTimeoutMs: yield* int("workerTimeoutMs"),
       maxListKeys: yield* int("maxListKeys"),
-      clockSkewMs: yield* int("clockSkewMs")
+      clockSkewMs: yield* int("clockSkewMs"),
+      tlsCert: yield* fromEnv(Config.string(GATEWAY_ENV.tlsCert)),
+      tlsKey: yield* fromEnv(Config.string(GATEWAY_ENV.tlsKey))
     }
     const resolved = {} as Record<string, unknown>
     for (const key of Object.keys(GATEWAY_DEFAULTS) as Array<keyof typeof GATEWAY_DEFAULTS>) {
@@ -169,8 +194,14 @@ export const resolveGatewayOptions = (
         return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV[key]], `${key} must be a positive integer`))
       }
     }
+    if (!(Number.isSafeInteger(options.minBodyBytesPerSec) && options.minBodyBytesPerSec >= 0)) {
+      return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV.minBodyBytesPerSec], "minBodyBytesPerSec must be zero (no floor) or a positive integer"))
+    }
     if (!(options.statTtlMs >= 0) || !(options.writeFreshMs >= 0)) {
       return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV.statTtlMs], "TTLs must be zero or positive"))
+    }
+    if ((options.tlsCert === undefined) !== (options.tlsKey === undefined)) {
+      return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV.tlsCert], "give both a TLS certificate and a key (--tls-cert and --tls-key), or neither"))
     }
     if (options.maxListKeys > 1000) {
       return yield* Effect.fail(ConfigError.InvalidData([GATEWAY_ENV.maxListKeys], "maxListKeys is at most 1000 (S3's page limit)"))

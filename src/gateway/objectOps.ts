@@ -60,8 +60,37 @@ export const answerBackendError = async (
   if (e._tag === "BackendRequestError" && e.status === 412) {
     return d.error(ctx, 412, d.codes.precondition, "At least one of the pre-conditions you specified did not hold")
   }
+  const answered = originAnswer(e, d)
+  if (answered !== undefined) return d.error(ctx, answered.status, answered.code, answered.message)
   ctx.g.counters.errors++
   return d.error(ctx, 503, d.codes.unavailable, `The origin is unavailable: ${e.message}`)
+}
+
+/**
+ * An origin that answered with an HTTP status decided: its status and code go back to the
+ * client as they were (a 400 for a bad key is the client's to fix, not a reason to retry).
+ * Only a failure without a status (unreachable, timed out) is the gateway's 503.
+ */
+export const originAnswer = (
+  e: BackendError,
+  d: Dialect
+): { readonly status: number; readonly code: string; readonly message: string } | undefined => {
+  if (e._tag === "BackendRangeError") return { status: 416, code: "InvalidRange", message: e.message }
+  if (e._tag !== "BackendRequestError" || e.status === undefined || e.status < 400) return undefined
+  // statusError's detail is "<Code>: <message>" when the origin sent an error document.
+  const m = /^([A-Z][A-Za-z0-9]+): (.*)$/s.exec(e.detail)
+  const code = m?.[1] ?? fallbackCode(e.status, d)
+  const message = m?.[2] ?? `The origin refused ${e.operation} with HTTP ${e.status} (${e.detail}).`
+  return { status: e.status, code, message }
+}
+
+const fallbackCode = (status: number, d: Dialect): string => {
+  const s3 = d.codes.busy === "SlowDown"
+  if (status === 400) return s3 ? "InvalidRequest" : "InvalidInput"
+  if (status === 405) return s3 ? "MethodNotAllowed" : "UnsupportedHttpVerb"
+  if (status === 409) return s3 ? "OperationAborted" : "Conflict"
+  if (status === 429 || status === 503) return d.codes.busy
+  return status >= 500 ? d.codes.internal : s3 ? "InvalidRequest" : "InvalidInput"
 }
 
 /** Whether the cluster can hold `object` (its id round-trips), remembered per path: reads repeat the same few objects. */

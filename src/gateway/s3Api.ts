@@ -1,23 +1,22 @@
 /**
- * The S3 front end: HeadBucket, GetBucketLocation (answered locally), ListObjects V1/V2
- * (one bounded page, passed to the origin), HeadObject, GetObject (one range,
- * conditions), PutObject (plain or aws-chunked), DeleteObject. Bucket from the path
- * or a `<bucket>.localhost` Host (resolved by the shared target split). Everything else
- * is refused with NotImplemented rather than guessed at.
+ * The S3 front end. Reads go through the route: HeadObject, GetObject (one range,
+ * conditions); ListObjects V1/V2 (one bounded page) and HeadBucket ask the origin;
+ * GetBucketLocation is answered locally. Every other request (PutObject, multipart
+ * uploads, CopyObject, DeleteObject(s), CreateBucket, ListBuckets, ListParts, bucket
+ * sub-resources) is forwarded to the origin with the body streaming through
+ * (passThrough.ts), and invalidates the objects it may change. Bucket from the path or a
+ * `<bucket>.localhost` Host (resolved by the shared target split).
  */
-import { createHash } from "node:crypto"
 import { Either } from "effect"
-import { quoteEtag } from "../backend/etag.js"
 import { errorDocument } from "../backend/xml.js"
 import { Backend, type ObjectId } from "../core/ids.js"
-import { AwsChunkedDecoder, AwsChunkedError } from "../origin/awsChunked.js"
 import { decodePath, discardBody, header, sendEmpty, sendXml } from "../origin/context.js"
 import { isValidBucket } from "../origin/layout.js"
 import { s3Error, s3ReadFailure } from "../origin/s3.js"
-import { algorithmsFor, Digester, DigestMismatch, verifyDigests } from "../origin/upload.js"
 import { S3_XMLNS, XML_DECL_S3 } from "../origin/xml.js"
 import { BodyTooLarge, type GwCtx, readBody, run } from "./context.js"
-import { answerBackendError, answerWriteError, type Dialect, NO_HEADERS, serveRead } from "./objectOps.js"
+import { answerBackendError, type Dialect, NO_HEADERS, serveRead } from "./objectOps.js"
+import { MAX_PART_BYTES, passThrough } from "./passThrough.js"
 
 /** Presigned URLs carry their signature (and hoisted x-amz-* headers) as query parameters. */
 const isPresignKey = (k: string) => k.length > 6 && k.slice(0, 6).toLowerCase() === "x-amz-"
@@ -105,15 +104,36 @@ const list = async (ctx: GwCtx, bucket: string) => {
   s3Error(ctx, status, doc.code ?? "InternalError", doc.message ?? `origin answered ${status}`, extra)
 }
 
+/** The keys a DeleteObjects body names (small: S3 caps it at 1000 keys), read whole so each can be invalidated. */
+const MAX_DELETE_BODY = 2 * 1024 * 1024
+
+const deleteObjects = async (ctx: GwCtx, bucket: string) => {
+  let body: Buffer
+  try {
+    body = await readBody(ctx.req, MAX_DELETE_BODY, [])
+  } catch (e) {
+    if (e instanceof BodyTooLarge) return s3Error(ctx, 400, "MalformedXML", `The Delete request body is larger than ${MAX_DELETE_BODY} bytes; delete at most 1000 keys per request`)
+    if (ctx.req.destroyed || ctx.req.readableAborted) return
+    throw e
+  }
+  const keys = [...body.toString("utf8").matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => unescapeXml(m[1]!))
+  const invalidate = keys.map((objectPath): ObjectId => ({ backend: Backend.S3, bucket, objectPath }))
+  return passThrough(ctx, s3Dialect, { provider: "s3", bucket, key: undefined, body, invalidate })
+}
+
+const unescapeXml = (s: string) =>
+  s.replace(/&(lt|gt|quot|apos|amp|#x?[0-9a-fA-F]+);/g, (m, e: string) =>
+    e === "lt" ? "<" : e === "gt" ? ">" : e === "quot" ? '"' : e === "apos" ? "'" : e === "amp" ? "&" : e.startsWith("#x") ? String.fromCodePoint(parseInt(e.slice(2), 16)) : e.startsWith("#") ? String.fromCodePoint(Number(e.slice(1))) : m
+  )
+
 const bucketOp = async (ctx: GwCtx, bucket: string) => {
   if (ctx.method === "GET" && ctx.query.has("location")) {
     discardBody(ctx)
     if (unexpectedKeys(ctx, new Set(["location"]))) return s3NotImplemented(ctx, "unsupported query on GetBucketLocation")
     return location(ctx)
   }
-  if (ctx.method === "GET") {
+  if (ctx.method === "GET" && !unexpectedKeys(ctx, LIST_KEYS)) {
     discardBody(ctx)
-    if (unexpectedKeys(ctx, LIST_KEYS)) return s3NotImplemented(ctx, `bucket sub-resource ?${[...ctx.query.keys()].join("&")}`)
     return list(ctx, bucket)
   }
   if (ctx.method === "HEAD") {
@@ -123,104 +143,46 @@ const bucketOp = async (ctx: GwCtx, bucket: string) => {
     if (Either.isLeft(r)) return answerBackendError(ctx, s3Dialect, r.left, undefined)
     const status = r.right.status
     if (status === 200) return sendEmpty(ctx, 200, { "x-amz-bucket-region": ctx.g.options.region })
-    if (status === 404 || status === 403) return sendEmpty(ctx, status)
-    return sendEmpty(ctx, 503)
+    return sendEmpty(ctx, status)
   }
-  if (ctx.method === "PUT" || ctx.method === "DELETE" || ctx.method === "POST") {
-    return s3NotImplemented(ctx, `${ctx.method} on a bucket (create buckets and delete objects in bulk at the origin)`)
+  if (ctx.method === "POST" && ctx.query.has("delete")) return deleteObjects(ctx, bucket)
+  if (ctx.method === "GET" || ctx.method === "PUT" || ctx.method === "DELETE" || ctx.method === "POST") {
+    // CreateBucket, DeleteBucket, ListMultipartUploads and the other bucket sub-resources are the origin's.
+    return passThrough(ctx, s3Dialect, { provider: "s3", bucket, key: undefined, maxBody: MAX_DELETE_BODY })
   }
+  discardBody(ctx)
   return methodNotAllowed(ctx)
 }
 
-const ECHOED_CHECKSUMS = ["x-amz-checksum-crc32", "x-amz-checksum-sha1", "x-amz-checksum-sha256"]
-const HEX_SHA256 = /^[0-9a-f]{64}$/
+/** Object sub-resources read at the origin rather than through the cache (ListParts and the like). */
+const ORIGIN_GET_KEYS = ["uploadId", "tagging", "acl", "attributes"]
 
-const putObject = async (ctx: GwCtx, object: ObjectId) => {
-  const g = ctx.g
-  for (const name of ["x-amz-copy-source", "if-match", "if-none-match", "x-amz-tagging", "x-amz-website-redirect-location"]) {
-    if (header(ctx, name) !== undefined) return s3NotImplemented(ctx, `${name} on PutObject`)
-  }
-  if (Object.keys(ctx.req.headers).some((h) => h.startsWith("x-amz-meta-") || h.startsWith("x-amz-server-side-encryption"))) {
-    return s3NotImplemented(ctx, "user metadata or server-side encryption headers on PutObject")
-  }
+const objectOp = async (ctx: GwCtx, bucket: string, key: string) => {
+  const object: ObjectId = { backend: Backend.S3, bucket, objectPath: key }
+  const pass = (maxBody: number | undefined) =>
+    passThrough(ctx, s3Dialect, { provider: "s3", bucket, key, maxBody, invalidate: [object] })
   const sha = header(ctx, "x-amz-content-sha256") ?? ""
-  if (g.options.auth && sha.startsWith("STREAMING-") && sha !== "STREAMING-UNSIGNED-PAYLOAD-TRAILER") {
+  if (ctx.g.options.auth && sha.startsWith("STREAMING-") && sha !== "STREAMING-UNSIGNED-PAYLOAD-TRAILER") {
+    discardBody(ctx)
     // Chunk signatures would have to be verified one by one; the SDKs' default needs none.
     return s3NotImplemented(ctx, `chunk-signed uploads (${sha}); send STREAMING-UNSIGNED-PAYLOAD-TRAILER or a signed payload hash`)
   }
-  const chunked = sha.startsWith("STREAMING-") || (header(ctx, "content-encoding") ?? "").includes("aws-chunked")
-  const limit = g.options.maxBodyBytes
-  const declared = Number(header(ctx, chunked ? "x-amz-decoded-content-length" : "content-length") ?? 0)
-  const tooLarge = () =>
-    s3Error(ctx, 400, "EntityTooLarge", `Your proposed upload exceeds the maximum allowed object size (${limit} bytes through this gateway)`, {
-      MaxSizeAllowed: limit
-    })
-  if (declared > limit) return tooLarge()
-  const decoder = chunked ? new AwsChunkedDecoder() : undefined
-  const digester = new Digester(algorithmsFor(ctx.req.headers))
-  let body: Buffer
-  try {
-    body = await readBody(ctx.req, limit, decoder ? [decoder, digester] : [digester])
-    const decodedLength = header(ctx, "x-amz-decoded-content-length")
-    if (decodedLength !== undefined && Number(decodedLength) !== body.length) {
-      throw new AwsChunkedError(`decoded ${body.length} bytes, x-amz-decoded-content-length says ${decodedLength}`)
-    }
-    verifyDigests(digester, ctx.req.headers, decoder?.trailers ?? new Map())
-  } catch (e) {
-    if (e instanceof BodyTooLarge) return tooLarge()
-    if (e instanceof AwsChunkedError) return s3Error(ctx, 400, "IncompleteBody", e.message)
-    if (e instanceof DigestMismatch) return s3Error(ctx, 400, "BadDigest", e.message)
-    if (ctx.req.destroyed || ctx.req.readableAborted) return
-    throw e
-  }
-  if (HEX_SHA256.test(sha) && createHash("sha256").update(body).digest("hex") !== sha) {
-    return s3Error(ctx, 400, "XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.")
-  }
-  const r = await run(ctx, g.backend.put(object, body))
-  if (Either.isLeft(r)) {
-    if (r.left._tag === "BackendNotFound") g.stats.written(object)
-    return r.left._tag === "BackendNotFound"
-      ? s3Error(ctx, 404, "NoSuchBucket", "The specified bucket does not exist", { BucketName: object.bucket })
-      : answerWriteError(ctx, s3Dialect, r.left, object)
-  }
-  g.stats.written(object)
-  const echo: Record<string, string> = {}
-  for (const name of ECHOED_CHECKSUMS) {
-    const v = decoder?.trailers.get(name) ?? header(ctx, name)
-    if (v !== undefined) echo[name] = v
-  }
-  sendEmpty(ctx, 200, { ETag: quoteEtag(r.right.version), ...echo })
-}
-
-const deleteObject = async (ctx: GwCtx, object: ObjectId) => {
-  discardBody(ctx)
-  for (const name of ["if-match", "x-amz-mfa"]) {
-    if (header(ctx, name) !== undefined) return s3NotImplemented(ctx, `${name} on DeleteObject`)
-  }
-  const r = await run(ctx, ctx.g.backend.delete(object))
-  if (Either.isLeft(r)) return answerWriteError(ctx, s3Dialect, r.left, object)
-  ctx.g.stats.written(object)
-  sendEmpty(ctx, 204)
-}
-
-const objectOp = async (ctx: GwCtx, bucket: string, key: string) => {
-  if (unexpectedKeys(ctx, NONE)) {
-    discardBody(ctx)
-    return s3NotImplemented(ctx, `object sub-resource or option ?${[...ctx.query.keys()].join("&")}`)
-  }
-  const object: ObjectId = { backend: Backend.S3, bucket, objectPath: key }
   switch (ctx.method) {
     case "GET":
     case "HEAD":
+      if (ORIGIN_GET_KEYS.some((k) => ctx.query.has(k))) return pass(undefined)
       discardBody(ctx)
+      if (unexpectedKeys(ctx, NONE)) return s3NotImplemented(ctx, `object sub-resource or option ?${[...ctx.query.keys()].join("&")}`)
       return serveRead(ctx, s3Dialect, object, header(ctx, "range"))
-    case "PUT":
-      return putObject(ctx, object)
-    case "DELETE":
-      return deleteObject(ctx, object)
+    case "PUT": {
+      // A part may be as large as S3 allows; a whole object as large as this gateway is configured for.
+      const part = ctx.query.has("uploadId") || ctx.query.has("partNumber")
+      return pass(part ? MAX_PART_BYTES : ctx.g.options.maxBodyBytes)
+    }
     case "POST":
-      discardBody(ctx)
-      return s3NotImplemented(ctx, "POST on an object (multipart uploads, restores, selects)")
+      return pass(MAX_DELETE_BODY)
+    case "DELETE":
+      return pass(undefined)
     default:
       discardBody(ctx)
       return methodNotAllowed(ctx)
@@ -230,8 +192,11 @@ const objectOp = async (ctx: GwCtx, bucket: string, key: string) => {
 /** Entry point: `bucket` from the Host or the first path segment, `rawKey` still percent-encoded. */
 export const handleS3 = async (ctx: GwCtx, bucket: string | undefined, rawKey: string | undefined): Promise<void> => {
   if (bucket === undefined || bucket === "") {
-    discardBody(ctx)
-    return s3NotImplemented(ctx, "ListBuckets (list buckets at the origin)")
+    if (ctx.method !== "GET") {
+      discardBody(ctx)
+      return methodNotAllowed(ctx)
+    }
+    return passThrough(ctx, s3Dialect, { provider: "s3", bucket: "", key: undefined })
   }
   if (!isValidBucket(bucket)) {
     discardBody(ctx)

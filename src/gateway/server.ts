@@ -6,6 +6,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto"
 import * as http from "node:http"
+import * as https from "node:https"
 import { azureError, AZURE_API_VERSION } from "../origin/azure.js"
 import { s3Error } from "../origin/s3.js"
 import { listenHttp, type RunningServer, splitTarget } from "../origin/server.js"
@@ -13,6 +14,7 @@ import { type AuthResult, verifySharedKey, verifySigV4 } from "./auth.js"
 import { handleAzure } from "./azureApi.js"
 import { type GwCtx, RequestAbort, RequestContext, type Services } from "./context.js"
 import { handleS3 } from "./s3Api.js"
+import { loadTls, watchTls } from "./tls.js"
 
 const SERVER = "TalonGateway"
 
@@ -52,8 +54,14 @@ const authorize = (g: Services, ctx: GwCtx, azure: boolean, account: string | un
   })
 }
 
+const hasBody = (req: http.IncomingMessage): boolean => {
+  const length = req.headers["content-length"]
+  return (length !== undefined && length !== "0") || req.headers["transfer-encoding"] !== undefined
+}
+
 export const handleRequest = (g: Services) => {
   let inflight = 0
+  let uploads = 0
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const method = req.method ?? "GET"
     const target = splitTarget(req)
@@ -79,18 +87,25 @@ export const handleRequest = (g: Services) => {
     const aborts = new RequestAbort()
     const ctx: GwCtx = new RequestContext(req, res, method, requestId, target.query, target.pathname, q < 0 ? "" : raw.slice(q + 1), g, aborts)
     g.counters.requests++
-    if (inflight >= g.options.maxConcurrentRequests) {
+    // Uploads hold their slot while the client sends; they get their own slots so slow
+    // senders cannot take the ones readers need.
+    const upload = hasBody(req)
+    const limit = upload ? g.options.maxConcurrentUploads : g.options.maxConcurrentRequests
+    if ((upload ? uploads : inflight) >= limit) {
       g.counters.rejectedBusy++
-      const message = `The gateway is serving its limit of ${g.options.maxConcurrentRequests} requests; retry shortly.`
+      res.setHeader("Connection", "close")
+      const message = `The gateway is serving its limit of ${limit} ${upload ? "uploads" : "requests"}; retry shortly.`
       return azure ? azureError(ctx, 503, "ServerBusy", message) : s3Error(ctx, 503, "SlowDown", message)
     }
-    inflight++
+    if (upload) uploads++
+    else inflight++
     // The deadline covers the response head; a body then streams at the client's pace.
     const deadline = setTimeout(() => {
       if (!res.headersSent) aborts.abort()
     }, g.options.responseTimeoutMs)
     res.once("close", () => {
-      inflight--
+      if (upload) uploads--
+      else inflight--
       clearTimeout(deadline)
       if (!res.writableFinished) aborts.abort()
     })
@@ -124,18 +139,28 @@ export const handleRequest = (g: Services) => {
 
 export type RunningGateway = RunningServer
 
-export const listen = (g: Services, host: string, port: number): Promise<RunningGateway> => {
-  const server = http.createServer(
-    {
-      requestTimeout: g.options.requestTimeoutMs,
-      headersTimeout: Math.min(60_000, g.options.requestTimeoutMs),
-      keepAliveTimeout: 5_000
-    },
-    handleRequest(g)
-  )
+export const listen = async (g: Services, host: string, port: number): Promise<RunningGateway> => {
+  const options = {
+    requestTimeout: g.options.requestTimeoutMs,
+    headersTimeout: Math.min(60_000, g.options.requestTimeoutMs),
+    keepAliveTimeout: 5_000
+  }
+  const files = g.options.tlsCert !== undefined && g.options.tlsKey !== undefined ? { cert: g.options.tlsCert, key: g.options.tlsKey } : undefined
+  const server = files === undefined ? http.createServer(options, handleRequest(g)) : https.createServer({ ...options, ...loadTls(files) }, handleRequest(g))
   // A connection silent in both directions this long (a reader that stopped reading) is closed.
   server.setTimeout(g.options.idleTimeoutMs, (socket) => socket.destroy())
-  return listenHttp(server, host, port, (url) => (g.url = url))
+  const scheme = (url: string) => (files === undefined ? url : url.replace(/^http:/, "https:"))
+  const running = await listenHttp(server as http.Server, host, port, (url) => (g.url = scheme(url)))
+  if (files === undefined) return running
+  const stopWatching = watchTls(server as https.Server, files)
+  return {
+    ...running,
+    url: scheme(running.url),
+    close: () => {
+      stopWatching()
+      return running.close()
+    }
+  }
 }
 
 /** Never logged in full: which credentials the gateway checks, for start-up messages. */

@@ -10,6 +10,8 @@ import type { StubState } from "./context.js"
 import { FaultState, noFaults, type Faults, type FaultsPatch } from "./faults.js"
 import { listen } from "./server.js"
 import { StatsCounter, type OriginStats } from "./stats.js"
+import { sweepBlocks } from "./azureBlocks.js"
+import { sweepUploads } from "./multipart.js"
 import { cleanStaleTemps } from "./store.js"
 
 /** Azurite's well-known development account; the stub accepts any credentials. */
@@ -25,7 +27,11 @@ export interface OriginStubConfig {
   readonly port?: number
   /** Merged over "no faults". */
   readonly faults?: FaultsPatch
+  /** Multipart uploads never completed and blocks never committed are removed after this (default 24 h). */
+  readonly uploadTtlMs?: number
 }
+
+export const DEFAULT_UPLOAD_TTL_MS = 24 * 3600 * 1000
 
 export class OriginStubError extends Data.TaggedError("OriginStubError")<{ readonly message: string }> {}
 
@@ -53,6 +59,18 @@ const make = (config: OriginStubConfig): Effect.Effect<OriginStubShape, OriginSt
       catch: (e) => new OriginStubError({ message: `cannot create origin root ${root}: ${(e as Error).message}` })
     })
     yield* Effect.promise(() => cleanStaleTemps(root).catch(() => 0))
+    const ttl = config.uploadTtlMs ?? DEFAULT_UPLOAD_TTL_MS
+    const sweep = () => Promise.all([sweepUploads(root, ttl), sweepBlocks(root, ttl)]).catch(() => undefined)
+    yield* Effect.promise(sweep)
+    // Abandoned uploads expire on a timer as well as at start-up: a long-running stub must not fill its disk.
+    yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const timer = setInterval(() => void sweep(), Math.max(50, Math.min(60_000, Math.floor(ttl / 2))))
+        timer.unref()
+        return timer
+      }),
+      (timer) => Effect.sync(() => clearInterval(timer))
+    )
     const state: StubState = {
       root,
       stats: new StatsCounter(),
@@ -92,9 +110,10 @@ export class OriginStub extends Context.Tag("talon/OriginStub")<OriginStub, Orig
   )
 }
 
-/** `TALON_ORIGIN_ROOT`, `_HOST`, `_PORT` (defaults `./.talon/origin`, 127.0.0.1, 9100). */
+/** `TALON_ORIGIN_ROOT`, `_HOST`, `_PORT`, `_UPLOAD_TTL_MS` (defaults `./.talon/origin`, 127.0.0.1, 9100, 24 h). */
 export const OriginStubConfigFromEnv: Config.Config<OriginStubConfig> = Config.all({
   root: Config.string("ROOT").pipe(Config.withDefault(".talon/origin")),
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
-  port: Config.port("PORT").pipe(Config.withDefault(9100))
+  port: Config.port("PORT").pipe(Config.withDefault(9100)),
+  uploadTtlMs: Config.integer("UPLOAD_TTL_MS").pipe(Config.withDefault(DEFAULT_UPLOAD_TTL_MS))
 }).pipe(Config.nested("TALON_ORIGIN"))

@@ -6,14 +6,8 @@
  * The stub does NOT verify Shared Key or SAS signatures: any credentials (or none) are
  * accepted. It is a local test origin, never an access-control boundary.
  */
-import { createHash, randomBytes } from "node:crypto"
-import { createWriteStream } from "node:fs"
-import * as fs from "node:fs/promises"
-import * as path from "node:path"
-import { Readable } from "node:stream"
-import { pipeline } from "node:stream/promises"
 import { decodePath, discardBody, header, sendEmpty, sendXml, type Ctx, type HttpCtx } from "./context.js"
-import { compareKeys, isValidBucket, keyProblem, TMP_DIR } from "./layout.js"
+import { compareKeys, isValidBucket, keyProblem } from "./layout.js"
 import { serveObject, type ReadDialect, type ReadFailure } from "./objectRead.js"
 import {
   bucketExists,
@@ -28,6 +22,9 @@ import {
   PutPreconditionFailed,
   type ObjectInfo
 } from "./store.js"
+import { getBlockList, putBlock, putBlockList } from "./azureBlocks.js"
+import { copyBlob, propsHeaders, readProps, setProps, writeProps } from "./blobProps.js"
+import { md5Hex } from "./s3Body.js"
 import { algorithmsFor, Digester, DigestMismatch, verifyDigests } from "./upload.js"
 import { el, escapeXml, XML_DECL_AZURE } from "./xml.js"
 
@@ -189,17 +186,14 @@ const containerOp = async (ctx: Ctx, account: string, container: string) => {
   }
 }
 
-const stagingDir = (ctx: Ctx, container: string, blob: string) =>
-  path.join(ctx.state.root, TMP_DIR, "blocks", createHash("sha256").update(`${container}/${blob}`).digest("hex"))
-const blockFile = (dir: string, blockId: string) => path.join(dir, createHash("sha256").update(blockId).digest("hex"))
-
 const putOptions = (ctx: Ctx, digester: Digester) => ({
   transforms: [digester],
   verify: () => verifyDigests(digester, ctx.req.headers, new Map()),
+  contentEtag: () => md5Hex(digester),
   conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") }
 })
 
-const writeFailed = (ctx: Ctx, e: unknown): void => {
+export const writeFailed = (ctx: Ctx, e: unknown): void => {
   if (e instanceof DigestMismatch) {
     return azureError(ctx, 400, "Md5Mismatch", "The MD5 value specified in the request did not match with the MD5 value calculated by the server.")
   }
@@ -218,70 +212,13 @@ const putBlob = async (ctx: Ctx, container: string, blob: string) => {
   try {
     const info = await putObject(ctx.state.root, container, blob, ctx.req, putOptions(ctx, digester))
     ctx.state.stats.bytesReceived += digester.length
+    await writeProps(ctx, container, blob, info.etag)
     sendEmpty(ctx, 201, {
       ETag: info.etag,
       "Last-Modified": info.lastModified.toUTCString(),
       "Content-MD5": digester.digest("md5") ?? "",
       "x-ms-request-server-encrypted": "true"
     })
-  } catch (e) {
-    writeFailed(ctx, e)
-  }
-}
-
-/** Put Block: stages one block of a future blob (used by the SDK's uploadStream/uploadFile). */
-const putBlock = async (ctx: Ctx, container: string, blob: string) => {
-  const blockId = ctx.query.get("blockid")
-  if (blockId === null || blockId === "") return invalidQuery(ctx, "blockid")
-  const dir = stagingDir(ctx, container, blob)
-  await fs.mkdir(dir, { recursive: true })
-  const tmp = `${blockFile(dir, blockId)}.${randomBytes(6).toString("hex")}.tmp`
-  const digester = new Digester(algorithmsFor(ctx.req.headers))
-  try {
-    await pipeline(ctx.req, digester, createWriteStream(tmp, { flags: "wx" }))
-    verifyDigests(digester, ctx.req.headers, new Map())
-    await fs.rename(tmp, blockFile(dir, blockId))
-    ctx.state.stats.bytesReceived += digester.length
-    sendEmpty(ctx, 201, { "Content-MD5": digester.digest("md5") ?? "", "x-ms-request-server-encrypted": "true" })
-  } catch (e) {
-    await fs.rm(tmp, { force: true })
-    writeFailed(ctx, e)
-  }
-}
-
-/** Put Block List: concatenates staged blocks, in the listed order, into the blob atomically. */
-const putBlockList = async (ctx: Ctx, container: string, blob: string) => {
-  const chunks: Buffer[] = []
-  for await (const c of ctx.req) chunks.push(c as Buffer)
-  const raw = Buffer.concat(chunks).toString("utf8")
-  if (!/<BlockList\s*>/.test(raw)) return azureError(ctx, 400, "InvalidXmlDocument", "XML specified is not syntactically valid.")
-  // Block ids are base64, so a regex over the document keeps their order without an XML parser.
-  const ids = [...raw.matchAll(/<(Latest|Uncommitted|Committed)>([^<]*)<\/\1>/g)].map((m) => m[2]!.trim())
-  const dir = stagingDir(ctx, container, blob)
-  const files = ids.map((id) => blockFile(dir, id))
-  for (const f of files) {
-    if (!(await fs.stat(f).then(() => true, () => false))) {
-      return azureError(ctx, 400, "InvalidBlockList", "The specified block list is invalid.")
-    }
-  }
-  async function* concat() {
-    for (const f of files) {
-      const h = await fs.open(f, "r")
-      try {
-        for await (const c of h.createReadStream({ autoClose: false })) yield c as Buffer
-      } finally {
-        await h.close()
-      }
-    }
-  }
-  const digester = new Digester(new Set(["md5"]))
-  try {
-    const info = await putObject(ctx.state.root, container, blob, Readable.from(concat()), {
-      transforms: [digester],
-      conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") }
-    })
-    await fs.rm(dir, { recursive: true, force: true })
-    sendEmpty(ctx, 201, { ETag: info.etag, "Last-Modified": info.lastModified.toUTCString(), "x-ms-request-server-encrypted": "true" })
   } catch (e) {
     writeFailed(ctx, e)
   }
@@ -302,16 +239,25 @@ const blobOp = async (ctx: Ctx, container: string, blob: string) => {
   switch (ctx.method) {
     case "GET":
     case "HEAD": {
-      if (comp !== null) return notImplemented(ctx)
+      if (comp === "blocklist" && ctx.method === "GET") return getBlockList(ctx, container, blob)
+      if (comp !== null && comp !== "metadata") return notImplemented(ctx)
       const obj = await openObject(root, container, blob)
       if (!obj) return ctx.method === "HEAD" ? sendEmpty(ctx, 404, { "x-ms-error-code": "BlobNotFound" }) : blobNotFound(ctx)
+      const extra = propsHeaders(await readProps(root, container, blob, obj.etag))
+      if (comp === "metadata") {
+        await obj.handle.close()
+        const meta = Object.fromEntries(Object.entries(extra).filter(([k]) => k.startsWith("x-ms-meta-")))
+        return sendEmpty(ctx, 200, { ETag: obj.etag, "Last-Modified": obj.lastModified.toUTCString(), ...meta })
+      }
+      const withProps: ReadDialect = { ...dialect, objectHeaders: (o) => ({ ...blobHeaders(o), ...extra }) }
       // x-ms-range wins over Range when both are present (Azure's rule).
-      return serveObject(ctx, obj, header(ctx, "x-ms-range") ?? header(ctx, "range"), dialect)
+      return serveObject(ctx, obj, header(ctx, "x-ms-range") ?? header(ctx, "range"), withProps)
     }
     case "PUT":
-      if (comp === null) return putBlob(ctx, container, blob)
+      if (comp === null) return header(ctx, "x-ms-copy-source") !== undefined ? copyBlob(ctx, container, blob) : putBlob(ctx, container, blob)
       if (comp === "block") return putBlock(ctx, container, blob)
       if (comp === "blocklist") return putBlockList(ctx, container, blob)
+      if (comp === "metadata" || comp === "properties") return setProps(ctx, container, blob, comp)
       discardBody(ctx)
       return notImplemented(ctx)
     case "DELETE": {

@@ -5,7 +5,7 @@
 import { Command, Options } from "@effect/cli"
 import { Config, Console, Effect, Layer } from "effect"
 import type { FaultsPatch, LatencyModel } from "./faults.js"
-import { OriginStub } from "./OriginStub.js"
+import { DEFAULT_UPLOAD_TTL_MS, OriginStub } from "./OriginStub.js"
 import { seed as seedSamples } from "./seed.js"
 
 const env = (name: string) => `TALON_ORIGIN_${name}`
@@ -84,6 +84,7 @@ export const origin = Command.make(
         bandwidthBytesPerSec: o.bandwidth,
         seed: o.faultSeed
       }
+      const uploadTtlMs = yield* Config.integer("TALON_ORIGIN_UPLOAD_TTL_MS").pipe(Config.withDefault(DEFAULT_UPLOAD_TTL_MS))
       yield* Effect.gen(function* () {
         const stub = yield* OriginStub
         yield* Console.log(`talon origin listening on ${stub.url}`)
@@ -91,6 +92,6 @@ export const origin = Command.make(
         yield* Console.log(`  Azure: ${stub.azureUrl} (any account key)`)
         yield* Console.log(`  admin: ${stub.url}/_talon/stats, ${stub.url}/_talon/faults`)
         return yield* Effect.never
-      }).pipe(Effect.provide(Layer.fresh(OriginStub.layer({ root: o.root, host: o.host, port: o.port, faults }))))
+      }).pipe(Effect.provide(Layer.fresh(OriginStub.layer({ root: o.root, host: o.host, port: o.port, faults, uploadTtlMs }))))
     })
 ).pipe(Command.withDescription("Run the local origin stub: S3 and Azure Blob REST over a directory, with injectable faults."))

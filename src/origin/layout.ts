@@ -89,7 +89,22 @@ export const objectPath = (root: string, bucket: string, key: string): string =>
  * MD5-shaped, so tools do not mistake it for a content digest.
  */
 export const etagOf = (stat: { ino: bigint; size: bigint; mtimeNs: bigint }): string =>
+  contentEtags.get(`${stat.ino}:${stat.size}:${stat.mtimeNs}`) ??
   `"${createHash("sha256").update(`${stat.ino}:${stat.size}:${stat.mtimeNs}`).digest("hex").slice(0, 24)}"`
+
+/**
+ * Objects this process wrote answer with S3's content ETag instead (the MD5 of a single-part
+ * upload, `md5-of-part-md5s-N` of a multipart one): real clients compare it with the MD5 of
+ * what they sent (s3cmd retries an upload whose ETag differs) or received. Kept in memory,
+ * keyed by the file's identity, so a later change to the file (or a restart) falls back to
+ * the identity ETag above; bounded, oldest entries dropped first.
+ */
+const contentEtags = new Map<string, string>()
+const MAX_CONTENT_ETAGS = 200_000
+export const rememberContentEtag = (stat: { ino: bigint; size: bigint; mtimeNs: bigint }, etag: string): void => {
+  if (contentEtags.size >= MAX_CONTENT_ETAGS) contentEtags.delete(contentEtags.keys().next().value!)
+  contentEtags.set(`${stat.ino}:${stat.size}:${stat.mtimeNs}`, `"${etag.replace(/"/g, "")}"`)
+}
 
 let lastMtimeMs = 0
 /** A modification time later than any this process has set (millisecond steps). */

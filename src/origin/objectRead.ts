@@ -96,7 +96,8 @@ export const serveObject = async (
     return
   }
   const { start, end, length } = decision
-  ctx.res.writeHead(decision.partial ? 206 : 200, { ...dialect.objectHeaders(obj), ...decision.headers })
+  // The object's own headers (a stored Content-Type) win over the defaults; they never carry lengths or ranges.
+  ctx.res.writeHead(decision.partial ? 206 : 200, { ...decision.headers, ...dialect.objectHeaders(obj) })
 
   if (ctx.method === "HEAD" || length === 0) {
     await close()

@@ -6,7 +6,6 @@
  * accepted. It is a local test origin, never an access-control boundary.
  */
 import { XMLParser } from "fast-xml-parser"
-import { AwsChunkedDecoder, AwsChunkedError } from "./awsChunked.js"
 import { decodePath, discardBody, header, sendEmpty, sendXml, type Ctx, type HttpCtx } from "./context.js"
 import { isValidBucket, keyProblem } from "./layout.js"
 import { serveObject, type ReadDialect, type ReadFailure } from "./objectRead.js"
@@ -22,7 +21,9 @@ import {
   PutConflict,
   PutPreconditionFailed
 } from "./store.js"
-import { algorithmsFor, Digester, DigestMismatch, verifyDigests } from "./upload.js"
+import { abortUpload, completeUpload, createUpload, listParts, listUploads, uploadPart } from "./multipart.js"
+import { bodyError, md5Hex, s3Body } from "./s3Body.js"
+import { copyObject } from "./s3Copy.js"
 import { el, escapeXml, S3_XMLNS, XML_DECL_S3 } from "./xml.js"
 
 const OWNER = `<Owner><ID>talon-origin-stub</ID><DisplayName>talon</DisplayName></Owner>`
@@ -232,7 +233,8 @@ const bucketOp = async (ctx: Ctx, bucket: string) => {
       if (ctx.query.has("location")) {
         return sendXml(ctx, 200, `${XML_DECL_S3}<LocationConstraint xmlns="${S3_XMLNS}"/>`)
       }
-      for (const sub of ["acl", "policy", "versioning", "tagging", "uploads", "versions", "lifecycle", "cors"]) {
+      if (ctx.query.has("uploads")) return listUploads(ctx, bucket)
+      for (const sub of ["acl", "policy", "versioning", "tagging", "versions", "lifecycle", "cors"]) {
         if (ctx.query.has(sub)) return notImplemented(ctx)
       }
       return ctx.query.get("list-type") === "2" ? listV2(ctx, bucket) : listV1(ctx, bucket)
@@ -253,36 +255,24 @@ const methodNotAllowed = (ctx: Ctx) =>
   s3Error(ctx, 405, "MethodNotAllowed", `The specified method ${ctx.method} is not allowed against this resource.`)
 
 const putOp = async (ctx: Ctx, bucket: string, key: string) => {
-  if (ctx.query.has("uploadId") || ctx.query.has("partNumber") || header(ctx, "x-amz-copy-source") !== undefined) {
-    return notImplemented(ctx)
+  for (const sub of ["tagging", "acl", "retention", "legal-hold"]) {
+    if (ctx.query.has(sub)) return notImplemented(ctx)
   }
-  const headers = ctx.req.headers
-  const sha = header(ctx, "x-amz-content-sha256") ?? ""
-  const chunked = sha.startsWith("STREAMING-") || (header(ctx, "content-encoding") ?? "").includes("aws-chunked")
-  const decoder = chunked ? new AwsChunkedDecoder() : undefined
-  const digester = new Digester(algorithmsFor(headers))
-  const declared = header(ctx, "x-amz-decoded-content-length")
+  if (ctx.query.has("uploadId") || ctx.query.has("partNumber")) return uploadPart(ctx, bucket, key)
+  if (header(ctx, "x-amz-copy-source") !== undefined) return copyObject(ctx, bucket, key)
+  const body = s3Body(ctx)
   try {
     const info = await putObject(ctx.state.root, bucket, key, ctx.req, {
-      transforms: decoder ? [decoder, digester] : [digester],
-      verify: () => {
-        if (declared !== undefined && Number(declared) !== digester.length) {
-          throw new AwsChunkedError(`decoded ${digester.length} bytes, x-amz-decoded-content-length says ${declared}`)
-        }
-        verifyDigests(digester, headers, decoder?.trailers ?? new Map())
-      },
-      conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") }
+      transforms: body.transforms,
+      verify: body.verify,
+      conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") },
+      contentEtag: () => md5Hex(body.digester)
     })
-    ctx.state.stats.bytesReceived += digester.length
-    const echo: Record<string, string> = {}
-    for (const name of ["x-amz-checksum-crc32", "x-amz-checksum-sha1", "x-amz-checksum-sha256"]) {
-      const v = decoder?.trailers.get(name) ?? header(ctx, name)
-      if (v !== undefined) echo[name] = v
-    }
-    sendEmpty(ctx, 200, { ETag: info.etag, ...echo })
+    ctx.state.stats.bytesReceived += body.digester.length
+    sendEmpty(ctx, 200, { ETag: info.etag, ...body.echo() })
   } catch (e) {
-    if (e instanceof AwsChunkedError) return s3Error(ctx, 400, "IncompleteBody", e.message)
-    if (e instanceof DigestMismatch) return s3Error(ctx, 400, e.algorithm === "md5" ? "BadDigest" : "BadDigest", e.message)
+    const bad = bodyError(e)
+    if (bad) return s3Error(ctx, bad.status, bad.code, bad.message)
     if (e instanceof PutPreconditionFailed) {
       return s3Error(ctx, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold", { Key: key })
     }
@@ -290,6 +280,14 @@ const putOp = async (ctx: Ctx, bucket: string, key: string) => {
     if (ctx.req.destroyed || ctx.req.readableAborted) return
     throw e
   }
+}
+
+/** GetObjectTagging: the stub stores no tags (PutObjectTagging is refused), so every object has none. */
+const objectTagging = async (ctx: Ctx, bucket: string, key: string) => {
+  const obj = await openObject(ctx.state.root, bucket, key)
+  if (!obj) return s3Error(ctx, 404, "NoSuchKey", "The specified key does not exist.", { Key: key })
+  await obj.handle.close()
+  sendXml(ctx, 200, `${XML_DECL_S3}<Tagging xmlns="${S3_XMLNS}"><TagSet></TagSet></Tagging>`)
 }
 
 const objectOp = async (ctx: Ctx, bucket: string, key: string) => {
@@ -307,6 +305,11 @@ const objectOp = async (ctx: Ctx, bucket: string, key: string) => {
   switch (ctx.method) {
     case "GET":
     case "HEAD": {
+      if (ctx.query.has("uploadId")) return listParts(ctx, bucket, key)
+      if (ctx.query.has("tagging") && ctx.method === "GET") return objectTagging(ctx, bucket, key)
+      for (const sub of ["tagging", "acl", "attributes", "retention", "legal-hold", "torrent"]) {
+        if (ctx.query.has(sub)) return notImplemented(ctx)
+      }
       const obj = await openObject(root, bucket, key)
       if (!obj) {
         if (ctx.method === "HEAD") return sendEmpty(ctx, 404)
@@ -316,9 +319,14 @@ const objectOp = async (ctx: Ctx, bucket: string, key: string) => {
     }
     case "PUT":
       return putOp(ctx, bucket, key)
+    case "POST":
+      if (ctx.query.has("uploads")) return createUpload(ctx, bucket, key)
+      if (ctx.query.has("uploadId")) return completeUpload(ctx, bucket, key)
+      discardBody(ctx)
+      return notImplemented(ctx)
     case "DELETE":
       discardBody(ctx)
-      if (ctx.query.has("uploadId")) return notImplemented(ctx)
+      if (ctx.query.has("uploadId")) return abortUpload(ctx, bucket, key)
       await deleteObject(root, bucket, key)
       return sendEmpty(ctx, 204)
     default:

@@ -19,6 +19,7 @@ import {
   isValidBucket,
   nextMtime,
   objectPath,
+  rememberContentEtag,
   TMP_DIR
 } from "./layout.js"
 
@@ -139,6 +140,8 @@ export interface PutOptions {
   /** Runs after the body is fully written, before it becomes visible; throw to abort. */
   readonly verify?: () => void
   readonly conditions?: ConditionHeaders
+  /** The object's content ETag (unquoted), known once the body is written (see layout.ts). */
+  readonly contentEtag?: () => string | undefined
 }
 
 /**
@@ -163,6 +166,8 @@ export const putObject = async (
     const mtime = nextMtime()
     await fs.utimes(tmp, mtime, mtime)
     const s = await fs.stat(tmp, { bigint: true })
+    const content = options.contentEtag?.()
+    if (content !== undefined) rememberContentEtag(s, content)
     if (options.conditions) {
       const existing = await statObject(root, bucket, key)
       const outcome = evaluateConditions(options.conditions, existing?.etag, existing?.lastModified.getTime(), false)

@@ -6,11 +6,13 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { azureSdkSuite } from "../support/sdkSuite.js"
+import { azureWriteSuite } from "../support/sdkWrites.js"
 import { gatewayFixture, readPlacedObject } from "./fixtures/targets.js"
 
 for (const route of ["cache", "origin"] as const) {
   layer(gatewayFixture(route), { excludeTestServices: true, timeout: "60 seconds" })(`Azure Blob SDK through the gateway (${route} route)`, (it) => {
     azureSdkSuite(it)
+    azureWriteSuite(it)
 
     it.effect(`the bytes came through the ${route} route`, () =>
       Effect.gen(function* () {

@@ -6,11 +6,13 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { s3SdkSuite } from "../support/sdkSuite.js"
+import { s3WriteSuite } from "../support/sdkWrites.js"
 import { gatewayFixture, readPlacedObject } from "./fixtures/targets.js"
 
 for (const route of ["cache", "origin"] as const) {
   layer(gatewayFixture(route), { excludeTestServices: true, timeout: "60 seconds" })(`S3 SDK through the gateway (${route} route)`, (it) => {
     s3SdkSuite(it)
+    s3WriteSuite(it)
 
     it.effect(`the bytes came through the ${route} route`, () =>
       Effect.gen(function* () {

@@ -8,9 +8,13 @@ import { layer } from "@effect/vitest"
 import { Layer } from "effect"
 import { originSdkTarget } from "../support/originTarget.js"
 import { azureSdkSuite } from "../support/sdkSuite.js"
+import { azureWriteSuite } from "../support/sdkWrites.js"
 import { TestOrigin } from "./fixtures/testOrigin.js"
 
 layer(originSdkTarget.pipe(Layer.provide(TestOrigin())), { excludeTestServices: true })(
   "Azure Blob SDK against the origin stub",
-  (it) => azureSdkSuite(it)
+  (it) => {
+    azureSdkSuite(it)
+    azureWriteSuite(it)
+  }
 )

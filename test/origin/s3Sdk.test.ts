@@ -7,8 +7,10 @@ import { layer } from "@effect/vitest"
 import { Layer } from "effect"
 import { originSdkTarget } from "../support/originTarget.js"
 import { s3SdkSuite } from "../support/sdkSuite.js"
+import { s3WriteSuite } from "../support/sdkWrites.js"
 import { TestOrigin } from "./fixtures/testOrigin.js"
 
-layer(originSdkTarget.pipe(Layer.provide(TestOrigin())), { excludeTestServices: true })("S3 SDK against the origin stub", (it) =>
+layer(originSdkTarget.pipe(Layer.provide(TestOrigin())), { excludeTestServices: true })("S3 SDK against the origin stub", (it) => {
   s3SdkSuite(it)
-)
+  s3WriteSuite(it)
+})

@@ -1,0 +1,106 @@
+/**
+ * Uploads stream: `talon origin` and `talon gateway` run as child processes, and a 1 GiB
+ * multipart upload (128 parts of 8 MiB, 8 at a time, the AWS CLI's shape) goes through the
+ * gateway. Neither process's VmRSS may grow by 64 MiB or more; the object at the origin
+ * must hash like the bytes sent.
+ */
+import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, S3Client, UploadPartCommand } from "@aws-sdk/client-s3"
+import { expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { createHash } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import { tempDir } from "../origin/fixtures/testOrigin.js"
+import { rssBytes, startListeningChild } from "./fixtures/slowReader.js"
+
+const MiB = 1024 * 1024
+const PART = 8 * MiB
+const PARTS = 128
+const CONCURRENCY = 8
+
+/** Part `n`'s bytes: deterministic, different per part, cheap to make. */
+const partBytes = (n: number): Buffer => {
+  const seed = createHash("sha256").update(`part-${n}`).digest()
+  const b = Buffer.allocUnsafe(PART)
+  for (let off = 0; off < PART; off += seed.length) seed.copy(b, off)
+  b.writeUInt32BE(n, 0)
+  return b
+}
+
+it.scopedLive(
+  "a 1 GiB multipart upload through the gateway grows neither the gateway nor the origin by 64 MiB",
+  () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const origin = yield* startListeningChild(["bin/talon.mjs", "origin", "--root", path.join(dir, "root"), "--port", "0"], {})
+      const originUrl = `http://127.0.0.1:${origin.port}`
+      const gateway = yield* startListeningChild(["bin/talon.mjs", "gateway", "--listen", "127.0.0.1:0", "--route", "origin", "--auth", "off"], {
+        TALON_S3_ENDPOINT: originUrl,
+        TALON_S3_ACCESS_KEY_ID: "talon",
+        TALON_S3_SECRET_ACCESS_KEY: "talon"
+      })
+      const s3 = new S3Client({
+        endpoint: `http://127.0.0.1:${gateway.port}`,
+        forcePathStyle: true,
+        region: "us-east-1",
+        credentials: { accessKeyId: "any", secretAccessKey: "any" },
+        maxAttempts: 1
+      })
+      const pids = { gateway: gateway.child.pid!, origin: origin.child.pid! }
+      const result = yield* Effect.promise(async () => {
+        const put = await fetch(`${originUrl}/big`, { method: "PUT" })
+        expect(put.status).toBe(200)
+        const baseline = { gateway: await rssBytes(pids.gateway), origin: await rssBytes(pids.origin) }
+        const peak = { ...baseline }
+        const sampler = setInterval(() => {
+          for (const k of ["gateway", "origin"] as const) {
+            rssBytes(pids[k]).then((r) => (peak[k] = Math.max(peak[k], r)), () => undefined)
+          }
+        }, 50)
+        const started = performance.now()
+        try {
+          const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: "big", Key: "one-gib.bin" }))
+          const etags: Array<string> = new Array(PARTS)
+          let next = 0
+          await Promise.all(
+            Array.from({ length: CONCURRENCY }, async () => {
+              while (next < PARTS) {
+                const n = next++
+                const r = await s3.send(new UploadPartCommand({ Bucket: "big", Key: "one-gib.bin", UploadId, PartNumber: n + 1, Body: partBytes(n) }))
+                etags[n] = r.ETag!
+              }
+            })
+          )
+          await s3.send(
+            new CompleteMultipartUploadCommand({
+              Bucket: "big",
+              Key: "one-gib.bin",
+              UploadId,
+              MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) }
+            })
+          )
+        } finally {
+          clearInterval(sampler)
+        }
+        return { baseline, peak, seconds: (performance.now() - started) / 1000 }
+      })
+      const growth = { gateway: result.peak.gateway - result.baseline.gateway, origin: result.peak.origin - result.baseline.origin }
+      console.log(
+        `1 GiB multipart upload through the gateway in ${result.seconds.toFixed(1)} s: ` +
+          `gateway RSS ${(result.baseline.gateway / MiB).toFixed(0)} -> peak ${(result.peak.gateway / MiB).toFixed(0)} MiB (+${(growth.gateway / MiB).toFixed(1)}), ` +
+          `origin RSS ${(result.baseline.origin / MiB).toFixed(0)} -> peak ${(result.peak.origin / MiB).toFixed(0)} MiB (+${(growth.origin / MiB).toFixed(1)})`
+      )
+      expect(growth.gateway).toBeLessThan(64 * MiB)
+      expect(growth.origin).toBeLessThan(64 * MiB)
+      // Every byte arrived, in order.
+      const expected = createHash("sha256")
+      for (let n = 0; n < PARTS; n++) expected.update(partBytes(n))
+      const actual = createHash("sha256")
+      const h = yield* Effect.promise(() => fs.open(path.join(dir, "root", "big", "one-gib.bin")))
+      yield* Effect.promise(async () => {
+        for await (const c of h.createReadStream()) actual.update(c as Buffer)
+      })
+      expect(actual.digest("hex")).toBe(expected.digest("hex"))
+    }),
+  { timeout: 600_000 }
+)
