@@ -2,10 +2,10 @@
  * The coordinator's admin HTTP surface: liveness, readiness, the cluster view
  * and Prometheus metrics. Read-only; it never mutates membership.
  */
-import * as http from "node:http"
 import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, type Scope } from "effect"
+import { ConfigError, Effect, type Scope } from "effect"
+import { adminServer, type TlsFiles } from "../http/tls.js"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { formatHostPort } from "../client/address.js"
 
@@ -59,10 +59,14 @@ export const adminRouter = (source: AdminSource) =>
 export const serveAdmin = (
   host: string,
   port: number,
-  source: AdminSource
-): Effect.Effect<string, ServeError, Scope.Scope> =>
+  source: AdminSource,
+  tls?: TlsFiles
+): Effect.Effect<string, ServeError | ConfigError.ConfigError, Scope.Scope> =>
   Effect.gen(function* () {
-    const server = yield* NodeHttpServer.make(() => http.createServer(), { host, port })
+    const make = yield* adminServer(tls, "coordinator").pipe(
+      Effect.mapError((e) => ConfigError.InvalidData(["TALON_COORDINATOR_ADMIN_TLS_CERT"], e.message))
+    )
+    const server = yield* NodeHttpServer.make(make, { host, port })
     yield* server.serve(
       adminRouter(source).pipe(
         Effect.catchTag("RouteNotFound", () =>

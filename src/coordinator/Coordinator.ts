@@ -205,11 +205,12 @@ export const makeCoordinator = (
       })
     )
 
-    const adminAddress = yield* serveAdmin(adminListen.host, adminListen.port, {
-      cluster,
-      metrics,
-      ready: Effect.succeed(true)
-    })
+    const adminAddress = yield* serveAdmin(
+      adminListen.host,
+      adminListen.port,
+      { cluster, metrics, ready: Effect.succeed(true) },
+      options.adminTlsCert === undefined ? undefined : { cert: options.adminTlsCert, key: options.adminTlsKey ?? "" }
+    )
 
     // Expire silent workers even when nobody is asking, so the epoch and metrics move on time.
     yield* Effect.forkScoped(

@@ -31,6 +31,14 @@ export const coordinatorOptions = {
   readTimeoutMs: opt(
     Options.integer("read-timeout-ms"),
     "A partly received frame idle this long closes its connection, in ms (env TALON_COORDINATOR_READ_TIMEOUT_MS, default 10000)."
+  ),
+  adminTlsCert: opt(
+    Options.text("admin-tls-cert"),
+    "PEM certificate for HTTPS on the admin endpoint, with --admin-tls-key; re-read on SIGHUP or when the file changes (env TALON_COORDINATOR_ADMIN_TLS_CERT, default none: plain HTTP)."
+  ),
+  adminTlsKey: opt(
+    Options.text("admin-tls-key"),
+    "PEM private key of --admin-tls-cert (env TALON_COORDINATOR_ADMIN_TLS_KEY, default none)."
   )
 }
 

@@ -19,6 +19,9 @@ export interface CoordinatorOptions {
   readonly readTimeoutMs: number
   /** First epoch; default is the wall clock in ms at start (see Membership.ts). */
   readonly epochBase?: number | undefined
+  /** PEM certificate and key for HTTPS on the admin endpoint; absent = plain HTTP. */
+  readonly adminTlsCert?: string | undefined
+  readonly adminTlsKey?: string | undefined
 }
 
 export const COORDINATOR_DEFAULTS: CoordinatorOptions = {
@@ -45,7 +48,9 @@ export const resolveCoordinatorOptions = (
       heartbeatIntervalMs: yield* fromEnv(Config.integer("TALON_COORDINATOR_HEARTBEAT_INTERVAL_MS")),
       missedHeartbeats: yield* fromEnv(Config.integer("TALON_COORDINATOR_MISSED_HEARTBEATS")),
       readTimeoutMs: yield* fromEnv(Config.integer("TALON_COORDINATOR_READ_TIMEOUT_MS")),
-      epochBase: yield* fromEnv(Config.integer("TALON_COORDINATOR_EPOCH_BASE"))
+      epochBase: yield* fromEnv(Config.integer("TALON_COORDINATOR_EPOCH_BASE")),
+      adminTlsCert: yield* fromEnv(Config.string("TALON_COORDINATOR_ADMIN_TLS_CERT")),
+      adminTlsKey: yield* fromEnv(Config.string("TALON_COORDINATOR_ADMIN_TLS_KEY"))
     }
     const pick = <K extends keyof CoordinatorOptions>(key: K): CoordinatorOptions[K] =>
       (explicit[key] ?? env[key] ?? COORDINATOR_DEFAULTS[key]) as CoordinatorOptions[K]
@@ -55,7 +60,17 @@ export const resolveCoordinatorOptions = (
       heartbeatIntervalMs: pick("heartbeatIntervalMs"),
       missedHeartbeats: pick("missedHeartbeats"),
       readTimeoutMs: pick("readTimeoutMs"),
-      epochBase: pick("epochBase")
+      epochBase: pick("epochBase"),
+      adminTlsCert: pick("adminTlsCert"),
+      adminTlsKey: pick("adminTlsKey")
+    }
+    if ((options.adminTlsCert === undefined) !== (options.adminTlsKey === undefined)) {
+      return yield* Effect.fail(
+        ConfigError.InvalidData(
+          [options.adminTlsCert === undefined ? "TALON_COORDINATOR_ADMIN_TLS_CERT" : "TALON_COORDINATOR_ADMIN_TLS_KEY"],
+          "admin HTTPS needs both a certificate and a key (--admin-tls-cert and --admin-tls-key)"
+        )
+      )
     }
     if (!(options.heartbeatIntervalMs > 0) || !(options.missedHeartbeats > 0)) {
       return yield* Effect.fail(

@@ -20,7 +20,7 @@ import { Route, type RouteCounters } from "./Route.js"
 import { CacheRoute, type CacheRouteOptions, OriginRoute } from "./routes.js"
 import { describeAuth, listen } from "./server.js"
 import { StatCache } from "./statCache.js"
-import { TlsLoadError } from "./tls.js"
+import { TlsLoadError } from "../http/tls.js"
 
 export class GatewayError extends Data.TaggedError("GatewayError")<{ readonly message: string }> {}
 

@@ -14,7 +14,7 @@ import { type AuthResult, verifySharedKey, verifySigV4 } from "./auth.js"
 import { handleAzure } from "./azureApi.js"
 import { type GwCtx, RequestAbort, RequestContext, type Services } from "./context.js"
 import { handleS3 } from "./s3Api.js"
-import { loadTls, watchTls } from "./tls.js"
+import { loadTls, watchTls } from "../http/tls.js"
 
 const SERVER = "TalonGateway"
 

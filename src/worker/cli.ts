@@ -136,6 +136,13 @@ export const workerOptions = {
     "Bytes per second the background scrub re-reads and re-hashes cached pages at, so a byte corrupted on disk is dropped and refetched instead of served (0 = off; start-up verify and truncation checks stay on)",
     "16M"
   ),
+  adminTlsCert: opt(
+    Options.text("admin-tls-cert"),
+    "adminTlsCert",
+    "PEM certificate for HTTPS on the admin endpoint (with --admin-tls-key; re-read on SIGHUP or when the file changes)",
+    "none: plain HTTP"
+  ),
+  adminTlsKey: opt(Options.text("admin-tls-key"), "adminTlsKey", "PEM private key of --admin-tls-cert", "none"),
   // A boolean flag is never absent (false when not given): only its presence is a setting.
   hitTable: Options.boolean("no-hit-table").pipe(
     Options.withDescription(

@@ -48,6 +48,9 @@ export interface WorkerSettings {
   readonly sendBuffer: number
   /** Bytes per second the background scrub re-hashes resident units at; 0 = no periodic re-verify. */
   readonly scrubRate: number
+  /** PEM certificate and key for HTTPS on the admin endpoint; both empty = plain HTTP. */
+  readonly adminTlsCert: string
+  readonly adminTlsKey: string
 }
 
 export const WORKER_DEFAULTS: WorkerSettings = {
@@ -71,7 +74,9 @@ export const WORKER_DEFAULTS: WorkerSettings = {
   loops: 1,
   hitTable: true,
   sendBuffer: 0,
-  scrubRate: 16 * 1024 ** 2
+  scrubRate: 16 * 1024 ** 2,
+  adminTlsCert: "",
+  adminTlsKey: ""
 }
 
 /** Environment variable of each setting. */
@@ -96,7 +101,9 @@ export const WORKER_ENV: Record<keyof WorkerSettings, string> = {
   loops: "TALON_WORKER_LOOPS",
   hitTable: "TALON_WORKER_HIT_TABLE",
   sendBuffer: "TALON_WORKER_SEND_BUFFER",
-  scrubRate: "TALON_WORKER_SCRUB_RATE"
+  scrubRate: "TALON_WORKER_SCRUB_RATE",
+  adminTlsCert: "TALON_WORKER_ADMIN_TLS_CERT",
+  adminTlsKey: "TALON_WORKER_ADMIN_TLS_KEY"
 }
 
 const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }
@@ -160,7 +167,9 @@ export const workerConfigs = {
   loops: Config.integer(WORKER_ENV.loops),
   hitTable: Config.boolean(WORKER_ENV.hitTable),
   sendBuffer: sizeConfig(WORKER_ENV.sendBuffer),
-  scrubRate: sizeConfig(WORKER_ENV.scrubRate)
+  scrubRate: sizeConfig(WORKER_ENV.scrubRate),
+  adminTlsCert: Config.string(WORKER_ENV.adminTlsCert),
+  adminTlsKey: Config.string(WORKER_ENV.adminTlsKey)
 } satisfies { [K in keyof WorkerSettings]: Config.Config<unknown> }
 
 const invalid = (key: keyof WorkerSettings, why: string) => ConfigError.InvalidData([WORKER_ENV[key]], `${key} ${why}`)
@@ -181,6 +190,9 @@ export const validateWorkerSettings = (s: WorkerSettings): ConfigError.ConfigErr
     return invalid("sendBuffer", "must be 0 (the kernel's default) or a size up to 2 GiB")
   }
   if (!Number.isInteger(s.loops) || s.loops < 1 || s.loops > 64) return invalid("loops", "must be an integer in 1..64")
+  if ((s.adminTlsCert === "") !== (s.adminTlsKey === "")) {
+    return invalid(s.adminTlsCert === "" ? "adminTlsCert" : "adminTlsKey", "is missing: admin HTTPS needs both a certificate and a key")
+  }
   if (!(s.scrubRate >= 0)) return invalid("scrubRate", "must be zero (off) or a rate in bytes per second")
   return undefined
 }

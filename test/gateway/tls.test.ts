@@ -10,26 +10,17 @@ import { BlobServiceClient, StorageSharedKeyCredential, type StoragePipelineOpti
 import { expect, layer } from "@effect/vitest"
 import { NodeHttpHandler } from "@smithy/node-http-handler"
 import { Effect } from "effect"
-import { execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as https from "node:https"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Gateway } from "../../src/gateway/Gateway.js"
+import { issueCert } from "../support/tlsCerts.js"
 import { AZURE_KEY, gatewayFixture, S3_KEY } from "./fixtures/targets.js"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "talon-tls-"))
-const openssl = (...args: Array<string>) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] })
-
-/** A CA, and a server certificate for 127.0.0.1 it signed; returns the file names. */
-const issue = (name: string) => {
-  openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}-ca.key`, "-out", `${name}-ca.pem`, "-days", "2", "-subj", `/CN=${name} test CA`)
-  openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", "/CN=127.0.0.1")
-  fs.writeFileSync(path.join(dir, `${name}.ext`), "subjectAltName=IP:127.0.0.1\n")
-  openssl("x509", "-req", "-in", `${name}.csr`, "-CA", `${name}-ca.pem`, "-CAkey", `${name}-ca.key`, "-CAcreateserial", "-out", `${name}.pem`, "-days", "2", "-extfile", `${name}.ext`)
-  return { ca: fs.readFileSync(path.join(dir, `${name}-ca.pem`)), cert: fs.readFileSync(path.join(dir, `${name}.pem`)), key: fs.readFileSync(path.join(dir, `${name}.key`)) }
-}
+const issue = (name: string) => issueCert(dir, name)
 const first = issue("first")
 const second = issue("second")
 const certFile = path.join(dir, "gateway.pem")

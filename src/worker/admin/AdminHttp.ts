@@ -3,7 +3,7 @@
  * `/readyz` (503 until registered with the coordinator, or standalone), and
  * `/metrics` in the Prometheus text format. Read-only.
  */
-import * as http from "node:http"
+import { adminServer } from "../../http/tls.js"
 import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Data, Effect, Layer } from "effect"
@@ -74,7 +74,11 @@ export class AdminHttp extends Context.Tag("talon/worker/AdminHttp")<AdminHttp, 
           Effect.succeed(HttpServerResponse.text("not found; try /healthz, /readyz, /metrics\n", { status: 404 }))
         )
       )
-      const server = yield* NodeHttpServer.make(() => http.createServer(), { host: hp.host, port: hp.port }).pipe(
+      const files = cfg.adminTlsCert === "" ? undefined : { cert: cfg.adminTlsCert, key: cfg.adminTlsKey }
+      const makeServer = yield* adminServer(files, "worker").pipe(
+        Effect.mapError((e) => new AdminListenError({ address: cfg.adminAddress, detail: e.message }))
+      )
+      const server = yield* NodeHttpServer.make(makeServer, { host: hp.host, port: hp.port }).pipe(
         Effect.mapError((e) => new AdminListenError({ address: cfg.adminAddress, detail: String(e.cause ?? e) }))
       )
       yield* server.serve(router)
