@@ -160,10 +160,13 @@ describe.runIf(etcdAvailable())("ClusterStateStore.Etcd", () => {
     afterAll(() => etcd?.stop(), T)
 
     it("coordinators on different members agree; one member down keeps quorum, two lose it", { timeout: T }, async () => {
+      // Leases long enough to outlive the member restarts on a loaded machine: this test is about
+      // quorum, not expiry (the contract suite covers expiry), and the records are written once.
+      const QUORUM = { ...FAST, requestTimeoutMs: 2_000, leaseTtlMs: 120_000 }
       const [a, b, all] = await Promise.all([
-        openStore(ClusterStateStore.Etcd({ ...FAST, requestTimeoutMs: 2_000, etcdEndpoints: [etcd.endpoints[0]!] })),
-        openStore(ClusterStateStore.Etcd({ ...FAST, requestTimeoutMs: 2_000, etcdEndpoints: [etcd.endpoints[2]!] })),
-        openStore(ClusterStateStore.Etcd({ ...FAST, requestTimeoutMs: 2_000, etcdEndpoints: etcd.endpoints }))
+        openStore(ClusterStateStore.Etcd({ ...QUORUM, etcdEndpoints: [etcd.endpoints[0]!] })),
+        openStore(ClusterStateStore.Etcd({ ...QUORUM, etcdEndpoints: [etcd.endpoints[2]!] })),
+        openStore(ClusterStateStore.Etcd({ ...QUORUM, etcdEndpoints: etcd.endpoints }))
       ])
       try {
         const c = newClusterId()
