@@ -43,10 +43,16 @@ export class BlockStore extends Context.Tag("talon/worker/BlockStore")<BlockStor
         (store) => Effect.promise(() => store.close())
       )
       stats.store = store.health
-      yield* Effect.acquireRelease(
+      const scrubber = yield* Effect.acquireRelease(
         Effect.sync(() => new Scrubber(store, { bytesPerSecond: cfg.scrubRate })),
         (scrubber) => Effect.promise(() => scrubber.stop())
       )
+      // Serving loops open leased files without the store's verify-before-first-serve: start
+      // serving only once every page found on disk has been hashed.
+      if (cfg.loops > 1) {
+        yield* Effect.promise(() => scrubber.startup)
+        yield* Effect.logInfo(`block store: ${store.health.verifiedUnits} cached units verified at start-up`)
+      }
       return store
     })
   )

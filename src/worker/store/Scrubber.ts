@@ -35,14 +35,20 @@ export class Scrubber {
   #wake: (() => void) | undefined
   /** Settles when the verify loop has exited (after stop). */
   readonly done: Promise<void>
+  /** Settles once every unit found on disk at start-up has been hashed (or stop was called). */
+  readonly startup: Promise<void>
+  #startupDone!: () => void
 
   constructor(store: DiskStore, options: ScrubOptions) {
     this.#store = store
     this.#rate = options.bytesPerSecond
     this.#sizeCheckMs = options.sizeCheckMs ?? 1000
     this.#minPassMs = options.minPassMs ?? 10_000
+    this.startup = new Promise<void>((resolve) => (this.#startupDone = resolve))
     this.#scheduleSizeCheck()
-    this.done = this.#run().catch(() => {})
+    this.done = this.#run()
+      .catch(() => {})
+      .finally(() => this.#startupDone())
   }
 
   stop(): Promise<void> {
@@ -90,6 +96,7 @@ export class Scrubber {
       if (this.#stopped) return
       if (!u.verified && !u.gone) await this.#store.verify(u, this.#scratch)
     }
+    this.#startupDone()
     if (this.#rate <= 0) return
     while (!this.#stopped) {
       const passStart = performance.now()
