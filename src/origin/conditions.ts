@@ -13,6 +13,14 @@ export interface ConditionHeaders {
   readonly ifUnmodifiedSince?: string | undefined
 }
 
+/** The four conditional headers as `get` reads them, under `prefix` ("" for the object itself, "x-amz-copy-source-" for a copy's source). */
+export const conditionHeaders = (get: (name: string) => string | undefined, prefix = ""): ConditionHeaders => ({
+  ifMatch: get(`${prefix}if-match`),
+  ifNoneMatch: get(`${prefix}if-none-match`),
+  ifModifiedSince: get(`${prefix}if-modified-since`),
+  ifUnmodifiedSince: get(`${prefix}if-unmodified-since`)
+})
+
 const stripWeak = (tag: string): string => (tag.startsWith("W/") ? tag.slice(2) : tag)
 
 /** Tags are compared with or without quotes: SDKs pass ETags back in both forms. */

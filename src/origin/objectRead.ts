@@ -1,6 +1,6 @@
 /** GET/HEAD of one object, with conditions and a single range, streamed with backpressure. */
 import type { ServerResponse } from "node:http"
-import { evaluateConditions, ifRangeHolds } from "./conditions.js"
+import { conditionHeaders, evaluateConditions, ifRangeHolds } from "./conditions.js"
 import { header, sendEmpty, type Ctx, type HttpCtx } from "./context.js"
 import { contentRange, parseRange } from "./ranges.js"
 import type { OpenObject } from "./store.js"
@@ -46,12 +46,7 @@ export const decideRead = (ctx: HttpCtx, obj: ReadValidators, rangeHeader: strin
   const lastModified = obj.lastModified.getTime()
   const validators = { ETag: obj.etag, "Last-Modified": obj.lastModifiedHttp ?? obj.lastModified.toUTCString() }
   const outcome = evaluateConditions(
-    {
-      ifMatch: header(ctx, "if-match"),
-      ifNoneMatch: header(ctx, "if-none-match"),
-      ifModifiedSince: header(ctx, "if-modified-since"),
-      ifUnmodifiedSince: header(ctx, "if-unmodified-since")
-    },
+    conditionHeaders((name) => header(ctx, name)),
     obj.etag,
     lastModified,
     true

@@ -5,7 +5,7 @@
  * checked against the bytes actually copied.
  */
 import { header, sendXml, type Ctx } from "./context.js"
-import { evaluateConditions } from "./conditions.js"
+import { conditionHeaders, evaluateConditions } from "./conditions.js"
 import { isValidBucket, keyProblem } from "./layout.js"
 import { s3Error } from "./s3.js"
 import { openObject, putObject, PutConflict, PutPreconditionFailed, type OpenObject } from "./store.js"
@@ -34,12 +34,7 @@ export const copySourceOf = async (ctx: Ctx): Promise<CopySource> => {
   const obj = await openObject(ctx.state.root, bucket, key)
   if (!obj) return { error: "NoSuchKey", status: 404, message: `The specified copy source ${bucket}/${key} does not exist.` }
   const outcome = evaluateConditions(
-    {
-      ifMatch: header(ctx, "x-amz-copy-source-if-match"),
-      ifNoneMatch: header(ctx, "x-amz-copy-source-if-none-match"),
-      ifModifiedSince: header(ctx, "x-amz-copy-source-if-modified-since"),
-      ifUnmodifiedSince: header(ctx, "x-amz-copy-source-if-unmodified-since")
-    },
+    conditionHeaders((name) => header(ctx, name), "x-amz-copy-source-"),
     obj.etag,
     obj.lastModified.getTime(),
     false
