@@ -21,6 +21,7 @@ import {
   isMsgType,
   MAGIC,
   msgTypeName,
+  type MsgType,
   PROTOCOL_VERSION,
   type FrameCaps
 } from "../../protocol/index.js"
@@ -183,26 +184,25 @@ interface ConnectionDeps {
 
 const u32be = (b: Uint8Array, o: number): number => ((b[o]! << 24) >>> 0) + ((b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!)
 
-/**
- * Length of the body announced by the header at `b[p, p+16)`, or -1 for a header that ends
- * the connection (bad magic or version, unknown type, a length over the type's cap).
- */
+/** `bodyLength` of a header that is not this protocol's (bad magic or version, unknown type). */
+const NOT_A_FRAME = -1
+/** `bodyLength` of a well-formed header whose body is over its type's cap. */
+const OVER_CAP = -2
+
+/** Length of the body announced by the header at `b[p, p+16)`, or a negative code for a header that ends the connection. */
 const bodyLength = (b: Uint8Array, p: number): number => {
-  if (((b[p]! << 8) | b[p + 1]!) !== MAGIC || b[p + 2] !== PROTOCOL_VERSION) return -1
+  if (((b[p]! << 8) | b[p + 1]!) !== MAGIC || b[p + 2] !== PROTOCOL_VERSION) return NOT_A_FRAME
   const type = b[p + 3]!
-  if (!isMsgType(type)) return -1
+  if (!isMsgType(type)) return NOT_A_FRAME
   const length = u32be(b, p + 12)
-  return length > capFor(WORKER_CAPS, type) ? -1 : length
+  return length > capFor(WORKER_CAPS, type) ? OVER_CAP : length
 }
 
-/** The error frame for a known type whose announced body is over its cap; undefined for any other violation. */
-const overCapNotice = (b: Uint8Array, p: number): Uint8Array | undefined => {
-  if (((b[p]! << 8) | b[p + 1]!) !== MAGIC || b[p + 2] !== PROTOCOL_VERSION) return undefined
-  const type = b[p + 3]!
-  if (!isMsgType(type)) return undefined
+/** The error frame for the OVER_CAP header at `b[p, p+16)`. */
+const overCapNotice = (b: Uint8Array, p: number): Uint8Array => {
+  const type = b[p + 3]! as MsgType
   const length = u32be(b, p + 12)
   const cap = capFor(WORKER_CAPS, type)
-  if (length <= cap) return undefined
   return encodeErrorFrame(
     type,
     u32be(b, p + 8),
@@ -278,17 +278,17 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
   let refused = false
 
   /**
-   * Refuses the connection at the frame header at `b[p, p+16)`: a body over its type's cap is
-   * told so in an error frame (a well-formed reply); bad magic, version or an unknown type get
-   * none (the peer does not speak this protocol, and no Talon decoder reads such a frame back),
-   * as Talon's reference server does. Input is then read and discarded.
+   * Refuses the connection at the frame header at `b[p, p+16)` (`why`: its bodyLength code): a
+   * body over its type's cap is told so in an error frame (a well-formed reply); bad magic,
+   * version or an unknown type get none (the peer does not speak this protocol, and no Talon
+   * decoder reads such a frame back), as Talon's reference server does. Input is then read and
+   * discarded.
    */
-  const refuse = (b: Buffer, p: number) => {
+  const refuse = (b: Buffer, p: number, why: number) => {
     if (refused || dead) return
     refused = true
     stats.connectionsDropped++
-    const notice = overCapNotice(b, p)
-    if (notice !== undefined) conn.push({ _tag: "Frame", bytes: notice, closeAfter: false })
+    if (why === OVER_CAP) conn.push({ _tag: "Frame", bytes: overCapNotice(b, p), closeAfter: false })
     if (paused) {
       paused = false
       if (reader !== undefined) reader.resume()
@@ -395,7 +395,7 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
         if (carryLen < HEADER_LEN) return false
         const length = bodyLength(c, 0)
         if (length < 0) {
-          refuse(c, 0)
+          refuse(c, 0, length)
           return false
         }
         carryNeed = HEADER_LEN + length
@@ -420,7 +420,7 @@ export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void 
     while (end - p >= HEADER_LEN) {
       const length = bodyLength(b, p)
       if (length < 0) {
-        refuse(b, p)
+        refuse(b, p, length)
         return false
       }
       if (end - p - HEADER_LEN < length) break
