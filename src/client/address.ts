@@ -22,3 +22,20 @@ export const parseHostPort = (address: string, options: { allowPortZero?: boolea
 
 export const formatHostPort = (host: string, port: number): string =>
   `${host.includes(":") ? `[${host}]` : host}:${port}`
+
+/**
+ * A comma-separated list of dial addresses (`a:7000,b:7000`): the form every
+ * `coordinator` setting takes so a node can fail over between coordinators.
+ * Undefined when the list is empty or any entry is not a dialable address.
+ */
+export const parseHostPortList = (list: string): ReadonlyArray<HostPort> | undefined => {
+  const entries = list.split(",").map((e) => e.trim()).filter((e) => e.length > 0)
+  if (entries.length === 0) return undefined
+  const out: Array<HostPort> = []
+  for (const e of entries) {
+    const hp = parseHostPort(e)
+    if (hp === undefined) return undefined
+    out.push(hp)
+  }
+  return out
+}
