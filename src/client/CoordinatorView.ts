@@ -22,7 +22,7 @@ import { NodeRole, type BlockId, type NodeInfo, type ObjectId } from "../core/id
 import { objectIdToUri } from "../core/objectId.js"
 import { Maglev } from "../placement/index.js"
 import type { ControlMessage } from "../protocol/index.js"
-import { ControlChannel, type ControlError } from "./ControlChannel.js"
+import { ControlChannel, type ControlError } from "../transport/ControlChannel.js"
 import type { TalonClientOptions } from "./config.js"
 import { CoordinatorUnavailable, ObjectNotFound, type TalonClientError } from "./errors.js"
 import type { WorkerPool } from "./WorkerPool.js"

@@ -34,7 +34,7 @@ import type { BlockId, NodeInfo, ObjectId } from "../core/ids.js"
 import { objectIdFromPath, objectIdFromUri, objectIdToPath, objectIdToUri } from "../core/objectId.js"
 import { planRead } from "../core/geometry.js"
 import { DataErrorCode, type ControlMessage } from "../protocol/index.js"
-import { ControlChannel } from "./ControlChannel.js"
+import { ControlChannel } from "../transport/ControlChannel.js"
 import { CoordinatorView, type ControlPlaneStats, type Membership, type ObjectInfo } from "./CoordinatorView.js"
 import { resolveClientOptions, type TalonClientOptions } from "./config.js"
 import {

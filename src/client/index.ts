@@ -1,12 +1,3 @@
-export {
-  ControlChannel,
-  ControlConnectError,
-  ControlConnectionLost,
-  ControlProtocolError,
-  ControlRemoteError,
-  ControlTimeout
-} from "./ControlChannel.js"
-export type { ControlChannelOptions, ControlError, RequestOptions } from "./ControlChannel.js"
 export { CLIENT_DEFAULTS, resolveClientOptions, type TalonClientOptions } from "./config.js"
 export {
   CoordinatorUnavailable,
