@@ -3,9 +3,10 @@
  * `TALON_WORKER_*`, which override the defaults.
  */
 import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Either, Layer, Option } from "effect"
 import * as Router from "../backend/Router.js"
-import { parseSize, WORKER_DEFAULTS, WORKER_ENV, type WorkerSettings } from "./config.js"
+import { parseSize } from "../core/size.js"
+import { WORKER_DEFAULTS, WORKER_ENV, type WorkerSettings } from "./config.js"
 import { workerProcessLayer } from "./loops/WorkerLoops.js"
 
 const opt = <A>(o: Options.Options<A>, key: keyof WorkerSettings, description: string, shownDefault: string) =>
@@ -15,13 +16,9 @@ const size = (name: string) =>
   Options.text(name).pipe(
     Options.mapEffect((s) => {
       const n = parseSize(s)
-      return n === undefined
-        ? Effect.fail(
-            ValidationError.invalidValue(
-              HelpDoc.p(`--${name}: expected a size like 1048576, 64K, 256M or 10G, got ${JSON.stringify(s)}`)
-            )
-          )
-        : Effect.succeed(n)
+      return Either.isLeft(n)
+        ? Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: ${n.left}`)))
+        : Effect.succeed(n.right)
     })
   )
 

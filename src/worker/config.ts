@@ -6,6 +6,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Config, ConfigError, Context, Effect, Either, Layer, Option } from "effect"
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
+import { parseSize } from "../core/size.js"
 
 export type DataPlaneName = "auto" | "native" | "portable"
 export type ServeModeName = "pipelined" | "multiplexed"
@@ -106,23 +107,11 @@ export const WORKER_ENV: Record<keyof WorkerSettings, string> = {
   adminTlsKey: "TALON_WORKER_ADMIN_TLS_KEY"
 }
 
-const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }
-
-/** `1048576`, `1M`, `256MiB`, `10G` → bytes; undefined when malformed. */
-export const parseSize = (text: string): number | undefined => {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(text) ?? /^\s*(\d+)\s*(b)\s*$/i.exec(text)
-  if (m === null) return undefined
-  const n = Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]!
-  return Number.isSafeInteger(Math.round(n)) ? Math.round(n) : undefined
-}
-
 const sizeConfig = (name: string) =>
   Config.string(name).pipe(
     Config.mapOrFail((s) => {
       const n = parseSize(s)
-      return n === undefined
-        ? Either.left(ConfigError.InvalidData([name], `expected a size like 1048576, 64K, 256M or 10G, got ${JSON.stringify(s)}`))
-        : Either.right(n)
+      return Either.isLeft(n) ? Either.left(ConfigError.InvalidData([name], n.left)) : Either.right(n.right)
     })
   )
 
@@ -231,15 +220,4 @@ export class WorkerConfig extends Context.Tag("talon/worker/WorkerConfig")<Worke
         return error === undefined ? Effect.succeed(s) : Effect.fail(error)
       })
     )
-}
-
-/** `host:port` → parts; the port must be 0..65535. */
-export const parseHostPort = (address: string): { readonly host: string; readonly port: number } | undefined => {
-  const i = address.lastIndexOf(":")
-  if (i <= 0) return undefined
-  let host = address.slice(0, i)
-  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1)
-  const port = Number(address.slice(i + 1))
-  if (!Number.isInteger(port) || port < 0 || port > 65535) return undefined
-  return { host, port }
 }

@@ -6,8 +6,6 @@ export {
   WORKER_ENV,
   workerConfigs,
   resolveWorkerSettings,
-  parseSize,
-  parseHostPort,
   type WorkerSettings,
   type DataPlaneName,
   type ServeModeName

@@ -28,7 +28,8 @@ import {
 import { DataPlane, type ConnectionWriter, type DataPlaneShape, type HitTable } from "../plane/DataPlane.js"
 import { setSendBuffer } from "../plane/Native.js"
 import { loadNativeAddon } from "../plane/NativeAddon.js"
-import { parseHostPort, WorkerConfig } from "../config.js"
+import { parseHostPort } from "../../transport/address.js"
+import { WorkerConfig } from "../config.js"
 import { WorkerMetrics, type WorkerStats } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
 import { WorkerReadiness } from "../membership/Readiness.js"
@@ -92,7 +93,7 @@ export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServe
           })
         )
       }
-      const hp = parseHostPort(cfg.dataAddress)
+      const hp = parseHostPort(cfg.dataAddress, { allowPortZero: true })
       if (hp === undefined) {
         return yield* Effect.fail(new DataServerListenError({ address: cfg.dataAddress, detail: "expected host:port" }))
       }
