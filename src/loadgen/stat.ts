@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { makeTalonClient } from "../client/TalonClient.js"
 import { objectIdToUri } from "../core/objectId.js"
 import type { ObjectId } from "../core/ids.js"
+import { formatHostPort, type HostPort } from "../transport/address.js"
 import { LoadgenError } from "./run.js"
 
 export interface ObjectStat {
@@ -14,7 +15,11 @@ export interface ObjectStat {
   readonly version: string
 }
 
-export const statObject = (coordinator: string, object: ObjectId): Effect.Effect<ObjectStat, LoadgenError> =>
+/** `coordinator`: the `--coordinator` text (`host:port[,host:port…]`) or one parsed address. */
+export const statObject = (coordinator: string | HostPort, object: ObjectId): Effect.Effect<ObjectStat, LoadgenError> =>
+  Effect.suspend(() => statVia(typeof coordinator === "string" ? coordinator : formatHostPort(coordinator.host, coordinator.port), object))
+
+const statVia = (coordinator: string, object: ObjectId): Effect.Effect<ObjectStat, LoadgenError> =>
   Effect.scoped(
     Effect.gen(function* () {
       const client = yield* makeTalonClient({ coordinator })

@@ -56,7 +56,7 @@ describe("statObject", () => {
       () => ({ _tag: "Ack", ok: false, detail: "object not found: az://bench/data/blob" }),
       (port) =>
         Effect.gen(function* () {
-          const e = yield* Effect.flip(statObject(`127.0.0.1:${port}`, object))
+          const e = yield* Effect.flip(statObject({ host: "127.0.0.1", port }, object))
           expect(e.message).toContain("object not found: az://bench/data/blob")
         })
     ))
