@@ -23,7 +23,8 @@ import { fileURLToPath } from "node:url"
 import { Context, Data, Effect, Layer } from "effect"
 import type { BackendStore } from "../../backend/BackendStore.js"
 import { AdminHttp } from "../admin/AdminHttp.js"
-import { parseHostPort, resolveWorkerSettings, WorkerConfig, type WorkerSettings } from "../config.js"
+import { parseHostPort } from "../../transport/address.js"
+import { resolveWorkerSettings, WorkerConfig, type WorkerSettings } from "../config.js"
 import { Membership } from "../membership/Membership.js"
 import { type ReadyState, WorkerReadiness } from "../membership/Readiness.js"
 import { WorkerMetrics } from "../metrics.js"
@@ -232,7 +233,7 @@ const LoopsListener = Layer.scopedContext(
 /** `host:0` → `host:<a port free right now>` (checked by binding it); any other address as is, once known bindable. */
 const concreteAddress = (address: string) =>
   Effect.async<string, LoopsStartError>((resume) => {
-    const hp = parseHostPort(address)
+    const hp = parseHostPort(address, { allowPortZero: true })
     if (hp === undefined) return resume(Effect.fail(new LoopsStartError({ detail: `--data-addr ${address}: expected host:port` })))
     const probe = net.createServer()
     probe.once("error", (e) => resume(Effect.fail(new LoopsStartError({ detail: `cannot listen on ${address}: ${e.message}` }))))
