@@ -1,6 +1,6 @@
 export { Coordinator, makeCoordinator, MAX_LIST_ENTRIES } from "./Coordinator.js"
 export type { CoordinatorShape, CoordinatorStartError } from "./Coordinator.js"
 export { COORDINATOR_DEFAULTS, livenessWindowMs, resolveCoordinatorOptions, type CoordinatorOptions } from "./config.js"
-export type { ClusterMember, ClusterStatus } from "./AdminHttp.js"
+export type { ClusterMember, ClusterStatus } from "../protocol/clusterStatus.js"
 export { ControlListenError } from "./ControlServer.js"
 export { MembershipTable } from "./Membership.js"

@@ -46,7 +46,7 @@ const options = {
   ),
   container: optionalText("container", "Bucket/container of a bare --object key."),
   size: optionalText("size", "Object size in bytes (K/M/G); asked of --coordinator with StatObject when omitted."),
-  coordinator: optionalText("coordinator", "Coordinator control address HOST:PORT, to ask object sizes."),
+  coordinator: optionalText("coordinator", "Coordinator control address HOST:PORT (or a comma-separated list to fail over between), to ask object sizes."),
   serverPid: optionalText("server-pid", "Server PID(s), comma-separated, sampled from /proc for CPU, kernel share and RSS."),
   json: Options.boolean("json").pipe(Options.withDescription("Print one JSON line per run.")),
   threads: optionalText("threads", "Generator threads (default: usable cores); connections are spread over them."),
@@ -79,7 +79,7 @@ const sizeOf = (
     onSome: (s) => orFail(parseSize(flag, s)),
     onNone: () =>
       Option.match(coordinator, {
-        onSome: (c) => Effect.flatMap(orFail(parseAddr("--coordinator", c)), (addr) => Effect.map(statObject(addr, object), (s) => s.size)),
+        onSome: (c) => Effect.map(statObject(c, object), (s) => s.size),
         onNone: () => Effect.fail(new LoadgenError({ message: `${flag} is required when no --coordinator is given to ask the object's size` }))
       })
   })

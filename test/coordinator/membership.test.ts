@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Schedule } from "effect"
 import fc from "fast-check"
-import { ControlChannel } from "../../src/client/ControlChannel.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { MembershipTable } from "../../src/coordinator/Membership.js"
 import { NodeRole, type NodeInfo } from "../../src/core/ids.js"
 import { testCoordinator } from "./fixtures/harness.js"

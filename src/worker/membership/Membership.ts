@@ -6,7 +6,7 @@
  * With no coordinator configured the worker is standalone and ready at once.
  */
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
-import { ControlChannel } from "../../client/ControlChannel.js"
+import { ControlChannel } from "../../transport/ControlChannel.js"
 import { NodeRole, type NodeInfo } from "../../core/ids.js"
 import type { ControlMessage } from "../../protocol/index.js"
 import { WorkerConfig } from "../config.js"
