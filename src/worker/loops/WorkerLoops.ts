@@ -5,8 +5,13 @@
  * forks N serving loops (loops/child.ts) that each run the ordinary
  * DataServer → ServeMode → DataPlane stack over a leased view of the store.
  *
- *   primary = BlockStore + MissPath (fills) + LeaseOwner + Membership + AdminHttp
- *   loop ×N = DataServer ← ServeMode ← DataPlane, ReadPath ← LeaseStore, OwnerChannel
+ *   primary = BlockStore + MissPath (fills) + owner actor (LeaseOwner table) + Membership + AdminHttp
+ *   loop ×N = DataServer ← ServeMode ← DataPlane, ReadPath ← LeaseStore, a Remote.ref to the owner
+ *
+ * The owner is an actor (OwnerActor.ts) served on each loop's cluster IPC channel
+ * (src/actor/Remote.ts); each loop serves its own actor there for the owner's revokes and
+ * readiness. No fds cross the channel: a loop opens leased files by path, and connections reach
+ * it through node:cluster's own handle passing.
  *
  * Connections reach the loops through Node's cluster module: round-robin
  * (the primary accepts and hands each connection to the next loop) or shared
