@@ -116,6 +116,8 @@ const make = Effect.gen(function* () {
         maxInflight: cfg.maxInflightPerConnection,
         hits: table
       })
+      // Interrupted (the server is stopping): the connection goes with it, whichever socket server runs it.
+      return Effect.sync(() => void socket.destroy())
     })
   )
   yield* Effect.forkScoped(sockets.run(() => serve))
