@@ -12,7 +12,9 @@ import { CoordinatorUnavailable, type TalonClientError } from "./errors.js"
 import { makeTalonClient, type TalonClientShape } from "./TalonClient.js"
 
 const coordinatorOption = Options.text("coordinator").pipe(
-  Options.withDescription("Coordinator control address host:port (env TALON_CLIENT_COORDINATOR, default 127.0.0.1:7000)."),
+  Options.withDescription(
+    "Coordinator control address host:port, or a comma-separated list of them to fail over between (env TALON_CLIENT_COORDINATOR, default 127.0.0.1:7000)."
+  ),
   Options.optional
 )
 
