@@ -42,9 +42,16 @@ export const workerOptions = {
   coordinator: opt(
     Options.text("coordinator"),
     "coordinator",
-    "Coordinator control host:port to register and heartbeat with; empty string = standalone (ready at once)",
+    "Coordinator control host:port to send status heartbeats to, or a comma-separated list (heartbeats go to one; on failure the next takes over); empty string = standalone (ready at once)",
     WORKER_DEFAULTS.coordinator
   ),
+  clusterId: opt(
+    Options.text("cluster-id"),
+    "clusterId",
+    "Cluster this worker joins; the coordinator refuses status heartbeats naming another cluster",
+    WORKER_DEFAULTS.clusterId
+  ),
+  zone: opt(Options.text("zone"), "zone", "Deployment zone, reported to the coordinator as the status label zone", "none"),
   advertiseAddress: opt(
     Options.text("advertise-addr"),
     "advertiseAddress",

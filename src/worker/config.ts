@@ -5,6 +5,7 @@
 import * as os from "node:os"
 import * as path from "node:path"
 import { Config, ConfigError, Context, Effect, Either, Layer, Option } from "effect"
+import { parseHostPortList } from "../client/address.js"
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
 
 export type DataPlaneName = "auto" | "native" | "portable"
@@ -17,8 +18,16 @@ export interface WorkerSettings {
   readonly dataAddress: string
   /** Admin HTTP `host:port`. */
   readonly adminAddress: string
-  /** Coordinator control `host:port`; empty = standalone (ready at once, no membership). */
+  /**
+   * Coordinator control `host:port`, or a comma-separated list of them; the
+   * worker heartbeats to one and fails over to the next. Empty = standalone
+   * (ready at once, no membership).
+   */
   readonly coordinator: string
+  /** Cluster the worker's status heartbeats name; the coordinator refuses another cluster's. */
+  readonly clusterId: string
+  /** Deployment zone, sent as the `zone` label of the status (empty = none). */
+  readonly zone: string
   /** Address announced to the coordinator; empty = the bound data address. */
   readonly advertiseAddress: string
   readonly cacheDirs: ReadonlyArray<string>
@@ -58,6 +67,8 @@ export const WORKER_DEFAULTS: WorkerSettings = {
   dataAddress: "127.0.0.1:7001",
   adminAddress: "127.0.0.1:8001",
   coordinator: "127.0.0.1:7000",
+  clusterId: "default",
+  zone: "",
   advertiseAddress: "",
   cacheDirs: [path.join(os.tmpdir(), "talon-worker-cache")],
   capacity: 8 * 1024 ** 3,
@@ -85,6 +96,8 @@ export const WORKER_ENV: Record<keyof WorkerSettings, string> = {
   dataAddress: "TALON_WORKER_DATA_ADDR",
   adminAddress: "TALON_WORKER_ADMIN_ADDR",
   coordinator: "TALON_WORKER_COORDINATOR",
+  clusterId: "TALON_WORKER_CLUSTER_ID",
+  zone: "TALON_WORKER_ZONE",
   advertiseAddress: "TALON_WORKER_ADVERTISE_ADDR",
   cacheDirs: "TALON_WORKER_CACHE_DIRS",
   capacity: "TALON_WORKER_CAPACITY",
@@ -151,6 +164,8 @@ export const workerConfigs = {
   dataAddress: Config.string(WORKER_ENV.dataAddress),
   adminAddress: Config.string(WORKER_ENV.adminAddress),
   coordinator: Config.string(WORKER_ENV.coordinator),
+  clusterId: Config.string(WORKER_ENV.clusterId),
+  zone: Config.string(WORKER_ENV.zone),
   advertiseAddress: Config.string(WORKER_ENV.advertiseAddress),
   cacheDirs: listConfig(WORKER_ENV.cacheDirs),
   capacity: sizeConfig(WORKER_ENV.capacity),
@@ -176,6 +191,10 @@ const invalid = (key: keyof WorkerSettings, why: string) => ConfigError.InvalidD
 
 /** Checks cross-field rules; returns the first violation. */
 export const validateWorkerSettings = (s: WorkerSettings): ConfigError.ConfigError | undefined => {
+  if (s.coordinator.trim() !== "" && parseHostPortList(s.coordinator) === undefined) {
+    return invalid("coordinator", `must be host:port or a comma-separated list of them (got ${JSON.stringify(s.coordinator)})`)
+  }
+  if (s.clusterId.trim() === "") return invalid("clusterId", "must not be empty (default: default)")
   if (s.cacheDirs.length === 0) return invalid("cacheDirs", "needs at least one directory")
   if (!(s.capacity > 0)) return invalid("capacity", "must be positive")
   if (!(s.blockSize > 0) || s.blockSize > 0xffffffff) return invalid("blockSize", "must be in 1..4 GiB-1 (a u32)")

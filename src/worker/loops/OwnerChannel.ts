@@ -84,9 +84,7 @@ export class OwnerChannel {
         return
       case "ready":
         if (this.ready !== undefined) {
-          this.ready.ready = m.ready
-          this.ready.registered = m.registered
-          this.ready.detail = m.detail
+          this.ready.unsafeUpdate({ ready: m.ready, registered: m.registered, detail: m.detail })
         }
         this.#sawReady()
         return

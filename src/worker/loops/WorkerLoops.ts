@@ -25,7 +25,7 @@ import type { BackendStore } from "../../backend/BackendStore.js"
 import { AdminHttp } from "../admin/AdminHttp.js"
 import { parseHostPort, resolveWorkerSettings, WorkerConfig, type WorkerSettings } from "../config.js"
 import { Membership } from "../membership/Membership.js"
-import { type ReadyState, WorkerReadiness } from "../membership/Readiness.js"
+import { WorkerReadiness } from "../membership/Readiness.js"
 import { WorkerMetrics } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
 import { DataPlane } from "../plane/DataPlane.js"
@@ -113,7 +113,8 @@ const LoopsListener = Layer.scopedContext(
       registered: state.registered,
       detail: state.detail
     })
-    watchReadiness(state, () => owner.broadcast(readyMessage()))
+    const unsubscribe = state.subscribe(() => owner.broadcast(readyMessage()))
+    yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
 
     const running = new Map<number, { readonly worker: ClusterWorker; readonly index: number }>()
     let stopping = false
@@ -241,23 +242,6 @@ const concreteAddress = (address: string) =>
       probe.close(() => resume(Effect.succeed(`${hp.host.includes(":") ? `[${hp.host}]` : hp.host}:${port}`)))
     })
   })
-
-/** Tells the loops whenever Membership flips readiness (ReadyState is a plain record it mutates). */
-const watchReadiness = (state: ReadyState, changed: () => void): void => {
-  for (const key of ["ready", "registered", "detail"] as const) {
-    let value = state[key]
-    Object.defineProperty(state, key, {
-      configurable: true,
-      enumerable: true,
-      get: () => value,
-      set: (v: never) => {
-        if (value === v) return
-        value = v
-        changed()
-      }
-    })
-  }
-}
 
 /** A worker of N loops: `store` is the owner's (the only index of the cache dirs), `stats` the owner's counters plus everything the loops reported. */
 export interface WorkerLoopsShape extends WorkerShape {
