@@ -1,7 +1,7 @@
 export { Coordinator, makeCoordinator, makeCoordinatorOn, MAX_LIST_ENTRIES } from "./Coordinator.js"
 export type { CoordinatorShape, CoordinatorStartError } from "./Coordinator.js"
 export { COORDINATOR_DEFAULTS, livenessWindowMs, resolveCoordinatorOptions, resolveCoordinatorState, type CoordinatorOptions } from "./config.js"
-export type { ClusterMember, ClusterStatus } from "./AdminHttp.js"
+export type { ClusterMember, ClusterStatus } from "../protocol/clusterStatus.js"
 export { ControlListenError } from "./ControlServer.js"
 export { makeRegistry, type Registry, type RegistryCounters } from "./registry/Registry.js"
 export type { RegistryView } from "./registry/view.js"

@@ -1,6 +1,6 @@
 /** Asks the coordinator for an object's size with a `StatObject` control frame. */
 import { Effect } from "effect"
-import { ControlChannel } from "../client/ControlChannel.js"
+import { ControlChannel } from "../transport/ControlChannel.js"
 import { objectIdToUri } from "../core/objectId.js"
 import type { ObjectId } from "../core/ids.js"
 import { LoadgenError } from "./run.js"

@@ -4,7 +4,7 @@ export {
   WorkerConfig,
   WORKER_DEFAULTS,
   WORKER_ENV,
-  workerConfigs,
+  WorkerSchema,
   resolveWorkerSettings,
   parseSize,
   parseHostPort,

@@ -1,9 +1,9 @@
 /** The coordinator's admin HTTP endpoints, over a real socket. */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlChannel } from "../../src/client/ControlChannel.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { renderClusterTable } from "../../src/client/cli.js"
-import type { ClusterStatus } from "../../src/coordinator/AdminHttp.js"
+import type { ClusterStatus } from "../../src/protocol/clusterStatus.js"
 import { NodeRole } from "../../src/core/ids.js"
 import { epochForWire, membershipEpoch } from "../../src/coordinator/state/epoch.js"
 import { testCoordinator } from "./fixtures/harness.js"

@@ -5,7 +5,7 @@ import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Fiber } from "effect"
 import { vi } from "vitest"
-import { ControlChannel } from "../../src/client/ControlChannel.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { coordinator } from "../../src/coordinator/cli.js"
 import { resolveCoordinatorOptions } from "../../src/coordinator/config.js"
 

@@ -9,7 +9,7 @@
  */
 import type { NodeInfo } from "../../core/ids.js"
 import { NODE_STATUS_SCHEMA_VERSION, emptyMetrics, type NodeStatus } from "../../protocol/status.js"
-import { parseHostPort } from "../../client/address.js"
+import { parseHostPort } from "../../transport/address.js"
 
 export const LEGACY_INCARNATION = "legacy-register"
 

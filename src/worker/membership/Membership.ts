@@ -13,8 +13,8 @@
  * the worker is standalone and ready at once.
  */
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
-import { ControlChannel } from "../../client/ControlChannel.js"
-import { formatHostPort, parseHostPortList } from "../../client/address.js"
+import { ControlChannel } from "../../transport/ControlChannel.js"
+import { formatHostPort, parseHostPortList } from "../../transport/address.js"
 import { NodeRole, type NodeInfo } from "../../core/ids.js"
 import type { NodeStatus } from "../../protocol/status.js"
 import { WorkerConfig } from "../config.js"
