@@ -1,7 +1,8 @@
 /**
  * Active-active coordinators on a real etcd: `talon coordinator` processes
  * sharing one keyspace serve the same members and epoch, whichever of them a
- * worker heartbeats to; a killed worker leaves both; a worker fails over when
+ * worker heartbeats to; a killed worker leaves both (placement first, then
+ * its record at lease expiry); a worker fails over when
  * its coordinator is killed -9; /readyz follows etcd; a restarted coordinator
  * reports the same epoch. Where etcd is not installed the suite is skipped
  * with a loud message (a failure under CI=true).
@@ -39,6 +40,14 @@ const status = (c: CoordinatorProcess) =>
 
 const readyz = (c: CoordinatorProcess) =>
   Effect.tryPromise(async () => (await fetch(`http://${c.adminAddress}/readyz`, { signal: AbortSignal.timeout(5000) })).status)
+
+/** A gauge's value from the coordinator's /metrics. */
+const gauge = (c: CoordinatorProcess, name: string) =>
+  Effect.tryPromise(async () => {
+    const body = await (await fetch(`http://${c.adminAddress}/metrics`, { signal: AbortSignal.timeout(5000) })).text()
+    const line = body.split("\n").find((l) => l.startsWith(`${name} `))
+    return line === undefined ? Number.NaN : Number(line.slice(name.length + 1))
+  })
 
 const ids = (s: ClusterStatus) => s.members.map((m) => m.id).join(",")
 
@@ -88,6 +97,10 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
           const lb = yield* pollUntil(status(b), (s) => one(s) && s.epochHex === la.epochHex, 60_000, () => `b kept w2\n${why()}`)
           expect(la.epochHex).not.toBe(epochOfTwo)
           expect(lb.epochHex).toBe(la.epochHex)
+          // Its lease then expires in etcd: the record itself is gone on both.
+          for (const c of [a, b]) {
+            yield* pollUntil(gauge(c, "talon_coordinator_records"), (n) => n === 1, 60_000, () => `w2's record never expired\n${why()}`)
+          }
 
           // b restarts (kill -9, then again on the same ports): it reports the epoch it reported before.
           yield* kill9(children[1]![1])

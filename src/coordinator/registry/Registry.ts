@@ -90,6 +90,8 @@ export const makeRegistry = (
         return { local, placed: latest.ready ? placed : state.placed }
       })
 
+    // Talon's NodeStatusHeartbeat carries no token, so nodes cannot present one: the coordinator
+    // writes with its own TALON_CLUSTER_TOKEN, and the token check stays on the coordinator side.
     const write = (state: State, status: NodeStatus): Effect.Effect<readonly [RegistryAck, State]> =>
       store.put(status, { token: store.settings.clusterToken }).pipe(
         Effect.zip(Clock.currentTimeMillis),
