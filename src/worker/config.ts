@@ -9,8 +9,6 @@ import * as K from "../config/kinds.js"
 import { component, defaultsOf, resolve, resolveOnly, setting } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
 
-export { parseSize } from "../config/kinds.js"
-
 export type DataPlaneName = "auto" | "native" | "portable"
 export type ServeModeName = "pipelined" | "multiplexed"
 
@@ -289,15 +287,4 @@ export class WorkerConfig extends Context.Tag("talon/worker/WorkerConfig")<Worke
   /** Exactly these settings over the defaults, ignoring the environment (tests, embedding). */
   static readonly layerOf = (settings: Partial<WorkerSettings>) =>
     Layer.effect(WorkerConfig, Effect.suspend(() => resolveOnly(WorkerSchema, settings)))
-}
-
-/** `host:port` → parts; the port must be 0..65535. */
-export const parseHostPort = (address: string): { readonly host: string; readonly port: number } | undefined => {
-  const i = address.lastIndexOf(":")
-  if (i <= 0) return undefined
-  let host = address.slice(0, i)
-  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1)
-  const port = Number(address.slice(i + 1))
-  if (!Number.isInteger(port) || port < 0 || port > 65535) return undefined
-  return { host, port }
 }
