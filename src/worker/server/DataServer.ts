@@ -25,7 +25,6 @@ import { serveConnection } from "./serveConnection.js"
 import * as DataSocket from "./SocketServer.js"
 
 export { WORKER_CAPS } from "./frames.js"
-export { serveConnection } from "./serveConnection.js"
 
 export class DataServerListenError extends Data.TaggedError("DataServerListenError")<{
   readonly address: string
@@ -116,6 +115,8 @@ const make = Effect.gen(function* () {
         maxInflight: cfg.maxInflightPerConnection,
         hits: table
       })
+      // Interrupted (the server is stopping): the connection goes with it, whichever socket server runs it.
+      return Effect.sync(() => void socket.destroy())
     })
   )
   yield* Effect.forkScoped(sockets.run(() => serve))
