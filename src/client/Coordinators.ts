@@ -56,7 +56,6 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
     const all = addresses.join(",")
     let active = 0
     let downSince: number | undefined
-    let lastAttemptAt = 0
     let failures = 0
     let failovers = 0
 
@@ -97,7 +96,6 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
     /** One request, to the entry in use and then to the others in turn until one answers. */
     const ask = (message: ControlMessage): Effect.Effect<ControlMessage, CoordinatorUnavailable> =>
       Effect.suspend(() => {
-        lastAttemptAt = Date.now()
         const start = active
         const problems: Array<string> = []
         const attempt = (i: number): Effect.Effect<ControlMessage, CoordinatorUnavailable> => {
@@ -128,7 +126,6 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
       unavailable,
       /** Whether the last request was answered by some coordinator. */
       reachable: (): boolean => downSince === undefined,
-      lastAttemptAt: (): number => lastAttemptAt,
       counters: (): CoordinatorCounters => ({
         coordinator: addresses[active]!,
         coordinatorReachable: downSince === undefined,

@@ -55,6 +55,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
     const retryMs = Math.max(20, Math.min(1000, options.membershipTtlMs / 2))
     let membership: Membership | undefined
     let refreshing: Deferred.Deferred<Membership, TalonClientError> | undefined
+    let lastRefreshAt = 0
     let warnedEmpty = false
     let staleMembershipUses = 0
     let emptyMembershipsIgnored = 0
@@ -96,6 +97,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
       if (refreshing !== undefined) return refreshing
       const created = Deferred.unsafeMake<Membership, TalonClientError>(FiberId.none)
       refreshing = created
+      lastRefreshAt = Date.now()
       run(
         fetchMembership.pipe(
           Effect.exit,
@@ -115,16 +117,18 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
       return created
     }
 
-    /** A refresh when one is due: past half the TTL, or (no coordinator answering) a retry interval after the last attempt. */
+    /**
+     * A refresh is due past half the TTL, or at once while no coordinator answers; either way
+     * at most once per retry interval (an ignored empty list leaves the membership's age as it was).
+     */
     const due = (now: number): boolean => {
-      if (membership === undefined || refreshing !== undefined) return false
-      if (!coordinators.reachable()) return now - coordinators.lastAttemptAt() >= retryMs
-      return now - membership.fetchedAt >= options.membershipTtlMs / 2 && now - coordinators.lastAttemptAt() >= retryMs
+      if (membership === undefined || refreshing !== undefined || now - lastRefreshAt < retryMs) return false
+      return !coordinators.reachable() || now - membership.fetchedAt >= options.membershipTtlMs / 2
     }
 
     /** While no coordinator answers: one refresh in the background when a retry is due, membership or not (a stat skipping the coordinators asks for this). */
     const kick = (): void => {
-      if (refreshing === undefined && Date.now() - coordinators.lastAttemptAt() >= retryMs) startRefresh()
+      if (refreshing === undefined && Date.now() - lastRefreshAt >= retryMs) startRefresh()
     }
 
     /**

@@ -66,10 +66,13 @@ export const flagsOf = <T, K extends keyof T & string>(c: Component<T>, keys: Re
 export const flaggedKeys = <T>(c: Component<T>): ReadonlyArray<keyof T & string> =>
   (Object.keys(c.settings) as Array<keyof T & string>).filter((k) => c.settings[k].flag !== undefined)
 
-/** Parsed flags → the explicit settings they give (absent flags left out). */
-export const explicitFrom = <T, K extends keyof T>(parsed: { readonly [P in K]: Option.Option<T[P]> }): Partial<T> => {
+/** Parsed flags → the explicit settings they give (absent flags left out); only `keys` when given. */
+export const explicitFrom = <T, K extends keyof T>(
+  parsed: { readonly [P in K]: Option.Option<T[P]> },
+  keys: ReadonlyArray<K> = Object.keys(parsed) as Array<K>
+): Partial<T> => {
   const out: Partial<T> = {}
-  for (const key of Object.keys(parsed) as Array<K>) {
+  for (const key of keys) {
     const value = parsed[key]
     if (Option.isSome(value)) out[key] = value.value
   }
