@@ -73,3 +73,7 @@ gateway-bench *args:
 # S3/Azure x cache/origin routes + a control arm, paired order-swapped rounds.
 gateway-proxy-bench *args:
     npx tsx scripts/gateway-proxy-bench.ts "$@"
+
+# Hosts as network namespaces on tc-shaped links (root, Linux): cross-node throughput vs the C reference server, and the HA scenarios; services from deploy/docker-compose.yml.
+multihost *args:
+    npx tsx scripts/multihost.ts "$@"

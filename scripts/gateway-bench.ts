@@ -93,7 +93,9 @@ const delayedClient = (version: string): TalonClientShape => {
     stat: () => Effect.succeed(info),
     cachedStat: () => info,
     controlPlane: () => ({
+      coordinator: CLIENT_DEFAULTS.coordinator,
       coordinatorReachable: true,
+      coordinatorFailovers: 0,
       coordinatorDownForMs: undefined,
       membershipAgeMs: 0,
       membershipWorkers: 1,

@@ -10,7 +10,6 @@ import { Console, Effect, Either, Option } from "effect"
 import { explicitFrom, flaggedKeys, flagsOf } from "../config/cli.js"
 import { messagesOf, resolve } from "../config/Setting.js"
 import type { ObjectId } from "../core/ids.js"
-import { parseHostPortList } from "../transport/address.js"
 import { LoadgenSchema, type LoadgenSettings } from "./config.js"
 import { parseAddr, parseObject } from "./options.js"
 import { jsonLine, progressLine, table } from "./report.js"
@@ -25,12 +24,6 @@ type Flags = Command.Command.ParseConfig<typeof options>
 const orFail = <A>(e: Either.Either<A, string>): Effect.Effect<A, LoadgenError> =>
   Either.match(e, { onLeft: (message) => Effect.fail(new LoadgenError({ message })), onRight: Effect.succeed })
 
-/** The first coordinator of the list that answers the stat. */
-const statFrom = (coordinators: string, object: ObjectId) =>
-  Effect.firstSuccessOf(
-    (parseHostPortList(coordinators) ?? []).map((addr) => Effect.map(statObject(addr, object), (s) => s.size))
-  )
-
 const sizeOf = (
   flag: string,
   given: number | undefined,
@@ -40,7 +33,7 @@ const sizeOf = (
   given !== undefined
     ? Effect.succeed(given)
     : coordinator !== undefined
-      ? statFrom(coordinator, object)
+      ? Effect.map(statObject(coordinator, object), (s) => s.size)
       : Effect.fail(new LoadgenError({ message: `${flag} is required when no --coordinator is given to ask the object's size` }))
 
 const run = (flags: Flags) =>

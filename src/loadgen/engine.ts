@@ -14,141 +14,32 @@
  * Replies are matched by request id (slot = id & mask) as they arrive, in any
  * order, so a multiplexed server is measured as faithfully as a pipelined one.
  */
-import * as net from "node:net"
 import { readFileSync } from "node:fs"
 import { performance } from "node:perf_hooks"
 import hdr from "hdr-histogram-js"
-import { Flags, HEADER_LEN, MAGIC, MsgType, PROTOCOL_VERSION } from "../protocol/frame.js"
+import { HEADER_LEN } from "../protocol/frame.js"
+import { type Conn, connectAll, KIND_HIT, KIND_MISS, newConns, nextRandom, seedStreams, startReply } from "./conn.js"
 import { LinearRecorder } from "./histogram.js"
+import type { StartSignal, ThreadResult, ThreadSpec } from "./protocol.js"
 
-const MAGIC_HI = MAGIC >>> 8
-const MAGIC_LO = MAGIC & 0xff
-const VERSION = PROTOCOL_VERSION
-const TYPE_GET_RANGE = MsgType.GetRange
-const FLAG_ERROR = Flags.Error
-/** Longest error body accepted; a longer one is a protocol violation. */
-const ERROR_BODY_CAP = 64 * 1024
+export type { FrameTemplate, StartSignal, ThreadResult, ThreadSpec } from "./protocol.js"
 
-/** A pre-encoded GetRange frame: request id at byte 8, offset (u64 LE) at `offsetPos`. */
-export interface FrameTemplate {
-  readonly bytes: Uint8Array
-  readonly offsetPos: number
-}
-
-/** What one thread runs; structured-cloneable so it can be `workerData`. */
-export interface ThreadSpec {
-  readonly host: string
-  readonly port: number
-  /** Global indices of this thread's connections (they seed the RNG and split the cold region). */
-  readonly conns: ReadonlyArray<number>
-  readonly totalConns: number
-  readonly depth: number
-  readonly range: number
-  /** Hit traffic: offsets are uniform multiples of `range` in `[0, hotBlocks × range)`. */
-  readonly hot: FrameTemplate
-  readonly hotBlocks: number
-  /** Fraction of requests sent to the cold region (0 = all hits). */
-  readonly missShare: number
-  /** Cold traffic: frame for the miss object (may be the hot object itself). */
-  readonly miss: FrameTemplate | null
-  /** First cold offset; connection c takes `missStart + (c + k × totalConns) × missStride`, k = 0, 1, … */
-  readonly missStart: number
-  readonly missStride: number
-  /** Cold offsets must satisfy `offset + range ≤ missEnd`. */
-  readonly missEnd: number
-  /** True when cold requests name the same object as hot ones (so --verify applies to them too). */
-  readonly missSameObject: boolean
-  readonly seed: number
-  /** Local file holding the hot object's bytes; every payload byte is compared with it. */
-  readonly verify: string | null
-  readonly failFast: boolean
-  readonly readBufferBytes: number
-  /** Warmup ramp: requests in flight per connection grow from 1 to `depth` over this many ms (0: none). */
-  readonly rampMs: number
-}
-
-/** Absolute times (ms since the epoch, fractional) shared by all threads. */
-export interface StartSignal {
-  readonly measureFromMs: number
-  readonly measureUntilMs: number
-  readonly drainTimeoutMs: number
-}
-
-export interface ThreadResult {
-  /** Successful replies completed inside the measured window. */
-  readonly samples: number
-  readonly hitSamples: number
-  readonly missSamples: number
-  /** Successful replies completed at any time (warmup and drain included). */
-  readonly replies: number
-  /** Payload bytes of successful replies (any time). */
-  readonly bytes: number
-  /** Payload bytes of successful replies inside the window. */
-  readonly measuredBytes: number
-  readonly errors: number
-  readonly errorFrames: number
-  /** Socket reads and writes inside the window: Node pays a JS callback per read and stream work per write. */
-  readonly windowReads: number
-  readonly windowWrites: number
-  readonly firstError: string | null
-  /** Compressed HdrHistograms (µs) of hits and misses inside the window. */
-  readonly hitHistogram: string
-  readonly missHistogram: string
-}
-
-/** mulberry32: a tiny, fast 32-bit generator; each connection has its own stream. */
-const nextRandom = (state: Uint32Array, i: number): number => {
-  let t = (state[i] = (state[i]! + 0x6d2b79f5) >>> 0)
-  t = Math.imul(t ^ (t >>> 15), t | 1)
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
-
-const EMPTY = Buffer.alloc(0)
-const KIND_HIT = 0
-const KIND_MISS = 1
-
-interface Conn {
-  readonly index: number
-  readonly local: number
-  socket: net.Socket | null
-  dead: boolean
-  inflight: number
-  nextSeq: number
-  coldNext: number
-  // per slot
-  readonly ids: Uint32Array
-  readonly t0: Float64Array
-  readonly offsets: Float64Array
-  readonly kinds: Uint8Array
-  readonly active: Uint8Array
-  // parse state
-  readonly hdr: Buffer
-  hgot: number
-  inBody: boolean
-  bodyLeft: number
-  bodyLen: number
-  bodySlot: number
-  bodyError: Buffer | null
-  // pending request frames, written once per event-loop turn
-  out: Buffer
-  outLen: number
-  /** Requests in `out` not yet written; `posKind[k]` = template kind at batch position k (-1 none). */
-  pending: number
-  readonly posKind: Int8Array
-  queued: boolean
+/** A thread whose connections are all up: `run` once, then `close` (also safe without a run). */
+export interface ConnectedThread {
+  readonly run: (signal: StartSignal) => Promise<ThreadResult>
+  readonly close: () => void
 }
 
 /**
- * Connects every connection of the spec, then waits for `start` and runs until
- * the window ends and all requests have drained (or the drain times out).
+ * Connects every connection of the spec; the returned thread's `run` waits for the
+ * signal's start and runs until the window ends and all requests have drained (or
+ * the drain times out).
  */
-export const runThread = async (
+export const connectThread = async (
   spec: ThreadSpec,
-  connected: () => Promise<StartSignal>,
   progress: Float64Array | null,
   progressSlot: number
-): Promise<ThreadResult> => {
+): Promise<ConnectedThread> => {
   const { depth, range } = spec
   const slotBits = Math.max(1, Math.ceil(Math.log2(depth)))
   const slotMask = (1 << slotBits) - 1
@@ -162,10 +53,7 @@ export const runThread = async (
   const hitHist = new LinearRecorder()
   const missHist = spec.missShare > 0 ? new LinearRecorder() : null
   const scratchHist = new LinearRecorder()
-  const rng = new Uint32Array(spec.conns.length)
-  spec.conns.forEach((c, i) => {
-    rng[i] = (Math.imul(spec.seed >>> 0, 0x9e3779b1) ^ Math.imul(c + 1, 0x85ebca6b)) >>> 0
-  })
+  const rng = seedStreams(spec)
 
   let sending = false
   let measureFrom = Infinity
@@ -196,36 +84,7 @@ export const runThread = async (
     if (spec.failFast) sending = false
   }
 
-  const conns: Array<Conn> = spec.conns.map((index, local) => ({
-    index,
-    local,
-    socket: null,
-    dead: false,
-    inflight: 0,
-    nextSeq: 0,
-    coldNext: index,
-    ids: new Uint32Array(depth),
-    t0: new Float64Array(depth),
-    offsets: new Float64Array(depth),
-    kinds: new Uint8Array(depth),
-    active: new Uint8Array(depth),
-    hdr: Buffer.alloc(HEADER_LEN),
-    hgot: 0,
-    inBody: false,
-    bodyLeft: 0,
-    bodyLen: 0,
-    bodySlot: 0,
-    bodyError: null,
-    out: EMPTY,
-    outLen: 0,
-    pending: 0,
-    posKind: new Int8Array(depth).fill(-1),
-    queued: false
-  }))
-
-  // `out` is replaced after a partial write; assigning it once more now, before any code
-  // is optimised, keeps that first replacement from deoptimising everything that reads it.
-  for (const c of conns) c.out = Buffer.allocUnsafe(depth * maxReq)
+  const conns = newConns(spec, maxReq)
 
   const allIdle = (): boolean => {
     for (const c of conns) if (!c.dead && c.inflight > 0) return false
@@ -366,45 +225,11 @@ export const runThread = async (
 
   /** Validates a whole header; returns false when the connection had to be dropped. */
   const onHeader = (c: Conn, h: Buffer, at: number): boolean => {
-    if (h[at] !== MAGIC_HI || h[at + 1] !== MAGIC_LO || h[at + 2] !== VERSION) {
-      fail(`conn ${c.index}: bad reply header ${h.toString("hex", at, at + 4)} (want magic 544c version 01)`)
-      kill(c)
-      return false
-    }
-    const type = h[at + 3]!
-    const flags = (h[at + 4]! << 8) | h[at + 5]!
-    const id = ((h[at + 8]! << 24) | (h[at + 9]! << 16) | (h[at + 10]! << 8) | h[at + 11]!) >>> 0
-    const len = ((h[at + 12]! << 24) | (h[at + 13]! << 16) | (h[at + 14]! << 8) | h[at + 15]!) >>> 0
-    const slot = id & slotMask
-    if (slot >= depth || c.active[slot] === 0 || c.ids[slot] !== id) {
-      fail(`conn ${c.index}: reply id ${id} matches no request in flight`)
-      kill(c)
-      return false
-    }
-    if (type !== TYPE_GET_RANGE) {
-      fail(`conn ${c.index} id ${id}: reply message type ${type} (expected ${TYPE_GET_RANGE} GetRange)`)
-      kill(c)
-      return false
-    }
-    if ((flags & FLAG_ERROR) !== 0) {
-      if (len > ERROR_BODY_CAP) {
-        fail(`conn ${c.index} id ${id}: error frame body of ${len} bytes is over the ${ERROR_BODY_CAP} cap`)
-        kill(c)
-        return false
-      }
-      c.bodyError = Buffer.alloc(len)
-    } else if (len !== range) {
-      fail(`conn ${c.index} id ${id}: reply length ${len} (expected ${range} for offset ${c.offsets[slot]})`)
-      kill(c)
-      return false
-    } else {
-      c.bodyError = null
-    }
-    c.bodySlot = slot
-    c.bodyLen = len
-    c.bodyLeft = len
-    c.inBody = true
-    return true
+    const problem = startReply(c, h, at, depth, slotMask, range)
+    if (problem === null) return true
+    fail(problem)
+    kill(c)
+    return false
   }
 
   const onBodyDone = (c: Conn, now: number): void => {
@@ -469,29 +294,7 @@ export const runThread = async (
     if (draining && c.inflight === 0) checkDrained()
   }
 
-  // Connect everything before the clock starts, as pound does.
-  await Promise.all(
-    conns.map(
-      (c) =>
-        new Promise<void>((resolve, reject) => {
-          const socket = net.connect({
-            host: spec.host,
-            port: spec.port,
-            noDelay: true,
-            onread: { buffer: readBuf, callback: (n: number, buf: Uint8Array) => (onData(c, n, buf as Buffer), true) }
-          })
-          c.socket = socket
-          socket.once("connect", () => {
-            socket.off("error", reject)
-            resolve()
-          })
-          socket.once("error", (e) => reject(new Error(`connect ${spec.host}:${spec.port} (conn ${c.index}): ${e.message}`)))
-        })
-    )
-  ).catch((e: unknown) => {
-    for (const c of conns) c.socket?.destroy()
-    throw e
-  })
+  await connectAll(spec, conns, readBuf, onData)
   for (const c of conns) {
     const socket = c.socket!
     socket.on("error", (e) => {
@@ -505,72 +308,80 @@ export const runThread = async (
     socket.on("close", () => kill(c))
   }
 
-  const signal = await connected()
-  const origin = performance.timeOrigin
-  measureFrom = signal.measureFromMs - origin
-  measureUntil = signal.measureUntilMs - origin
-
-  sending = true
-  const rampStart = performance.now()
-  let limit = spec.rampMs > 0 ? 1 : depth
-  const fill = (): void => {
-    const now = performance.now()
+  const closeAll = (): void => {
     for (const c of conns) {
-      if (c.dead) continue
-      for (let slot = 0; slot < depth && sending && c.inflight < limit; slot++) {
-        if (c.active[slot] !== 0) continue
-        c.active[slot] = 1
-        c.inflight++
-        issue(c, slot, now)
-      }
-      scheduleFlush(c)
+      c.dead = true
+      c.socket?.destroy()
     }
   }
-  fill()
-  let rampTimer: ReturnType<typeof setInterval> | undefined
-  if (limit < depth) {
-    rampTimer = setInterval(() => {
-      const t = performance.now() - rampStart
-      limit = t >= spec.rampMs ? depth : Math.max(1, Math.ceil((depth * t) / spec.rampMs))
-      if (!sending || limit >= depth) clearInterval(rampTimer)
-      if (sending) fill()
-    }, 10)
-  }
+  let started = false
+  const run = async (signal: StartSignal): Promise<ThreadResult> => {
+    if (started) throw new Error("this loadgen thread already ran; connect a new one for another run")
+    started = true
+    const origin = performance.timeOrigin
+    measureFrom = signal.measureFromMs - origin
+    measureUntil = signal.measureUntilMs - origin
 
-  const stopTimer = setTimeout(() => {
-    sending = false
-    draining = true
+    sending = true
+    const rampStart = performance.now()
+    let limit = spec.rampMs > 0 ? 1 : depth
+    const fill = (): void => {
+      const now = performance.now()
+      for (const c of conns) {
+        if (c.dead) continue
+        for (let slot = 0; slot < depth && sending && c.inflight < limit; slot++) {
+          if (c.active[slot] !== 0) continue
+          c.active[slot] = 1
+          c.inflight++
+          issue(c, slot, now)
+        }
+        scheduleFlush(c)
+      }
+    }
+    fill()
+    let rampTimer: ReturnType<typeof setInterval> | undefined
+    if (limit < depth) {
+      rampTimer = setInterval(() => {
+        const t = performance.now() - rampStart
+        limit = t >= spec.rampMs ? depth : Math.max(1, Math.ceil((depth * t) / spec.rampMs))
+        if (!sending || limit >= depth) clearInterval(rampTimer)
+        if (sending) fill()
+      }, 10)
+    }
+
+    const stopTimer = setTimeout(() => {
+      sending = false
+      draining = true
+      checkDrained()
+    }, Math.max(0, measureUntil - performance.now()))
+    const drainTimer = setTimeout(() => {
+      let outstanding = 0
+      for (const c of conns) if (!c.dead) outstanding += c.inflight
+      fail(`drain timeout: ${outstanding} request(s) still outstanding ${signal.drainTimeoutMs / 1000} s after the measured window`)
+      resolveDone()
+    }, Math.max(0, measureUntil - performance.now()) + signal.drainTimeoutMs)
     checkDrained()
-  }, Math.max(0, measureUntil - performance.now()))
-  const drainTimer = setTimeout(() => {
-    let outstanding = 0
-    for (const c of conns) if (!c.dead) outstanding += c.inflight
-    fail(`drain timeout: ${outstanding} request(s) still outstanding ${signal.drainTimeoutMs / 1000} s after the measured window`)
-    resolveDone()
-  }, Math.max(0, measureUntil - performance.now()) + signal.drainTimeoutMs)
-  checkDrained()
-  await done
-  clearTimeout(stopTimer)
-  clearTimeout(drainTimer)
-  clearInterval(rampTimer)
-  for (const c of conns) {
-    c.dead = true
-    c.socket?.destroy()
+    await done
+    clearTimeout(stopTimer)
+    clearTimeout(drainTimer)
+    clearInterval(rampTimer)
+    closeAll()
+    if (progress !== null) progress[progressSlot] = replies
+    return {
+      samples,
+      hitSamples,
+      missSamples,
+      replies,
+      bytes: byteCounts[BYTES]!,
+      measuredBytes: byteCounts[MEASURED_BYTES]!,
+      errors,
+      errorFrames,
+      windowReads,
+      windowWrites,
+      firstError,
+      hitHistogram: hdr.encodeIntoCompressedBase64(hitHist.toHistogram()),
+      missHistogram: hdr.encodeIntoCompressedBase64((missHist ?? new LinearRecorder()).toHistogram())
+    }
   }
-  if (progress !== null) progress[progressSlot] = replies
-  return {
-    samples,
-    hitSamples,
-    missSamples,
-    replies,
-    bytes: byteCounts[BYTES]!,
-    measuredBytes: byteCounts[MEASURED_BYTES]!,
-    errors,
-    errorFrames,
-    windowReads,
-    windowWrites,
-    firstError,
-    hitHistogram: hdr.encodeIntoCompressedBase64(hitHist.toHistogram()),
-    missHistogram: hdr.encodeIntoCompressedBase64((missHist ?? new LinearRecorder()).toHistogram())
-  }
+  return { run, close: closeAll }
 }

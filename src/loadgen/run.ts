@@ -5,13 +5,14 @@
  */
 import { Worker } from "node:worker_threads"
 import { performance } from "node:perf_hooks"
-import { Data, Deferred, Duration, Effect, Exit, Schedule } from "effect"
+import { Data, Duration, Effect, Fiber, Schedule, type Scope } from "effect"
+import { type ActorError, type ActorRef, Channel, Remote } from "../actor/index.js"
 import type { ObjectId } from "../core/ids.js"
-import type { StartSignal, ThreadResult, ThreadSpec } from "./engine.js"
 import { getRangeTemplate } from "./frames.js"
 import { latencySummary, mergeEncoded } from "./histogram.js"
 import { readCpu, type ServerStats, startWindow } from "./procSampler.js"
-import type { WorkerInput, WorkerMessage } from "./worker.js"
+import { Connect, Run, type StartSignal, THREAD_ACTOR, type ThreadFailed, type ThreadMessage, ThreadProtocol, type ThreadResult, type ThreadSpec } from "./protocol.js"
+import type { WorkerInput } from "./worker.js"
 
 export class LoadgenError extends Data.TaggedError("LoadgenError")<{ readonly message: string }> {}
 
@@ -178,29 +179,36 @@ export const planThreads = (spec: LoadSpec): Effect.Effect<ReadonlyArray<ThreadS
   })
 
 interface ThreadHandle {
-  readonly worker: Worker
-  readonly ready: Deferred.Deferred<void, LoadgenError>
-  readonly done: Deferred.Deferred<ThreadResult, LoadgenError>
+  readonly slot: number
+  readonly ref: ActorRef<ThreadMessage, ActorError>
+  /** Why the thread died, when it threw outside the actor (the channel only says it exited). */
+  readonly crash: () => string | undefined
 }
 
-const spawn = (input: WorkerInput): Effect.Effect<ThreadHandle> =>
+/** Starts a thread serving the loadgen thread actor; terminated when the scope closes. */
+const spawn = (input: WorkerInput): Effect.Effect<ThreadHandle, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const ready = yield* Deferred.make<void, LoadgenError>()
-    const done = yield* Deferred.make<ThreadResult, LoadgenError>()
-    const worker = new Worker(new URL("./worker-entry.mjs", import.meta.url), { workerData: input })
-    const failWith = (message: string) => {
-      const err = new LoadgenError({ message })
-      Deferred.unsafeDone(ready, Exit.fail(err))
-      Deferred.unsafeDone(done, Exit.fail(err))
-    }
-    worker.on("message", (m: WorkerMessage) => {
-      if (m.type === "ready") Deferred.unsafeDone(ready, Exit.void)
-      else if (m.type === "result") Deferred.unsafeDone(done, Exit.succeed(m.result))
-      else failWith(m.message)
-    })
-    worker.on("error", (e) => failWith(`loadgen thread ${input.slot} crashed: ${e.message}`))
-    worker.on("exit", (code) => failWith(`loadgen thread ${input.slot} exited (code ${code}) before reporting`))
-    return { worker, ready, done }
+    let crash: string | undefined
+    const worker = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const w = new Worker(new URL("./worker-entry.mjs", import.meta.url), { workerData: input })
+        w.on("error", (e) => (crash ??= e.message))
+        return w
+      }),
+      (w) => Effect.promise(() => w.terminate())
+    )
+    const ref = yield* Remote.ref(Channel.fromPort(worker), { name: THREAD_ACTOR, protocol: ThreadProtocol })
+    return { slot: input.slot, ref, crash: () => crash }
+  })
+
+/** One thread's answer, or a LoadgenError naming the thread and what went wrong. */
+const ask = <A>(h: ThreadHandle, what: string, effect: Effect.Effect<A, ThreadFailed | ActorError>) =>
+  Effect.mapError(effect, (e) => {
+    // The thread's own failure already names the connection and the cause.
+    if (e._tag === "ThreadFailed") return new LoadgenError({ message: e.message })
+    const crash = h.crash()
+    const why = e._tag === "RemoteUnavailable" && crash !== undefined ? `crashed: ${crash}` : e.message
+    return new LoadgenError({ message: `loadgen thread ${h.slot} (${what}): ${why}` })
   })
 
 const nowMs = () => performance.timeOrigin + performance.now()
@@ -215,11 +223,11 @@ export const runLoad = (spec: LoadSpec, hooks: RunHooks = {}): Effect.Effect<Loa
       }
       const progress = new SharedArrayBuffer(8 * plan.length)
       const progressView = new Float64Array(progress)
-      const handles = yield* Effect.acquireRelease(
-        Effect.forEach(plan, (threadSpec, slot) => spawn({ spec: threadSpec, progress, slot })),
-        (hs) => Effect.promise(() => Promise.all(hs.map((h) => h.worker.terminate())))
-      )
-      yield* Effect.forEach(handles, (h) => Deferred.await(h.ready), { discard: true })
+      const handles = yield* Effect.forEach(plan, (_, slot) => spawn({ progress, slot }))
+      yield* Effect.forEach(plan, (spec, slot) => ask(handles[slot]!, "connect", handles[slot]!.ref.ask(new Connect({ spec }))), {
+        concurrency: "unbounded",
+        discard: true
+      })
 
       const t0 = nowMs()
       const signal: StartSignal = {
@@ -227,7 +235,9 @@ export const runLoad = (spec: LoadSpec, hooks: RunHooks = {}): Effect.Effect<Loa
         measureUntilMs: t0 + (spec.warmup + spec.seconds) * 1000,
         drainTimeoutMs: spec.drainTimeout * 1000
       }
-      for (const h of handles) h.worker.postMessage(signal)
+      const running = yield* Effect.forEach(handles, (h) => ask(h, "run", h.ref.ask(new Run({ signal }))), { concurrency: "unbounded" }).pipe(
+        Effect.forkScoped
+      )
 
       if (hooks.onProgress) {
         const report = hooks.onProgress
@@ -260,7 +270,7 @@ export const runLoad = (spec: LoadSpec, hooks: RunHooks = {}): Effect.Effect<Loa
           Effect.catchAll((e) => Effect.sync(() => (serverErrors.push(`server pid is gone at the end of the measured window: ${e.message}`), undefined)))
         )
       }
-      const results = yield* Effect.forEach(handles, (h) => Deferred.await(h.done))
+      const results = yield* Fiber.join(running)
       return merge(spec, results, server, (cpu1.user + cpu1.system) / 1e6, serverErrors)
     })
   )
