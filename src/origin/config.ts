@@ -4,7 +4,9 @@
  */
 import * as K from "../config/kinds.js"
 import { component, setting } from "../config/Setting.js"
-import { DEFAULT_UPLOAD_TTL_MS } from "./OriginStub.js"
+
+/** Unfinished multipart uploads and uncommitted blocks live this long. */
+export const DEFAULT_UPLOAD_TTL_MS = 24 * 3600 * 1000
 
 export interface OriginSettings {
   readonly root: string

@@ -11,7 +11,8 @@ import * as net from "node:net"
 import { DataPlane } from "../plane/DataPlane.js"
 import { setSendBuffer } from "../plane/Native.js"
 import { loadNativeAddon } from "../plane/NativeAddon.js"
-import { parseHostPort, WorkerConfig } from "../config.js"
+import { parseHostPort } from "../../transport/address.js"
+import { WorkerConfig } from "../config.js"
 import { WorkerMetrics } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
 import { WorkerReadiness } from "../membership/Readiness.js"
@@ -24,7 +25,6 @@ import { serveConnection } from "./serveConnection.js"
 import * as DataSocket from "./SocketServer.js"
 
 export { WORKER_CAPS } from "./frames.js"
-export { serveConnection } from "./serveConnection.js"
 
 export class DataServerListenError extends Data.TaggedError("DataServerListenError")<{
   readonly address: string
@@ -49,7 +49,7 @@ const dataSocketServer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const cfg = yield* WorkerConfig
     const plane = yield* DataPlane
-    const hp = parseHostPort(cfg.dataAddress)
+    const hp = parseHostPort(cfg.dataAddress, { allowPortZero: true })
     if (hp === undefined) {
       return yield* Effect.fail(new DataServerListenError({ address: cfg.dataAddress, detail: "expected host:port" }))
     }
@@ -115,6 +115,8 @@ const make = Effect.gen(function* () {
         maxInflight: cfg.maxInflightPerConnection,
         hits: table
       })
+      // Interrupted (the server is stopping): the connection goes with it, whichever socket server runs it.
+      return Effect.sync(() => void socket.destroy())
     })
   )
   yield* Effect.forkScoped(sockets.run(() => serve))
