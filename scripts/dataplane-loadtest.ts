@@ -29,7 +29,7 @@ import { join } from "node:path"
 import { Data, Effect, Either } from "effect"
 import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, today } from "../src/bench/chartsData.js"
 import { type Arm, runRounds } from "../src/bench/rounds.js"
-import { parseIntList, parseSize } from "../src/loadgen/options.js"
+import { parseIntList, parseSizeFlag } from "../src/loadgen/options.js"
 import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../src/protocol/index.js"
 import { repoRoot } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
@@ -49,7 +49,7 @@ const WARMUP = Number(env("WARMUP", "3"))
 const ROUNDS = Number(env("ROUNDS", "2"))
 const COOLDOWN = Number(env("COOLDOWN", "1"))
 const LOOPS = Number(env("LOOPS", "1"))
-const SIZE = orDie(parseSize("SIZE", env("SIZE", "64M")))
+const SIZE = orDie(parseSizeFlag("SIZE", env("SIZE", "64M")))
 const SERVER_CPU = env("SERVER_CPU", "0")
 const CLIENT_CPU = env("CLIENT_CPU", "1")
 const ARMS = env("ARMS", "ceiling,native-pipelined,native-multiplexed,portable-pipelined,portable-multiplexed").split(",")

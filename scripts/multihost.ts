@@ -3,10 +3,12 @@
  * Each compose service (deploy/docker-compose.yml) runs its `command` and `environment` on a
  * host of its own name; hosts meet on a bridge whose ports are shaped with tc. Scenarios:
  *
- *   throughput   worker on one host, loadgen on another, vs the C reference server (tools/ref)
- *   (HA scenarios: see scripts/multihost/ha.ts)
+ *   throughput        worker on one host, loadgen on another, vs the C reference server (tools/ref)
+ *   coordinator-kill  kill -9 a coordinator under load             (scripts/multihost/ha.ts)
+ *   etcd-cut          cut a coordinator off from etcd under load
+ *   worker-kill       kill -9 a worker under load
  *
- *   npx tsx scripts/multihost.ts [--scenarios throughput] [--rate 2] [--delay-us 500]
+ *   npx tsx scripts/multihost.ts [--scenarios throughput,coordinator-kill,etcd-cut,worker-kill] [--rate 2] [--delay-us 500]
  *       [--conns 4,32] [--depths 1,16] [--seconds 4] [--warmup 1] [--rounds 2] [--no-write]
  *
  * Everything it creates (namespaces, links, processes, /etc/netns/<ns>, its temp dir) is
@@ -18,10 +20,12 @@ import { join } from "node:path"
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect } from "effect"
 import { buildRefTools } from "../tools/ref/build.js"
+import { buildNetdelay, userDelay, userDelayUnavailable } from "./multihost/delay.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
 import { DATASET_ID, TARGET_RATIO, throughputData } from "./multihost/charts.js"
 import { readCompose } from "./multihost/compose.js"
+import { haHosts, haScenarios } from "./multihost/ha.js"
 import { qdiscAvailable, topology, unavailableReason } from "./multihost/netns.js"
 import { THROUGHPUT_HOSTS, throughput } from "./multihost/throughput.js"
 import { printTable, type ScenarioRow } from "./multihost/report.js"
@@ -33,7 +37,10 @@ const list = (name: string, def: string) =>
     if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: expected a comma list of positive integers, got ${JSON.stringify(s)}`)
     return n
   })
-const scenarios = args.string("scenarios", "throughput").split(",")
+const ALL = ["throughput", "coordinator-kill", "etcd-cut", "worker-kill"]
+const scenarios = args.string("scenarios", ALL.join(",")).split(",")
+for (const s of scenarios) if (!ALL.includes(s)) throw new Error(`--scenarios: unknown scenario ${JSON.stringify(s)} (known: ${ALL.join(", ")})`)
+const settle = args.number("settle", 4)
 const rateGbit = args.number("rate", 2)
 const askedDelayUs = args.number("delay-us", 500)
 const conns = list("conns", "4,32")
@@ -56,18 +63,35 @@ const main = Effect.gen(function* () {
   const talonArgv = talonBin()
   const compose = readCompose(composeFile)
   let delayUs = askedDelayUs
+  // netem at the switch ports where the kernel has it; else NFQUEUE + talon-netdelay on every host.
+  let delayVia: "netem" | "nfqueue" | "none" = delayUs > 0 ? "netem" : "none"
+  let netdelay = ""
   if (delayUs > 0 && !qdiscAvailable(prefix, "netem")) {
-    console.warn(`\n*** this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM): links get their rate (tbf) but NO added delay; --delay-us ${delayUs} is ignored ***\n`)
-    delayUs = 0
+    const why = userDelayUnavailable()
+    if (why === undefined) {
+      netdelay = buildNetdelay(join(runDir, "bin"))
+      delayVia = "nfqueue"
+      console.log(`this kernel has no netem qdisc: ${delayUs} µs one-way delay from talon-netdelay (iptables NFQUEUE) on every host`)
+    } else {
+      console.warn(`\n*** no netem qdisc in this kernel and ${why}: links get their rate (tbf) but NO added delay; --delay-us ${delayUs} is ignored ***\n`)
+      delayUs = 0
+      delayVia = "none"
+    }
   }
-  const shape = { rateBps: rateGbit * 1e9, delayUs }
+  const shape = { rateBps: rateGbit * 1e9, delayUs: delayVia === "netem" ? delayUs : 0 }
+  const withDelay = (hosts: ReadonlyArray<string>) =>
+    Effect.gen(function* () {
+      const topo = yield* topology({ prefix, hosts, shape })
+      if (delayVia === "nfqueue") yield* userDelay(topo, delayUs, netdelay, join(runDir, "logs"))
+      return topo
+    })
   const rows: Array<ScenarioRow> = []
 
   if (scenarios.includes("throughput")) {
     const before = loadavg()
     const result = yield* Effect.scoped(
       Effect.gen(function* () {
-        const topo = yield* topology({ prefix, hosts: THROUGHPUT_HOSTS, shape })
+        const topo = yield* withDelay(THROUGHPUT_HOSTS)
         return yield* throughput(topo, compose, { conns, depths, range, seconds, warmup, rounds, refServer: ref.server, talonArgv, runDir })
       })
     )
@@ -77,6 +101,7 @@ const main = Effect.gen(function* () {
       command: `npx tsx scripts/multihost.ts --scenarios throughput --rate ${rateGbit} --delay-us ${delayUs} --conns ${conns.join(",")} --depths ${depths.join(",")} --seconds ${seconds} --warmup ${warmup} --rounds ${rounds}`,
       rateBps: shape.rateBps,
       delayUs,
+      delayVia,
       range,
       seconds,
       warmup,
@@ -107,6 +132,23 @@ const main = Effect.gen(function* () {
       writeFileSync(path, JSON.stringify(data, null, 2) + "\n")
       console.log(`wrote ${path} (render with \`just bench-charts\`)`)
     }
+  }
+  const ha = scenarios.filter((s) => s !== "throughput")
+  if (ha.length > 0) {
+    const haRows = yield* Effect.scoped(
+      Effect.gen(function* () {
+        const topo = yield* withDelay(haHosts(compose))
+        return yield* haScenarios(topo, compose, {
+          runDir,
+          talonArgv,
+          tsArgv: [process.execPath, "--import", "tsx"],
+          readerScript: join(repoRoot, "scripts", "multihost", "reader.ts"),
+          settleSeconds: settle,
+          scenarios: ha
+        })
+      })
+    )
+    rows.push(...haRows)
   }
   printTable(rows)
 })

@@ -20,6 +20,16 @@ describe("module layers (src/layers.ts)", () => {
     expect(checkSources(sources, LAYERS, dependencies).map(formatViolation)).toEqual([])
   })
 
+  it("every src/ file stays under 400 lines (but the generated SHA-256 table)", () => {
+    // DiskStore.ts is being split by what it holds; take it off this list once it is.
+    const exempt = new Set(["src/placement/sha256.ts", "src/worker/store/DiskStore.ts"])
+    const long = readSources(repo)
+      .map(({ file, text }) => ({ file, lines: text.split("\n").length - (text.endsWith("\n") ? 1 : 0) }))
+      .filter(({ file, lines }) => lines >= 400 && !exempt.has(file))
+      .map(({ file, lines }) => `${file}: ${lines} lines; split it by what it holds`)
+    expect(long).toEqual([])
+  })
+
   it("nothing but the CLI, talon up and the package entry imports the origin stub", () => {
     const importers = Object.entries(LAYERS)
       .filter(([, layer]) => layer.imports.includes("origin"))
@@ -39,11 +49,11 @@ describe("module layers (src/layers.ts)", () => {
     ]
     const found = checkSources(planted, LAYERS, dependencies).map(formatViolation)
     expect(found).toEqual([
-      `src/gateway/planted.ts:1 imports "../origin/server.js": gateway (the S3/Azure front end over the cache) may import only core, protocol, placement, transport, backend, http, actor, client, not origin`,
-      `src/coordinator/planted.ts:2 imports "../client/TalonClient.js": coordinator (membership and the cluster view) may import only core, protocol, placement, transport, backend, http, actor, not client`,
+      expect.stringMatching(/^src\/gateway\/planted\.ts:1 imports "\.\.\/origin\/server\.js": gateway \(.+\) may import only core, .*http.*, not origin$/),
+      expect.stringMatching(/^src\/coordinator\/planted\.ts:2 imports "\.\.\/client\/TalonClient\.js": coordinator \(.+\) may import only core, .+, not client$/),
       `src/core/planted.ts:1 imports "fast-check": fast-check is not in package.json "dependencies": an installed talon-ts would not find it`,
       `src/protocol/planted.ts:1 imports "../../package.json": imports package.json, outside src/: the published package holds only what src/ builds to`,
-      `src/newfolder/x.ts:1 imports "": folder src/newfolder has no entry in src/layers.ts; add one saying what it may import`
+      `src/newfolder/x.ts: folder src/newfolder has no entry in src/layers.ts; add one saying what it may import`
     ])
   })
 

@@ -201,15 +201,21 @@ export const topology = (options: {
     (t) => Effect.sync(() => sweep(t.prefix))
   )
 
-/** Drops every packet between `host` and `peerIps` (both directions), as a cut cable would. */
+/**
+ * Drops every packet between `host` and `peerIps` (both directions), silently, as a cut cable
+ * would: clsact filters on eth0 redirect them (mirred, the one tc action small kernels tend to
+ * have; gact `drop` often is not built) into a veth whose peer is down, which discards them.
+ */
 export const cutOff = (host: Host, peerIps: ReadonlyArray<string>): Effect.Effect<void, NetnsError> =>
   Effect.try({
     try: () => {
       const tc = (...args: ReadonlyArray<string>) => run("ip", ["netns", "exec", host.ns, "tc", ...args])
+      ip("-n", host.ns, "link", "add", "cut0", "type", "veth", "peer", "name", "cut1")
+      ip("-n", host.ns, "link", "set", "cut0", "up")
       tc("qdisc", "add", "dev", "eth0", "clsact")
       for (const peer of peerIps) {
-        tc("filter", "add", "dev", "eth0", "egress", "protocol", "ip", "u32", "match", "ip", "dst", `${peer}/32`, "action", "drop")
-        tc("filter", "add", "dev", "eth0", "ingress", "protocol", "ip", "u32", "match", "ip", "src", `${peer}/32`, "action", "drop")
+        tc("filter", "add", "dev", "eth0", "egress", "protocol", "ip", "u32", "match", "ip", "dst", `${peer}/32`, "action", "mirred", "egress", "redirect", "dev", "cut0")
+        tc("filter", "add", "dev", "eth0", "ingress", "protocol", "ip", "u32", "match", "ip", "src", `${peer}/32`, "action", "mirred", "egress", "redirect", "dev", "cut0")
       }
     },
     catch: (e) => (e instanceof NetnsError ? e : new NetnsError({ command: "cutOff", detail: String(e) }))
@@ -218,7 +224,10 @@ export const cutOff = (host: Host, peerIps: ReadonlyArray<string>): Effect.Effec
 /** Undoes `cutOff`. */
 export const heal = (host: Host): Effect.Effect<void, NetnsError> =>
   Effect.try({
-    try: () => void run("ip", ["netns", "exec", host.ns, "tc", "qdisc", "del", "dev", "eth0", "clsact"]),
+    try: () => {
+      run("ip", ["netns", "exec", host.ns, "tc", "qdisc", "del", "dev", "eth0", "clsact"])
+      ip("-n", host.ns, "link", "del", "cut0")
+    },
     catch: (e) => (e instanceof NetnsError ? e : new NetnsError({ command: "heal", detail: String(e) }))
   })
 

@@ -4,6 +4,7 @@
  * or says what it expected. Never throws.
  */
 import { Either, Redacted } from "effect"
+import { parseSize } from "../core/size.js"
 import { parseHostPort, parseHostPortList } from "../transport/address.js"
 
 export interface Kind<A> {
@@ -34,16 +35,6 @@ export const number: Kind<number> = {
   show: String
 }
 
-const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }
-
-/** `1048576`, `1M`, `256MiB`, `10G` → bytes (binary suffixes); undefined when malformed. */
-export const parseSize = (input: string): number | undefined => {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(input) ?? /^\s*(\d+)\s*(b)\s*$/i.exec(input)
-  if (m === null) return undefined
-  const n = Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]!
-  return Number.isSafeInteger(Math.round(n)) ? Math.round(n) : undefined
-}
-
 /** Bytes as the shortest exact K/M/G/T form. */
 export const showSize = (n: number): string => {
   for (const [suffix, unit] of [["T", 1024 ** 4], ["G", 1024 ** 3], ["M", 1024 ** 2], ["K", 1024]] as const) {
@@ -54,10 +45,7 @@ export const showSize = (n: number): string => {
 
 export const size: Kind<number> = {
   type: "size",
-  parse: (t) => {
-    const n = parseSize(t)
-    return n === undefined ? Either.left(`expected a size like 1048576, 64K, 256M or 10G, ${got(t)}`) : Either.right(n)
-  },
+  parse: parseSize,
   show: showSize
 }
 

@@ -8,7 +8,7 @@ import { availableParallelism } from "node:os"
 import { Command, Options } from "@effect/cli"
 import { Config, Console, Effect, Either, Option } from "effect"
 import type { ObjectId } from "../core/ids.js"
-import { parseAddr, parseIntList, parseObject, parseSize } from "./options.js"
+import { parseAddr, parseIntList, parseObject, parseSizeFlag } from "./options.js"
 import { jsonLine, progressLine, table } from "./report.js"
 import { failureOf, LoadgenError, type LoadResult, runLoad } from "./run.js"
 import { statObject } from "./stat.js"
@@ -76,7 +76,7 @@ const sizeOf = (
   coordinator: Option.Option<string>
 ): Effect.Effect<number, LoadgenError> =>
   Option.match(given, {
-    onSome: (s) => orFail(parseSize(flag, s)),
+    onSome: (s) => orFail(parseSizeFlag(flag, s)),
     onNone: () =>
       Option.match(coordinator, {
         onSome: (c) => Effect.map(statObject(c, object), (s) => s.size),
@@ -89,7 +89,7 @@ const run = (f: Flags) =>
     const addr = yield* orFail(parseAddr("--addr", f.addr))
     const connsList = yield* orFail(parseIntList("--conns", f.conns))
     const depth = yield* number("depth", f.depth, (n) => Number.isSafeInteger(n) && n >= 1, "a positive integer")
-    const range = yield* orFail(parseSize("--range", f.range))
+    const range = yield* orFail(parseSizeFlag("--range", f.range))
     const seconds = yield* number("seconds", f.seconds, (n) => n > 0, "a number of seconds > 0")
     const warmup = yield* number("warmup", f.warmup, (n) => n >= 0, "a number of seconds ≥ 0")
     const ramp = yield* Option.match(f.ramp, {
@@ -98,7 +98,7 @@ const run = (f: Flags) =>
     })
     const drainTimeout = yield* number("drain-timeout", f.drainTimeout, (n) => n > 0, "a number of seconds > 0")
     const missShare = yield* number("miss-share", f.missShare, (n) => n >= 0 && n < 1, "a share in [0, 1)")
-    const missStride = yield* orFail(parseSize("--miss-stride", f.missStride))
+    const missStride = yield* orFail(parseSizeFlag("--miss-stride", f.missStride))
     const seed = yield* number("seed", f.seed, (n) => Number.isSafeInteger(n) && n >= 0, "a non-negative integer")
     const threads = yield* Option.match(f.threads, {
       onNone: () => Effect.succeed(availableParallelism()),
@@ -123,7 +123,7 @@ const run = (f: Flags) =>
       missObject !== undefined && missShare > 0 ? yield* sizeOf("--miss-size", f.missSize, missObject, f.coordinator) : undefined
     const hotBytes = yield* Option.match(f.hotBytes, {
       onNone: () => Effect.succeed(undefined),
-      onSome: (s) => orFail(parseSize("--hot-bytes", s))
+      onSome: (s) => orFail(parseSizeFlag("--hot-bytes", s))
     })
     const verify = Option.getOrUndefined(f.verify)
 

@@ -6,8 +6,6 @@ export {
   WORKER_ENV,
   WorkerSchema,
   resolveWorkerSettings,
-  parseSize,
-  parseHostPort,
   type WorkerSettings,
   type DataPlaneName,
   type ServeModeName

@@ -44,7 +44,12 @@ describe("deploy/docker-compose.yml", () => {
     for (const s of services) {
       const [program, ...args] = s.command
       for (const name of Object.keys(s.environment)) if (name.startsWith("TALON_") && !env.has(name)) problems.push(`${s.name}: unknown variable ${name}`)
-      if (program === "etcd") continue
+      if (program === "etcd") {
+        // Flags and values alternate; a bare comma in a YAML flow list would have split a value.
+        args.forEach((a, i) => expect(a.startsWith("--"), `${s.name}: argument ${i} ${a}`).toBe(i % 2 === 0))
+        expect(args[args.indexOf("--initial-cluster") + 1]!.split(",")).toHaveLength(3)
+        continue
+      }
       if (!flags.has(program!)) flags.set(program!, new Set(helpOf(program!).match(/--[a-z][a-z0-9-]*/g) ?? []))
       for (const a of args) if (a.startsWith("--") && !flags.get(program!)!.has(a.split("=")[0]!)) problems.push(`${s.name}: ${program}: unknown flag ${a}`)
     }
@@ -56,9 +61,9 @@ describe("deploy/docker-compose.yml", () => {
       const sizes = new Set(profile(services, p).flatMap((s) => {
         const i = s.command.indexOf("--block-size")
         const v = i >= 0 ? s.command[i + 1] : s.environment["TALON_WORKER_BLOCK_SIZE"]
-        return v === undefined ? [] : [v.replace(/^64M$/, String(64 * 1024 * 1024))]
+        return v === undefined ? [] : [v.replace(/^8M$/, String(8 * 1024 * 1024))]
       }))
-      expect([...sizes], p).toEqual([String(64 * 1024 * 1024)])
+      expect([...sizes], p).toEqual([String(8 * 1024 * 1024)])
     }
   })
 

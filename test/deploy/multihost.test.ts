@@ -11,7 +11,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Effect } from "effect"
 import { waitHttp } from "../../scripts/multihost/cluster.js"
-import { listNamespaces, sweep, topology, unavailableReason } from "../../scripts/multihost/netns.js"
+import { cutOff, heal, listNamespaces, sweep, topology, unavailableReason } from "../../scripts/multihost/netns.js"
 import { runToEnd, start } from "../../scripts/multihost/procs.js"
 import { lastJson } from "../../scripts/multihost/throughput.js"
 
@@ -79,6 +79,17 @@ describe.skipIf(reason !== undefined)("multihost harness (network namespaces)", 
             expect(result["samples"] as number).toBeGreaterThan(0)
             expect(result["bytes"]).toBe((result["samples"] as number) * 65536)
             expect(result["addr"]).toBe("a:7001")
+
+            // A cut drops packets silently (a connect times out rather than being refused); healing restores it.
+            const probe = (n: number) =>
+              runToEnd(topo.host("b"), {
+                name: "connect",
+                argv: [process.execPath, "-e", `const s=require("net").connect(7001,"a");s.setTimeout(1500,()=>{console.log("timeout");process.exit(0)});s.on("connect",()=>{console.log("connected");process.exit(0)});s.on("error",(e)=>{console.log(e.code);process.exit(0)})`]
+              }, path.join(dir, `connect-${n}.log`)).pipe(Effect.map((out) => out.trim()))
+            yield* cutOff(topo.host("b"), [a.ip])
+            expect(yield* probe(1)).toBe("timeout")
+            yield* heal(topo.host("b"))
+            expect(yield* probe(2)).toBe("connected")
           })
         )
         expect(listNamespaces().filter((n) => n.startsWith(`${prefix}-`))).toEqual([])

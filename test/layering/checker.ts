@@ -106,4 +106,5 @@ export const tableProblems = (layers: Readonly<Record<string, Layer>>): Array<st
   return problems
 }
 
-export const formatViolation = (v: Violation): string => `${v.file}:${v.line} imports "${v.specifier}": ${v.rule}`
+export const formatViolation = (v: Violation): string =>
+  v.specifier === "" ? `${v.file}: ${v.rule}` : `${v.file}:${v.line} imports "${v.specifier}": ${v.rule}`

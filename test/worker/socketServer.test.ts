@@ -73,7 +73,7 @@ const startOver = async (
   cleanup.add(() => runtime.dispose())
   // Standalone (no Membership): ready as soon as it listens.
   const start = async () => {
-    ;(await runtime.runPromise(WorkerReadiness)).ready = true
+    await runtime.runPromise(Effect.flatMap(WorkerReadiness, (r) => r.update({ ready: true })))
     return runtime.runPromise(DataServer)
   }
   return { runtime, layer, start, data }

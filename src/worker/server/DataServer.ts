@@ -11,7 +11,8 @@ import * as net from "node:net"
 import { DataPlane } from "../plane/DataPlane.js"
 import { setSendBuffer } from "../plane/Native.js"
 import { loadNativeAddon } from "../plane/NativeAddon.js"
-import { parseHostPort, WorkerConfig } from "../config.js"
+import { parseHostPort } from "../../transport/address.js"
+import { WorkerConfig } from "../config.js"
 import { WorkerMetrics } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
 import { WorkerReadiness } from "../membership/Readiness.js"
@@ -48,7 +49,7 @@ const dataSocketServer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const cfg = yield* WorkerConfig
     const plane = yield* DataPlane
-    const hp = parseHostPort(cfg.dataAddress)
+    const hp = parseHostPort(cfg.dataAddress, { allowPortZero: true })
     if (hp === undefined) {
       return yield* Effect.fail(new DataServerListenError({ address: cfg.dataAddress, detail: "expected host:port" }))
     }
