@@ -3,11 +3,13 @@
  * flag, or a program embedding the layer) > `TALON_COORDINATOR_*` (environment, then
  * config file) > default.
  */
-import type { ConfigError, Effect } from "effect"
+import { type ConfigError, Effect } from "effect"
 import * as K from "../config/kinds.js"
 import { component, defaultsOf, resolve, setting } from "../config/Setting.js"
+import { resolveStateStoreSettings, type StateStoreSettings, type StateTiming } from "./state/config.js"
 
-export interface CoordinatorOptions {
+/** The coordinator's own settings (one declaration each in CoordinatorSchema). */
+export interface CoordinatorSettings {
   /** Control listener `host:port` (framed protocol). */
   readonly listen: string
   /** Admin HTTP `host:port`. */
@@ -18,16 +20,26 @@ export interface CoordinatorOptions {
   readonly missedHeartbeats: number
   /** A partially received frame left idle this long closes its connection. */
   readonly readTimeoutMs: number
-  /** First epoch; default is the wall clock in ms at start (see Membership.ts). */
-  readonly epochBase?: number | undefined
+  /** Cluster this coordinator serves; a NodeStatusHeartbeat naming another cluster is refused. */
+  readonly clusterId: string
   /** PEM certificate and key for HTTPS on the admin endpoint; absent = plain HTTP. */
   readonly adminTlsCert?: string | undefined
   readonly adminTlsKey?: string | undefined
 }
 
+export interface CoordinatorOptions extends CoordinatorSettings {
+  /**
+   * The cluster state store every control operation is served from. Unset
+   * fields come from TALON_STATE_* / TALON_ETCD_* / TALON_CLUSTER_TOKEN (or
+   * the file's [state]/[etcd] tables); unset timings derive from the heartbeat
+   * settings (see `stateTiming`).
+   */
+  readonly state?: Partial<StateStoreSettings> | undefined
+}
+
 const positive = (n: number) => (n > 0 ? undefined : "must be positive")
 
-export const CoordinatorSchema = component<CoordinatorOptions>({
+export const CoordinatorSchema = component<CoordinatorSettings>({
   name: "coordinator",
   summary: "`talon coordinator`: membership, the placement epoch, object metadata and the admin API.",
   settings: {
@@ -69,14 +81,13 @@ export const CoordinatorSchema = component<CoordinatorOptions>({
       example: "10000",
       check: positive
     }),
-    epochBase: setting(K.optional(K.integer), {
-      env: "TALON_COORDINATOR_EPOCH_BASE",
-      flag: "epoch-base",
-      default: undefined,
-      shownDefault: "the wall clock in ms at start",
-      help: "First placement epoch; later epochs count up from it",
-      example: "1",
-      check: (n) => (n === undefined || n >= 0 ? undefined : "must be zero or positive")
+    clusterId: setting(K.text, {
+      env: "TALON_COORDINATOR_CLUSTER_ID",
+      flag: "cluster-id",
+      default: "default",
+      help: "Cluster this coordinator serves; status heartbeats naming another cluster are refused",
+      example: "prod",
+      check: (c) => (c.trim() === "" ? "must not be empty" : undefined)
     }),
     adminTlsCert: setting(K.optional(K.text), {
       env: "TALON_COORDINATOR_ADMIN_TLS_CERT",
@@ -104,12 +115,37 @@ export const CoordinatorSchema = component<CoordinatorOptions>({
       : undefined
 })
 
-export const COORDINATOR_DEFAULTS: CoordinatorOptions = defaultsOf(CoordinatorSchema)
+export const COORDINATOR_DEFAULTS: CoordinatorSettings = defaultsOf(CoordinatorSchema)
 
-export const livenessWindowMs = (options: CoordinatorOptions): number =>
+export const livenessWindowMs = (options: CoordinatorSettings): number =>
   options.heartbeatIntervalMs * options.missedHeartbeats
 
 /** Fills every option not given explicitly from `TALON_COORDINATOR_*` (environment, file), then the defaults. */
 export const resolveCoordinatorOptions = (
   explicit: Partial<CoordinatorOptions> = {}
-): Effect.Effect<CoordinatorOptions, ConfigError.ConfigError> => resolve(CoordinatorSchema, explicit)
+): Effect.Effect<CoordinatorOptions, ConfigError.ConfigError> => {
+  const { state, ...own } = explicit
+  return Effect.map(resolve(CoordinatorSchema, own), (settings) => (state === undefined ? settings : { ...settings, state }))
+}
+
+/**
+ * Store timings implied by the coordinator's heartbeat settings: a node is out
+ * of placement after `missedHeartbeats` silent intervals (the liveness window)
+ * and its record is gone after two windows.
+ */
+export const stateTiming = (options: CoordinatorSettings): Pick<StateTiming, "heartbeatIntervalMs" | "unhealthyAfterMs" | "leaseTtlMs"> => {
+  const window = livenessWindowMs(options)
+  const unhealthyAfterMs = Math.max(window, options.heartbeatIntervalMs + 1)
+  return { heartbeatIntervalMs: options.heartbeatIntervalMs, unhealthyAfterMs, leaseTtlMs: 2 * unhealthyAfterMs }
+}
+
+/**
+ * The state-store settings a coordinator runs with: explicit `state` fields >
+ * TALON_STATE_* / TALON_ETCD_* (environment, file) > timings derived from the
+ * heartbeat settings > the store's defaults.
+ */
+export const resolveCoordinatorState = (options: CoordinatorOptions): Effect.Effect<StateStoreSettings, ConfigError.ConfigError> => {
+  // An absent flag arrives as an undefined field; drop those so they do not hide the environment.
+  const explicit = Object.fromEntries(Object.entries(options.state ?? {}).filter(([, v]) => v !== undefined)) as Partial<StateStoreSettings>
+  return resolveStateStoreSettings(explicit, stateTiming(options))
+}

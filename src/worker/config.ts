@@ -19,6 +19,10 @@ export interface WorkerSettings {
   readonly adminAddress: string
   /** Coordinator control addresses (comma-separated, tried in turn); empty = standalone. */
   readonly coordinator: string
+  /** Cluster the worker's status heartbeats name; the coordinator refuses another cluster's. */
+  readonly clusterId: string
+  /** Deployment zone, sent as the `zone` label of the status (empty = none). */
+  readonly zone: string
   /** Address announced to the coordinator; empty = the bound data address. */
   readonly advertiseAddress: string
   readonly cacheDirs: ReadonlyArray<string>
@@ -81,8 +85,24 @@ export const WorkerSchema = component<WorkerSettings>({
       env: "TALON_WORKER_COORDINATOR",
       flag: "coordinator",
       default: "127.0.0.1:7000",
-      help: "Coordinator control host:port to register and heartbeat with; a comma-separated list fails over between them; empty string = standalone (ready at once)",
+      help: "Coordinator control host:port to send status heartbeats to; a comma-separated list sends to one and fails over to the next; empty string = standalone (ready at once)",
       example: "10.0.0.1:7000,10.0.0.2:7000"
+    }),
+    clusterId: setting(K.text, {
+      env: "TALON_WORKER_CLUSTER_ID",
+      flag: "cluster-id",
+      default: "default",
+      help: "Cluster this worker joins; the coordinator refuses status heartbeats naming another cluster",
+      example: "prod",
+      check: (c) => (c.trim() === "" ? "must not be empty" : undefined)
+    }),
+    zone: setting(K.text, {
+      env: "TALON_WORKER_ZONE",
+      flag: "zone",
+      default: "",
+      shownDefault: "none",
+      help: "Deployment zone, reported to the coordinator as the status label zone",
+      example: "us-east-1a"
     }),
     advertiseAddress: setting(K.text, {
       env: "TALON_WORKER_ADVERTISE_ADDR",

@@ -72,7 +72,7 @@ const startOver = async (
   cleanup.add(() => runtime.dispose())
   // Standalone (no Membership): ready as soon as it listens.
   const start = async () => {
-    ;(await runtime.runPromise(WorkerReadiness)).ready = true
+    ;(await runtime.runPromise(WorkerReadiness)).unsafeUpdate({ ready: true })
     return runtime.runPromise(DataServer)
   }
   return { runtime, layer, start, data }

@@ -88,6 +88,9 @@ const positiveMs = (n: number) => (Number.isSafeInteger(n) && n > 0 ? undefined 
 /** What the settings are read as: the backend may be left to follow from the endpoints. */
 type StateStoreInput = Omit<StateStoreSettings, "backend"> & { readonly backend: StateStoreSettings["backend"] | undefined }
 
+/** What the settings are read as (exported for the coordinator's flags). */
+export type { StateStoreInput }
+
 export const StateStoreSchema = component<StateStoreInput>({
   name: "coordinator state store",
   summary:
@@ -95,6 +98,7 @@ export const StateStoreSchema = component<StateStoreInput>({
   settings: {
     backend: setting(K.optional(K.oneOf("memory", "etcd")), {
       env: "TALON_STATE_BACKEND",
+      flag: "state",
       default: undefined,
       shownDefault: "etcd when endpoints are set, else memory",
       help: "memory: state lives in this coordinator only; etcd: shared by every coordinator of the cluster (active-active)",
@@ -103,26 +107,32 @@ export const StateStoreSchema = component<StateStoreInput>({
     heartbeatIntervalMs: setting(K.integer, {
       env: "TALON_STATE_HEARTBEAT_INTERVAL_MS",
       default: 5_000,
+      shownDefault: "the coordinator's heartbeat interval",
       help: "How often nodes send their status, in ms",
       example: "5000",
       check: positiveMs
     }),
     unhealthyAfterMs: setting(K.integer, {
       env: "TALON_STATE_UNHEALTHY_AFTER_MS",
+      flag: "unhealthy-after-ms",
       default: 15_000,
-      help: "A node whose last accepted write is older than this is reported unhealthy, in ms",
+      shownDefault: "the coordinator's heartbeat interval x missed heartbeats",
+      help: "A node whose last accepted write is older than this is reported unhealthy and leaves placement, in ms",
       example: "15000",
       check: positiveMs
     }),
     leaseTtlMs: setting(K.integer, {
       env: "TALON_STATE_LEASE_TTL_MS",
+      flag: "lease-ttl-ms",
       default: 30_000,
-      help: "A node whose last accepted write is older than this disappears (lease expiry), in ms",
+      shownDefault: "twice unhealthy-after",
+      help: "A node whose last accepted write is older than this disappears (lease expiry; etcd rounds up to whole seconds), in ms",
       example: "30000",
       check: positiveMs
     }),
     requestTimeoutMs: setting(K.integer, {
       env: "TALON_STATE_REQUEST_TIMEOUT_MS",
+      flag: "state-request-timeout-ms",
       default: 3_000,
       help: "Deadline for one state-store operation, in ms",
       example: "3000",
@@ -130,6 +140,7 @@ export const StateStoreSchema = component<StateStoreInput>({
     }),
     etcdEndpoints: setting(K.list("URLs"), {
       env: "TALON_ETCD_ENDPOINTS",
+      flag: "etcd-endpoints",
       default: [],
       shownDefault: "none",
       help: "etcd client URLs, comma-separated; a bare host:port gets http://",
@@ -137,12 +148,14 @@ export const StateStoreSchema = component<StateStoreInput>({
     }),
     etcdPrefix: setting(K.text, {
       env: "TALON_ETCD_PREFIX",
+      flag: "etcd-prefix",
       default: "/talon",
       help: "Keyspace prefix; records live under <prefix>/clusters/<cluster>/nodes/<role>/<node>",
       example: "/talon"
     }),
     etcdUsername: setting(K.optional(K.text), {
       env: "TALON_ETCD_USERNAME",
+      flag: "etcd-username",
       default: undefined,
       shownDefault: "none",
       help: "etcd password authentication: the user (with TALON_ETCD_PASSWORD)",
@@ -164,6 +177,7 @@ export const StateStoreSchema = component<StateStoreInput>({
     }),
     tokenCheck: setting(K.oneOf("every-write", "takeover-only"), {
       env: "TALON_CLUSTER_TOKEN_CHECK",
+      flag: "cluster-token-check",
       default: "every-write",
       help: "With a token: every-write refuses any write without it; takeover-only demands it only to replace another live incarnation's record",
       example: "takeover-only"
@@ -171,12 +185,26 @@ export const StateStoreSchema = component<StateStoreInput>({
   }
 })
 
-/** Fills every setting not given explicitly from the environment, then the config file, then the defaults; validated. */
+/** StateStoreSchema with some defaults replaced (a component derives timings from its own settings). */
+const withDefaults = (defaults: Partial<StateStoreSettings>) => {
+  const settings: Record<string, unknown> = { ...StateStoreSchema.settings }
+  for (const [key, value] of Object.entries(defaults)) {
+    const s = StateStoreSchema.settings[key as keyof StateStoreInput]
+    if (s !== undefined && value !== undefined) settings[key] = { ...s, default: value, shownDefault: undefined }
+  }
+  return { ...StateStoreSchema, settings: settings as typeof StateStoreSchema.settings }
+}
+
+/**
+ * Fills every setting not given explicitly from the environment, then the
+ * config file, then `defaults`, then the schema's defaults; validated.
+ */
 export const resolveStateStoreSettings = (
-  explicit: Partial<StateStoreSettings> = {}
+  explicit: Partial<StateStoreSettings> = {},
+  defaults: Partial<StateStoreSettings> = {}
 ): Effect.Effect<StateStoreSettings, ConfigError.ConfigError> =>
   Effect.gen(function* () {
-    const input = yield* resolve(StateStoreSchema, explicit)
+    const input = yield* resolve(withDefaults(defaults), explicit)
     const settings: StateStoreSettings = {
       ...input,
       etcdEndpoints: input.etcdEndpoints.map((e) => e.trim()),

@@ -39,9 +39,7 @@ export const ownerRef = (channel: Channel.Channel): Effect.Effect<OwnerRef, neve
 export const tellOwner = (owner: OwnerRef, msg: OwnerMessage): void => void Effect.runFork(Effect.ignore(owner.tell(msg)))
 
 export const applyReadiness = (state: ReadyState, r: Readiness): void => {
-  state.ready = r.ready
-  state.registered = r.registered
-  state.detail = r.detail
+  state.unsafeUpdate({ ready: r.ready, registered: r.registered, detail: r.detail })
 }
 
 /**

@@ -32,7 +32,7 @@ import { AdminHttp } from "../admin/AdminHttp.js"
 import { parseHostPort } from "../../transport/address.js"
 import { resolveWorkerSettings, WorkerConfig, type WorkerSettings } from "../config.js"
 import { Membership } from "../membership/Membership.js"
-import { type ReadyState, WorkerReadiness } from "../membership/Readiness.js"
+import { WorkerReadiness } from "../membership/Readiness.js"
 import { WorkerMetrics } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
 import { DataPlane } from "../plane/DataPlane.js"
@@ -120,10 +120,11 @@ const LoopsListener = Layer.scopedContext(
     /** Each running loop's actor, reached over its IPC channel. */
     const loopRefs = new Map<number, ActorRef<LoopMessage, ActorError>>()
     const tell = (ref: ActorRef<LoopMessage, ActorError>, msg: LoopMessage) => void Runtime.runFork(runtime)(Effect.ignore(ref.tell(msg)))
-    watchReadiness(state, () => {
+    const unsubscribe = state.subscribe(() => {
       const ready = new Ready({ readiness: readiness() })
       for (const ref of loopRefs.values()) tell(ref, ready)
     })
+    yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
 
     const running = new Map<number, { readonly worker: ClusterWorker; readonly index: number }>()
     let stopping = false
@@ -251,23 +252,6 @@ const concreteAddress = (address: string) =>
       probe.close(() => resume(Effect.succeed(`${hp.host.includes(":") ? `[${hp.host}]` : hp.host}:${port}`)))
     })
   })
-
-/** Tells the loops whenever Membership flips readiness (ReadyState is a plain record it mutates). */
-const watchReadiness = (state: ReadyState, changed: () => void): void => {
-  for (const key of ["ready", "registered", "detail"] as const) {
-    let value = state[key]
-    Object.defineProperty(state, key, {
-      configurable: true,
-      enumerable: true,
-      get: () => value,
-      set: (v: never) => {
-        if (value === v) return
-        value = v
-        changed()
-      }
-    })
-  }
-}
 
 /** A worker of N loops: `store` is the owner's (the only index of the cache dirs), `stats` the owner's counters plus everything the loops reported. */
 export interface WorkerLoopsShape extends WorkerShape {
