@@ -11,6 +11,9 @@ import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import type { ClusterStatus } from "../../src/protocol/clusterStatus.js"
+import { NodeRole } from "../../src/core/ids.js"
+import { emptyMetrics, NODE_STATUS_SCHEMA_VERSION, type NodeStatus } from "../../src/protocol/status.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { EtcdCluster, etcdAvailable } from "./state/etcdHarness.js"
 import {
   coordinatorOn,
@@ -48,6 +51,22 @@ const gauge = (c: CoordinatorProcess, name: string) =>
     const line = body.split("\n").find((l) => l.startsWith(`${name} `))
     return line === undefined ? Number.NaN : Number(line.slice(name.length + 1))
   })
+
+const statusOf = (id: string): NodeStatus => ({
+  schemaVersion: NODE_STATUS_SCHEMA_VERSION,
+  clusterId: "aa",
+  node: { id, address: "127.0.0.1:9", role: NodeRole.Worker },
+  incarnationId: randomUUID(),
+  adminAddress: null,
+  buildVersion: "test",
+  startedAtUnixMs: Date.now(),
+  reportedAtUnixMs: Date.now(),
+  heartbeatSeq: 1,
+  health: "healthy",
+  ready: true,
+  metrics: emptyMetrics,
+  labels: []
+})
 
 const ids = (s: ClusterStatus) => s.members.map((m) => m.id).join(",")
 
@@ -156,6 +175,11 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
         const down = yield* status(b)
         expect(down.ready).toBe(false)
         expect(down.notReadyReason).toBeTruthy()
+        // Cut off from its store, b refuses statuses at once, so a worker moves on to another coordinator.
+        const refused = yield* Effect.scoped(
+          Effect.flatMap(ControlChannel.make(b.address), (ch) => ch.request({ _tag: "NodeStatusHeartbeat", status: statusOf("wx") }))
+        )
+        expect(refused).toMatchObject({ _tag: "Ack", ok: false, detail: expect.stringContaining("coordinator not ready") })
         yield* Effect.promise(() => etcd.startMember(0))
         yield* pollUntil(readyz(b), (code) => code === 200, 90_000, () => `b not ready after etcd returned\n${why()}`)
         yield* pollUntil(status(b), listed, 60_000, () => `wf not a member after etcd returned\n${why()}`)
