@@ -20,6 +20,7 @@ import { join } from "node:path"
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect } from "effect"
 import { buildRefTools } from "../tools/ref/build.js"
+import { buildNetdelay, userDelay, userDelayUnavailable } from "./multihost/delay.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
 import { DATASET_ID, TARGET_RATIO, throughputData } from "./multihost/charts.js"
@@ -62,18 +63,35 @@ const main = Effect.gen(function* () {
   const talonArgv = talonBin()
   const compose = readCompose(composeFile)
   let delayUs = askedDelayUs
+  // netem at the switch ports where the kernel has it; else NFQUEUE + talon-netdelay on every host.
+  let delayVia: "netem" | "nfqueue" | "none" = delayUs > 0 ? "netem" : "none"
+  let netdelay = ""
   if (delayUs > 0 && !qdiscAvailable(prefix, "netem")) {
-    console.warn(`\n*** this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM): links get their rate (tbf) but NO added delay; --delay-us ${delayUs} is ignored ***\n`)
-    delayUs = 0
+    const why = userDelayUnavailable()
+    if (why === undefined) {
+      netdelay = buildNetdelay(join(runDir, "bin"))
+      delayVia = "nfqueue"
+      console.log(`this kernel has no netem qdisc: ${delayUs} µs one-way delay from talon-netdelay (iptables NFQUEUE) on every host`)
+    } else {
+      console.warn(`\n*** no netem qdisc in this kernel and ${why}: links get their rate (tbf) but NO added delay; --delay-us ${delayUs} is ignored ***\n`)
+      delayUs = 0
+      delayVia = "none"
+    }
   }
-  const shape = { rateBps: rateGbit * 1e9, delayUs }
+  const shape = { rateBps: rateGbit * 1e9, delayUs: delayVia === "netem" ? delayUs : 0 }
+  const withDelay = (hosts: ReadonlyArray<string>) =>
+    Effect.gen(function* () {
+      const topo = yield* topology({ prefix, hosts, shape })
+      if (delayVia === "nfqueue") yield* userDelay(topo, delayUs, netdelay, join(runDir, "logs"))
+      return topo
+    })
   const rows: Array<ScenarioRow> = []
 
   if (scenarios.includes("throughput")) {
     const before = loadavg()
     const result = yield* Effect.scoped(
       Effect.gen(function* () {
-        const topo = yield* topology({ prefix, hosts: THROUGHPUT_HOSTS, shape })
+        const topo = yield* withDelay(THROUGHPUT_HOSTS)
         return yield* throughput(topo, compose, { conns, depths, range, seconds, warmup, rounds, refServer: ref.server, talonArgv, runDir })
       })
     )
@@ -83,6 +101,7 @@ const main = Effect.gen(function* () {
       command: `npx tsx scripts/multihost.ts --scenarios throughput --rate ${rateGbit} --delay-us ${delayUs} --conns ${conns.join(",")} --depths ${depths.join(",")} --seconds ${seconds} --warmup ${warmup} --rounds ${rounds}`,
       rateBps: shape.rateBps,
       delayUs,
+      delayVia,
       range,
       seconds,
       warmup,
@@ -118,7 +137,7 @@ const main = Effect.gen(function* () {
   if (ha.length > 0) {
     const haRows = yield* Effect.scoped(
       Effect.gen(function* () {
-        const topo = yield* topology({ prefix, hosts: haHosts(compose), shape })
+        const topo = yield* withDelay(haHosts(compose))
         return yield* haScenarios(topo, compose, {
           runDir,
           talonArgv,

@@ -23,9 +23,10 @@ import { median, roundOrder, spread } from "../src/bench/rounds.js"
 import { Backend, type BlockId } from "../src/core/ids.js"
 import { Either } from "effect"
 import { parseSize } from "../src/core/size.js"
-import { Fetcher } from "../src/worker/miss/MissPath.js"
+import { fetchRun, type RangeFetch } from "../src/worker/miss/fetchRun.js"
 import { checkFile, hasher, loadHasher } from "../src/worker/store/checksum.js"
 import { DiskStore } from "../src/worker/store/DiskStore.js"
+import { blockKey } from "../src/worker/store/layout.js"
 
 const arg = (name: string, fallback: string): string => {
   const i = process.argv.indexOf(`--${name}`)
@@ -45,12 +46,12 @@ const fillOnce = async (fsync: boolean): Promise<number> => {
   const dir = await fsp.mkdtemp(path.join(BASE, "talon-durability-"))
   try {
     const store = await DiskStore.open({ dirs: [dir], capacity: 4 * PAGES * PAGE, pageSize: PAGE, fsync })
-    const fetcher = new Fetcher(store, PAGE, async (_o, _v, offset, length, sink) => {
+    const fetchRange: RangeFetch = async (_o, _v, offset, length, sink) => {
       for (let at = offset; at < offset + length; at += CHUNK) await sink(source.subarray(at, Math.min(at + CHUNK, offset + length)))
-    })
+    }
     const id: BlockId = { object: { backend: Backend.S3, bucket: "b", objectPath: "o" }, offset: 0, blockSize: PAGES * PAGE, version: "v" }
     const started = performance.now()
-    await fetcher.ensure(id, PAGES * PAGE, PAGES * PAGE, 0, PAGES)
+    await fetchRun({ store, pageSize: PAGE, fetchRange }, id, blockKey(id), PAGES * PAGE, PAGES * PAGE, 0, PAGES, () => {})
     const ms = (performance.now() - started) / PAGES
     await store.close()
     return ms

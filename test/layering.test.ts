@@ -20,6 +20,16 @@ describe("module layers (src/layers.ts)", () => {
     expect(checkSources(sources, LAYERS, dependencies).map(formatViolation)).toEqual([])
   })
 
+  it("every src/ file stays under 400 lines (but the generated SHA-256 table)", () => {
+    // DiskStore.ts is being split by what it holds; take it off this list once it is.
+    const exempt = new Set(["src/placement/sha256.ts", "src/worker/store/DiskStore.ts"])
+    const long = readSources(repo)
+      .map(({ file, text }) => ({ file, lines: text.split("\n").length - (text.endsWith("\n") ? 1 : 0) }))
+      .filter(({ file, lines }) => lines >= 400 && !exempt.has(file))
+      .map(({ file, lines }) => `${file}: ${lines} lines; split it by what it holds`)
+    expect(long).toEqual([])
+  })
+
   it("nothing but the CLI, talon up and the package entry imports the origin stub", () => {
     const importers = Object.entries(LAYERS)
       .filter(([, layer]) => layer.imports.includes("origin"))

@@ -13,6 +13,7 @@ export interface DataParams {
   readonly command: string
   readonly rateBps: number
   readonly delayUs: number
+  readonly delayVia: string
   readonly range: number
   readonly seconds: number
   readonly warmup: number
@@ -63,6 +64,11 @@ export const throughputData = (r: ThroughputResult, p: DataParams): BenchData =>
       "across a bridge whose ports are shaped with tbf (rate) and netem (one-way delay), against the C reference server (tools/ref) on the worker's host " +
       "serving the same bytes over the same link. Every payload byte of every run is compared with the object as the origin serves it.",
     caveats: [
+      p.delayVia === "nfqueue"
+        ? `The kernel has no netem: the one-way delay is talon-netdelay holding each inbound packet (iptables NFQUEUE) for ${p.delayUs} µs; TCP connect round trips measured ${r.rttUs} µs (median of 20) against ${2 * p.delayUs} µs configured, the rest being the scheduling of the delay process.`
+        : p.delayVia === "netem"
+          ? `The one-way delay is netem at each switch port; TCP connect round trips measured ${r.rttUs} µs (median of 20).`
+          : `No delay was added (no netem and no iptables): round trips are the veth path's own, ${r.rttUs} µs (median of 20 TCP connects).`,
       "Both namespaces share one 2-vCPU VM with other work: the link is virtual, and the CPU that moves its bytes is the same CPU the server and client use.",
       "Depth 1 loses to depth 16 only while connections × range is below the link's bandwidth-delay product; with enough connections depth 1 fills the link too.",
       `Runs are paired in order-swapped rounds; the ratio is the median of per-round talon/ref ratios. 1-minute load average ${p.loadavgBefore} before, ${p.loadavgAfter} after.`
@@ -73,6 +79,8 @@ export const throughputData = (r: ThroughputResult, p: DataParams): BenchData =>
     params: {
       link_gbit_s: linkGbit,
       delay_us_each_way: p.delayUs,
+      delay_via: p.delayVia,
+      rtt_us_measured: r.rttUs,
       range: p.range,
       seconds: p.seconds,
       warmup: p.warmup,

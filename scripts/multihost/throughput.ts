@@ -48,6 +48,8 @@ export interface Run {
 }
 
 export interface ThroughputResult {
+  /** Median TCP connect time client → worker host, µs: the round trip the link really has. */
+  readonly rttUs: number
   readonly report: RoundsReport<Run>
   readonly cases: ReadonlyArray<Case>
 }
@@ -140,6 +142,20 @@ export const throughput = (
         return run
       })
 
+    const rttOut = yield* runToEnd(
+      client,
+      {
+        name: "rtt",
+        argv: [
+          process.execPath, "-e",
+          `const net=require("net");const ts=[];const one=()=>{const t=process.hrtime.bigint();const s=net.connect(${REF_PORT},"worker-a",()=>{ts.push(Number(process.hrtime.bigint()-t)/1e3);s.destroy();ts.length<20?one():(ts.sort((a,b)=>a-b),console.log(Math.round(ts[10])))})};one()`
+        ]
+      },
+      join(o.runDir, "logs", "rtt.log")
+    )
+    const rttUs = Number(rttOut.trim().split("\n").pop())
+    console.log(`TCP connect round trip client-1 -> worker-a: ${rttUs} µs (median of 20)`)
+
     // Fill the worker's cache (and open TCP windows) before anything is measured.
     const fill = yield* loadgen("talon", 8, 16, 4, 1)
     console.log(`cache filled: ${fill.rps} rps over the fill run, ${fill.errors} errors`)
@@ -180,5 +196,5 @@ export const throughput = (
         ref_vs_depth1: d1 ? r3(spread(ratioSeries(armName("ref", c, d), armName("ref", c, 1))).median) : null
       })
     }
-    return { report, cases }
+    return { rttUs, report, cases }
   })

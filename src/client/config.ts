@@ -27,7 +27,7 @@ export interface TalonClientOptions {
    */
   readonly staleLimitMs: number
   readonly requestTimeoutMs: number
-  /** Bound on one coordinator request; past it the coordinator counts as down and reads fall back (see CoordinatorView). */
+  /** Bound on one coordinator request; past it the coordinator counts as down and reads fall back (see Coordinators.ts). */
   readonly controlTimeoutMs: number
   readonly connectTimeoutMs: number
   readonly connectionsPerWorker: number

@@ -9,6 +9,7 @@
  *     shared namespace, `devstoreaccount1` by convention).
  *  3. Otherwise S3. Virtual-host style when the Host is `<bucket>.localhost[:port]`
  *     (path = key); path style `/<bucket>/<key>` for any other host (IPs, `localhost`).
+ *  (2 and 3 are splitTarget in src/http/target.ts, which the gateway routes by too.)
  *
  * Signatures are never verified (see s3.ts / azure.ts): any credentials are accepted.
  */
@@ -134,6 +135,8 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
   const ctx: Ctx = { req, res, method, query: target.query, requestId, state, kind }
 
   state.stats.requests[kind]++
+  state.stats.begin(kind)
+  res.once("close", () => state.stats.end(kind))
   if (azure) state.stats.azure++
   else state.stats.s3++
 

@@ -67,6 +67,9 @@ describe("talon read", () => {
         // No --length: to the end of the object.
         yield* run(read, ["--offset", "5", "--out", out, "--coordinator", c.controlAddress, "--block-size", String(BLOCK), "s3://bucket/obj.bin"])
         expect(fs.readFileSync(out).equals(data.subarray(5))).toBe(true)
+        // A coordinator list: the dead first entry is passed over.
+        yield* run(read, ["--out", out, "--coordinator", `127.0.0.1:1,${c.controlAddress}`, "--block-size", String(BLOCK), "s3://bucket/obj.bin"])
+        expect(fs.readFileSync(out).equals(data)).toBe(true)
       })
     )
   )
@@ -116,7 +119,7 @@ describe("talon cluster", () => {
         const text = lines.join("\n")
         expect(text).toMatch(/1 member\(s\)/)
         expect(text).toMatch(/^w\s+127\.0\.0\.1:\d+\s+worker$/m)
-        expect(text).toMatch(/^epoch 101 · 1 member\(s\)/m)
+        expect(text).toMatch(/^epoch \d+ · 1 member\(s\)/m)
         expect(text).toMatch(/^w\s+127\.0\.0\.1:\d+\s+worker\s+[\d.]+s ago\s+0$/m)
       })
     )

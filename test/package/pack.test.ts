@@ -72,6 +72,11 @@ describe("the packed package", () => {
 
   it("holds the built JavaScript, a .d.ts for every export, the bin and the addon's sources, and no sources or tests", () => {
     const files = new Set(packed.files.map((f) => f.path))
+    const components = fs
+      .readdirSync(path.join(repo, "src"), { withFileTypes: true })
+      .filter((e) => e.isDirectory() && fs.existsSync(path.join(repo, "src", e.name, "index.ts")))
+      .map((e) => `./${e.name}`)
+    expect(components.filter((c) => pkg.exports[c] === undefined), "src/*/index.ts without an exports entry").toEqual([])
     for (const [key, target] of Object.entries(pkg.exports)) {
       if (typeof target === "string") continue
       const t = target as { types: string; default: string }

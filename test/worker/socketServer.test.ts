@@ -4,7 +4,7 @@
  * native plane's batch accept), on either plane, and a listen failure says which address.
  */
 import * as NodeSocketServer from "@effect/platform-node/NodeSocketServer"
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, ManagedRuntime, Scope } from "effect"
 import * as fsp from "node:fs/promises"
 import * as net from "node:net"
 import * as path from "node:path"
@@ -20,6 +20,7 @@ import { Sendfile } from "../../src/worker/plane/Sendfile.js"
 import { ReadPath } from "../../src/worker/ReadPath.js"
 import { DataServer } from "../../src/worker/server/DataServer.js"
 import { ServeMode } from "../../src/worker/server/ServeMode.js"
+import * as DataSocket from "../../src/worker/server/SocketServer.js"
 import { BlockStore } from "../../src/worker/store/BlockStore.js"
 import { makeDirBackend, pattern } from "./support/dirBackend.js"
 import { makeCleanup, tempDir } from "./support/harness.js"
@@ -126,5 +127,51 @@ describe("data server over a SocketServer", () => {
     idle.on("error", () => {})
     await runtime.dispose()
     await closed
+  })
+})
+
+describe("the worker's SocketServer", () => {
+  const closedBy = (socket: net.Socket) => new Promise<void>((resolve) => (socket.destroyed ? resolve() : socket.once("close", () => resolve())))
+
+  it("hands each connection its fd; a connection accepted after run ended is destroyed when the server closes", async () => {
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const server = yield* Scope.extend(DataSocket.make({ host: "127.0.0.1", port: 0 }), scope)
+        expect(server.address._tag).toBe("TcpAddress")
+        const port = (server.address as { port: number }).port
+        const seen = yield* Deferred.make<{ fd: number | undefined; socket: net.Socket }>()
+        const running = yield* Effect.fork(
+          server.run(() =>
+            Effect.flatMap(DataSocket.Connection.current, (c) =>
+              Effect.zipRight(Deferred.succeed(seen, { fd: c.fd, socket: c.socket }), Effect.never)
+            )
+          )
+        )
+        const first = net.connect(port, "127.0.0.1")
+        first.on("error", () => {})
+        const accepted = yield* Deferred.await(seen)
+        expect(accepted.fd).toBeGreaterThan(2)
+        // Interrupting run ends its connections...
+        yield* Fiber.interrupt(running)
+        yield* Effect.promise(() => closedBy(first))
+        expect(new DataSocket.Connection(accepted.socket).fd).toBeUndefined()
+        // ...and one that arrives afterwards is only queued: closing the server must not wait for its client.
+        const late = net.connect(port, "127.0.0.1")
+        late.on("error", () => {})
+        yield* Effect.promise(() => new Promise((r) => late.once("connect", r)))
+        yield* Scope.close(scope, Exit.void)
+        yield* Effect.promise(() => closedBy(late))
+        const refused = yield* Effect.promise(
+          () =>
+            new Promise<boolean>((resolve) => {
+              const s = net.connect(port, "127.0.0.1")
+              s.once("connect", () => (s.destroy(), resolve(false)))
+              s.once("error", () => resolve(true))
+            })
+        )
+        expect(refused).toBe(true)
+      })
+    )
   })
 })

@@ -25,7 +25,6 @@ import { serveConnection } from "./serveConnection.js"
 import * as DataSocket from "./SocketServer.js"
 
 export { WORKER_CAPS } from "./frames.js"
-export { serveConnection } from "./serveConnection.js"
 
 export class DataServerListenError extends Data.TaggedError("DataServerListenError")<{
   readonly address: string

@@ -8,8 +8,9 @@
  *   loop turn (libuv accepts one per turn: a burst of new connections behind 1024 busy ones
  *   waited seconds). `NodeSocketServer` keeps its `net.Server` private, so it cannot offer this.
  * - `Connection`: the one place a connection's fd is read, for planes that make syscalls on it.
- * - Shutdown: a connection that arrives after `run` ended is destroyed at once (NodeSocketServer
- *   queues it for a next `run`, and its `server.close` then waits until that client hangs up).
+ * - Shutdown: connections accepted after `run` ended (queued for a next `run`) are destroyed when
+ *   the server closes; NodeSocketServer leaves them open, and its `server.close` then waits until
+ *   those clients hang up.
  *
  * Connection fibers are per connection, not per request: the hot loop stays plain callbacks.
  */
