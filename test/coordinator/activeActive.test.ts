@@ -155,7 +155,8 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
         const listed = (s: ClusterStatus) => ids(s) === "wf"
         const before = yield* pollUntil(status(b), listed, 60_000, () => `b never listed wf\n${why()}`)
         const seqBefore = before.members[0]!.heartbeatSeq
-        expect(w.child.output()).toContain(`coordinator ${a.address})`)
+        // The worker's own log line may trail the store write b already follows.
+        yield* pollUntil(Effect.sync(() => w.child.output()), (o) => o.includes(`coordinator ${a.address})`), 30_000, () => `wf did not join via a\n${why()}`)
 
         // a dies hard: the worker's statuses reach b (its sequence keeps rising there), and it never leaves.
         yield* kill9(ca)
@@ -166,7 +167,7 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
           () => `wf's statuses stopped after a died\n${why()}`
         )
         expect(after.members[0]!.incarnationId).toBe(before.members[0]!.incarnationId)
-        expect(w.child.output()).toContain(`failed over to ${b.address}`)
+        yield* pollUntil(Effect.sync(() => w.child.output()), (o) => o.includes(`failed over to ${b.address}`), 30_000, () => `wf never logged its failover\n${why()}`)
 
         // etcd stops: b cannot serve membership authoritatively, so /readyz is 503; etcd returns, so does readiness.
         expect(yield* readyz(b)).toBe(200)
