@@ -5,7 +5,7 @@
  */
 import { Either, Redacted } from "effect"
 import { parseSize } from "../core/size.js"
-import { decodeHostPort, parseHostPortList } from "../transport/address.js"
+import { parseHostPort, parseHostPortList } from "../transport/address.js"
 
 export interface Kind<A> {
   /** What the docs show as the type, e.g. `size`, `host:port`. */
@@ -79,14 +79,18 @@ export const oneOf = <const T extends string>(...values: ReadonlyArray<T>): Kind
 /** A listener `host:port`; port 0 asks the OS for a free one. */
 export const listenAddress: Kind<string> = {
   type: "host:port",
-  parse: (t) => Either.map(decodeHostPort(t.trim(), { allowPortZero: true }), () => t.trim()),
+  parse: (t) =>
+    parseHostPort(t.trim(), { allowPortZero: true }) === undefined
+      ? Either.left(`expected host:port with a port in 0..65535 (0 = any free port), ${got(t)}`)
+      : Either.right(t.trim()),
   show: (s) => s
 }
 
 /** An address to dial `host:port`. */
 export const dialAddress: Kind<string> = {
   type: "host:port",
-  parse: (t) => Either.map(decodeHostPort(t.trim()), () => t.trim()),
+  parse: (t) =>
+    parseHostPort(t.trim()) === undefined ? Either.left(`expected host:port with a port in 1..65535, ${got(t)}`) : Either.right(t.trim()),
   show: (s) => s
 }
 
