@@ -27,7 +27,9 @@ import {
 } from "../faults/fixtures/talon.js"
 import type { Child } from "../cluster/fixtures/processes.js"
 
-const T = 240_000
+const T = 480_000
+/** First answers wait for processes that may still be compiling from source on a loaded machine. */
+const START_MS = 180_000
 const HEARTBEAT_MS = 200
 
 const etcdScoped = Effect.acquireRelease(
@@ -100,7 +102,7 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
 
           // w1 talks only to a, w2 only to b: both coordinators list both, with one epoch.
           const both = (s: ClusterStatus) => ids(s) === "w1,w2"
-          const sa = yield* pollUntil(status(a), both, 60_000, () => `a never listed w1,w2\n${why()}`)
+          const sa = yield* pollUntil(status(a), both, START_MS, () => `a never listed w1,w2\n${why()}`)
           const sb = yield* pollUntil(status(b), (s) => both(s) && s.epoch === sa.epoch, 60_000, () => `b disagrees with a\n${why()}`)
           expect(sa.epochHex).toBe(sb.epochHex)
           expect(sa.epoch).not.toBe(0)
@@ -124,7 +126,7 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
           // b restarts (kill -9, then again on the same ports): it reports the epoch it reported before.
           yield* kill9(children[1]![1])
           children.push(["coordinator b (restarted)", yield* b.start])
-          const again = yield* pollUntil(status(b), one, 60_000, () => `restarted b never listed w1\n${why()}`)
+          const again = yield* pollUntil(status(b), one, START_MS, () => `restarted b never listed w1\n${why()}`)
           expect(again.epochHex).toBe(la.epochHex)
           expect(again.epoch).toBe(la.epoch)
         })
@@ -143,7 +145,7 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
         const ca = yield* a.start
         children.push(["coordinator a", ca], ["coordinator b", yield* b.start])
         // Both up first, so the worker's first status goes to the head of its list.
-        for (const c of [a, b]) yield* pollUntil(readyz(c), (code) => code === 200, 60_000, () => `coordinator not ready\n${why()}`)
+        for (const c of [a, b]) yield* pollUntil(readyz(c), (code) => code === 200, START_MS, () => `coordinator not ready\n${why()}`)
         const w = yield* startWorker(dir, origin, {
           id: "wf",
           coordinator: `${a.address},${b.address}`,
@@ -153,7 +155,7 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
         })
         children.push(["wf", w.child])
         const listed = (s: ClusterStatus) => ids(s) === "wf"
-        const before = yield* pollUntil(status(b), listed, 60_000, () => `b never listed wf\n${why()}`)
+        const before = yield* pollUntil(status(b), listed, START_MS, () => `b never listed wf\n${why()}`)
         const seqBefore = before.members[0]!.heartbeatSeq
         // The worker's own log line may trail the store write b already follows.
         yield* pollUntil(Effect.sync(() => w.child.output()), (o) => o.includes(`coordinator ${a.address})`), 30_000, () => `wf did not join via a\n${why()}`)
