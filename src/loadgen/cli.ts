@@ -10,8 +10,8 @@ import { Config, Console, Effect, Either, Option } from "effect"
 import type { ObjectId } from "../core/ids.js"
 import { parseAddr, parseIntList, parseObject, parseSize } from "./options.js"
 import { jsonLine, progressLine, table } from "./report.js"
-import { failureOf, LoadgenError, type LoadResult, runLoad } from "./run.js"
-import { statObject } from "./stat.js"
+import { Loadgen } from "./Loadgen.js"
+import { failureOf, LoadgenError } from "./run.js"
 
 const env = (name: string) => `TALON_LOADGEN_${name}`
 
@@ -74,12 +74,16 @@ const sizeOf = (
   given: Option.Option<string>,
   object: ObjectId,
   coordinator: Option.Option<string>
-): Effect.Effect<number, LoadgenError> =>
+): Effect.Effect<number, LoadgenError, Loadgen> =>
   Option.match(given, {
     onSome: (s) => orFail(parseSize(flag, s)),
     onNone: () =>
       Option.match(coordinator, {
-        onSome: (c) => Effect.flatMap(orFail(parseAddr("--coordinator", c)), (addr) => Effect.map(statObject(addr, object), (s) => s.size)),
+        onSome: (c) =>
+          Effect.gen(function* () {
+            const addr = yield* orFail(parseAddr("--coordinator", c))
+            return (yield* (yield* Loadgen).stat(addr, object)).size
+          }),
         onNone: () => Effect.fail(new LoadgenError({ message: `${flag} is required when no --coordinator is given to ask the object's size` }))
       })
   })
@@ -128,40 +132,39 @@ const run = (f: Flags) =>
     const verify = Option.getOrUndefined(f.verify)
 
     const tty = !f.json && process.stdout.isTTY === true
-    const results: Array<LoadResult> = []
-    let failure: string | undefined
-    for (const conns of connsList) {
-      const result = yield* runLoad(
-        {
-          ...addr,
-          conns,
-          depth,
-          range,
-          seconds,
-          warmup,
-          ...(ramp !== undefined ? { ramp } : {}),
-          threads,
-          object,
-          size,
-          ...(hotBytes !== undefined ? { hotBytes } : {}),
-          missShare,
-          ...(missObject !== undefined ? { missObject } : {}),
-          ...(missSize !== undefined ? { missSize } : {}),
-          missStride,
-          seed,
-          ...(verify !== undefined ? { verify } : {}),
-          serverPids,
-          drainTimeout,
-          failFast: f.failFast
-        },
-        tty ? { onProgress: (p) => Effect.sync(() => process.stdout.write(`\r\x1b[2K${progressLine(conns, depth, p)}`)) } : {}
-      )
-      if (tty) process.stdout.write("\r\x1b[2K")
-      results.push(result)
-      if (f.json) yield* Console.log(jsonLine(result))
-      failure = failureOf(result)
-      if (failure !== undefined) break
-    }
+    const loadgen = yield* Loadgen
+    const results = yield* loadgen.sweep(
+      {
+        ...addr,
+        conns: connsList[0]!,
+        depth,
+        range,
+        seconds,
+        warmup,
+        ...(ramp !== undefined ? { ramp } : {}),
+        threads,
+        object,
+        size,
+        ...(hotBytes !== undefined ? { hotBytes } : {}),
+        missShare,
+        ...(missObject !== undefined ? { missObject } : {}),
+        ...(missSize !== undefined ? { missSize } : {}),
+        missStride,
+        seed,
+        ...(verify !== undefined ? { verify } : {}),
+        serverPids,
+        drainTimeout,
+        failFast: f.failFast
+      },
+      connsList,
+      (result) =>
+        Effect.gen(function* () {
+          if (tty) process.stdout.write("\r\x1b[2K")
+          if (f.json) yield* Console.log(jsonLine(result))
+        }),
+      (conns) => (tty ? { onProgress: (p) => Effect.sync(() => process.stdout.write(`\r\x1b[2K${progressLine(conns, depth, p)}`)) } : {})
+    )
+    const failure = results.length > 0 ? failureOf(results[results.length - 1]!) : undefined
     if (!f.json) yield* Console.log(table(results))
     if (failure !== undefined) {
       const last = results[results.length - 1]!
@@ -179,7 +182,8 @@ const run = (f: Flags) =>
           process.exitCode = 1
         })
       })
-    )
+    ),
+    Effect.provide(Loadgen.layer)
   )
 
 export const loadgen = Command.make("loadgen", options, run).pipe(
