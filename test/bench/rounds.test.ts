@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Option, Ref, Schedule, TestClock } from "effect"
 import * as fc from "fast-check"
-import { type Arm, type PlanStep, RoundsConfigError, roundOrder, roundsPlan, runRounds, spread } from "../../src/bench/rounds.js"
+import { type Arm, type PlanStep, RoundsConfigError, roundOrder, roundsPlan, runRounds, spread } from "../../bench/lib/rounds.js"
 
 interface Fake {
   readonly rps: number

@@ -1,13 +1,13 @@
 /**
  * What durable, verified cache files cost (BENCHMARKS.md "Durable cache files").
  *
- *   npx tsx scripts/store-durability.ts [--rounds 6] [--pages 48] [--page-size 1M] [--dir DIR]
+ *   npx tsx bench/store-durability.ts [--rounds 6] [--pages 48] [--page-size 1M] [--dir DIR]
  *
  * 1. Miss path, fsync vs none: the worker's own Fetcher fills `--pages` pages into a fresh
  *    DiskStore on the cache dir's filesystem (default: the OS temp dir) from an in-memory
  *    origin that hands 64 KiB chunks, so only the store's work is timed: write, XXH64, then
  *    fdatasync (arm "fsync") or not (arm "nofsync"), rename, index. Paired rounds, order
- *    swapped every round (src/bench/rounds.ts); reports per-page fill time and the ratio.
+ *    swapped every round (bench/lib/rounds.ts); reports per-page fill time and the ratio.
  * 2. Hashing: MB/s of XXH64 (the store's checksum) and node:crypto SHA-256 over 1 MiB, in
  *    64 KiB updates, alternated in rounds.
  * 3. Verify: the time to re-hash one cached page from the page cache (checkFile), which is
@@ -19,7 +19,7 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
-import { median, roundOrder, spread } from "../src/bench/rounds.js"
+import { median, roundOrder, spread } from "./lib/rounds.js"
 import { Backend, type BlockId } from "../src/core/ids.js"
 import { parseSize } from "../src/worker/config.js"
 import { Fetcher } from "../src/worker/miss/MissPath.js"

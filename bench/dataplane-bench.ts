@@ -4,7 +4,7 @@
  * (native | portable plane × pipelined | multiplexed mode × 1 | 2 loops) on one
  * 64 MiB object, 64 KiB ranges, all hits, in paired order-swapped rounds.
  *
- *   npx tsx scripts/dataplane-bench.ts [--rounds 4] [--seconds 5] [--warmup 1] [--cooldown 1]
+ *   npx tsx bench/dataplane-bench.ts [--rounds 4] [--seconds 5] [--warmup 1] [--cooldown 1]
  *       [--configs 64x16,1x1,64x1,1024x1] [--arms ceiling,native-pipelined,...] [--spin]
  *       [--rounds-64x16 N] [--no-write] [--out bench/data/dataplane.json]
  *
@@ -18,9 +18,9 @@
  * are measured the same way; pound's own `--server-pid` numbers (one process)
  * are kept as `pound_*` for a cross-check.
  *
- * Writes bench/data/dataplane.json (BenchData shape, src/bench/chartsData.ts).
+ * Writes bench/data/dataplane.json (BenchData shape, bench/lib/chartsData.ts).
  *
- *   npx tsx scripts/dataplane-bench.ts --alloc [--seconds 5] [--configs 16x16]
+ *   npx tsx bench/dataplane-bench.ts --alloc [--seconds 5] [--configs 16x16]
  *
  * instead measures JS heap allocation per request on the hit path: a worker in
  * this process (pinned to CPU 0) per plane × mode, driven by pound (CPU 1),
@@ -47,8 +47,8 @@ import {
   rowsFromRounds,
   summaryTable,
   today
-} from "../src/bench/chartsData.js"
-import { type Arm, type RoundsReport, runRounds, summarise } from "../src/bench/rounds.js"
+} from "./lib/chartsData.js"
+import { type Arm, type RoundsReport, runRounds, summarise } from "./lib/rounds.js"
 import { Backend } from "../src/core/ids.js"
 import { OriginStub } from "../src/origin/OriginStub.js"
 import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../src/protocol/index.js"
@@ -558,7 +558,7 @@ const main = async () => {
         `C server and client: ${yardstick.source}.`,
         "Workers run with --version-ttl-ms 86400000 so no window contains a version re-check; the origin served no requests during the measured rounds when origin_requests_during_rounds is 0."
       ],
-      command: `npx tsx scripts/dataplane-bench.ts ${args.argv.join(" ")}`.trim(),
+      command: `npx tsx bench/dataplane-bench.ts ${args.argv.join(" ")}`.trim(),
       date: today(),
       machine: describeMachine(machineName),
       params: {

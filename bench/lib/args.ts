@@ -6,7 +6,7 @@ import { dirname, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseSize } from "../../src/worker/config.js"
 
-/** The repository root (scripts/lib/ → ../..). */
+/** The repository root (bench/lib/ → ../..). */
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
 
 /** The machine name every data file records unless `--machine` says otherwise. */

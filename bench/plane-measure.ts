@@ -1,7 +1,7 @@
 /**
  * Per-call cost of the native data plane's kernel calls, and CPU per 64 KiB response end to end.
  *
- *   npx tsx scripts/plane-measure.ts     (pin it for steadier numbers: taskset -c 0 npx tsx ...)
+ *   npx tsx bench/plane-measure.ts     (pin it for steadier numbers: taskset -c 0 npx tsx ...)
  *
  * Why an N-API addon and not an FFI: this script once also drove the same libc calls through
  * koffi 3.3.4 (prebuilt FFI), rounds paired A B B A on this 2-core machine under load. CPU per

@@ -5,7 +5,7 @@
  * `talon loadgen` pinned to CPU 1. Every worker is warmed with the whole object
  * (all hits), then for each connection count the arms run in paired,
  * order-swapped rounds. Prints a markdown table and writes bench/data/dataplane_loadtest.json
- * (scripts/dataplane-bench.ts, the pound-driven bench, owns bench/data/dataplane.json).
+ * (bench/dataplane-bench.ts, the pound-driven bench, owns bench/data/dataplane.json).
  *
  * Environment (all optional):
  *   CONNS=1,64,256,1024   connection counts swept
@@ -27,8 +27,8 @@ import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Data, Effect, Either } from "effect"
-import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, today } from "../src/bench/chartsData.js"
-import { type Arm, runRounds } from "../src/bench/rounds.js"
+import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, today } from "./lib/chartsData.js"
+import { type Arm, runRounds } from "./lib/rounds.js"
 import { parseIntList, parseSize } from "../src/loadgen/options.js"
 import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../src/protocol/index.js"
 import { repoRoot } from "./lib/args.js"
@@ -327,7 +327,7 @@ const main = Effect.gen(function* () {
       "The VM is shared with other work; arms are compared per round (ratios to the ceiling), never across rounds.",
       "CPU is sampled from /proc in 10 ms ticks; short windows make CPU numbers coarse."
     ],
-    command: `CONNS=${CONNS.join(",")} DEPTH=${DEPTH} SECONDS_PER=${SECONDS} ROUNDS=${ROUNDS} LOOPS=${LOOPS} npx tsx scripts/dataplane-loadtest.ts`,
+    command: `CONNS=${CONNS.join(",")} DEPTH=${DEPTH} SECONDS_PER=${SECONDS} ROUNDS=${ROUNDS} LOOPS=${LOOPS} npx tsx bench/dataplane-loadtest.ts`,
     date: today(),
     machine: describeMachine(env("MACHINE", "2-vCPU KVM VM (AMD EPYC), shared with other workloads")),
     params: { depth: DEPTH, range: RANGE, object_size: SIZE, seconds: SECONDS, warmup: WARMUP, rounds: ROUNDS, loops: LOOPS, baseline },

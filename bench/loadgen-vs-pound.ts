@@ -4,7 +4,7 @@
  * clients pinned to the same single core (CPU 1), 64 connections × depth 16,
  * 64 KiB ranges, in paired order-swapped rounds. Not a CI gate.
  *
- *   npx tsx scripts/loadgen-vs-pound.ts [--rounds 4] [--seconds 5] [--warmup 1]
+ *   npx tsx bench/loadgen-vs-pound.ts [--rounds 4] [--seconds 5] [--warmup 1]
  *       [--conns 64] [--depth 16] [--cooldown 1] [--spin] [--no-write]
  *
  * Writes bench/data/loadgen_vs_pound.json (unless --no-write) and prints the
@@ -16,8 +16,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Data, Effect } from "effect"
-import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, ratioTable, rowsFromRounds, summaryTable, today } from "../src/bench/chartsData.js"
-import { type Arm, runRounds } from "../src/bench/rounds.js"
+import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, ratioTable, rowsFromRounds, summaryTable, today } from "./lib/chartsData.js"
+import { type Arm, runRounds } from "./lib/rounds.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
 import { buildCeiling } from "./lib/ceiling.js"
@@ -196,7 +196,7 @@ const main = Effect.gen(function* () {
       "pound copies payloads into user space with recv(); loadgen reads through libuv into one reused buffer; neither verifies bytes here.",
       `loadgen grows its depth from 1 to ${depth} over the first half of its warmup (at most 1 s; pound starts at full depth). Without it some runs kept every TCP receive window at its initial ~230 KiB, the server then transmitted inside the client's window updates on the client's core, and loadgen paid ~38 µs/request instead of ~21. The measured window is at full depth for both.`
     ],
-    command: `npx tsx scripts/loadgen-vs-pound.ts --rounds ${rounds} --seconds ${seconds} --warmup ${warmup} --conns ${conns} --depth ${depth}${spin ? " --spin" : ""}`,
+    command: `npx tsx bench/loadgen-vs-pound.ts --rounds ${rounds} --seconds ${seconds} --warmup ${warmup} --conns ${conns} --depth ${depth}${spin ? " --spin" : ""}`,
     date: today(),
     machine: describeMachine(machineName),
     params: {

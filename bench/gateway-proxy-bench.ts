@@ -3,10 +3,10 @@
  * {cache, origin} — plus a control arm straight to the origin, all against one origin
  * stub with a realistic, variable latency (lognormal). 1 MiB ranges (aligned, random)
  * of a 64 MiB object, a fixed number of requests per arm per round at a fixed
- * concurrency, paired order-swapped rounds (src/bench/rounds.ts). Every response is
+ * concurrency, paired order-swapped rounds (bench/lib/rounds.ts). Every response is
  * SHA-256-checked: a wrong byte fails the run. Not a CI gate.
  *
- *   npx tsx scripts/gateway-proxy-bench.ts [--rounds 5] [--requests 200] [--warmup-requests 1500] [--concurrency 8]
+ *   npx tsx bench/gateway-proxy-bench.ts [--rounds 5] [--requests 200] [--warmup-requests 1500] [--concurrency 8]
  *       [--latency-ms 50] [--sigma 0.8] [--cooldown 1] [--no-pin] [--no-write] [--arms s3-cache,azure-cache]
  *
  * Processes: origin stub, coordinator, two workers, and one `talon gateway` per route,
@@ -39,8 +39,8 @@ import {
   type Row,
   summaryTable,
   today
-} from "../src/bench/chartsData.js"
-import { type Arm, runRounds, spread } from "../src/bench/rounds.js"
+} from "./lib/chartsData.js"
+import { type Arm, runRounds, spread } from "./lib/rounds.js"
 import { clockTicks, parseStat } from "../src/loadgen/procSampler.js"
 import { sampleBytes } from "../src/origin/seed.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
@@ -594,7 +594,7 @@ const main = Effect.gen(function* () {
       "first_wave_ms: before each run, one unmeasured request per connection opens the connections and, after the idle gap while other arms ran (longer than the gateway's 1 s stat TTL), pays the one origin HEAD a cold stat costs; the slowest of those is reported on its own, outside the run's percentiles.",
       "The client verifies SHA-256 of every body and signs every request (SigV4 or Shared Key), which costs client CPU (client_cores)."
     ],
-    command: `npx tsx scripts/gateway-proxy-bench.ts --rounds ${rounds} --requests ${requests} --warmup-requests ${warmupRequests} --concurrency ${concurrency} --latency-ms ${latencyMs} --sigma ${sigma}${pin ? "" : " --no-pin"}`,
+    command: `npx tsx bench/gateway-proxy-bench.ts --rounds ${rounds} --requests ${requests} --warmup-requests ${warmupRequests} --concurrency ${concurrency} --latency-ms ${latencyMs} --sigma ${sigma}${pin ? "" : " --no-pin"}`,
     date: today(),
     machine: describeMachine(machineName),
     params: {

@@ -2,7 +2,7 @@
  * The gateway's bounded HTTP runtime, measured with controlled delays, plus the
  * slow-consumer memory run. JSON Lines on stdout (and `--out FILE`); not a CI gate.
  *
- *   npx tsx scripts/gateway-bench.ts [--delay-ms 20] [--range 1M] [--conns 1,16,64,400]
+ *   npx tsx bench/gateway-bench.ts [--delay-ms 20] [--range 1M] [--conns 1,16,64,400]
  *       [--max-concurrent 256] [--requests 200] [--no-rss] [--rss-size 1G] [--out FILE]
  *
  * Scenarios, each a gateway in this process over raw loopback HTTP:
