@@ -43,6 +43,7 @@ import { CacheRoute, OriginRoute } from "../src/gateway/routes.js"
 import { OriginStub } from "../src/origin/OriginStub.js"
 import { sampleBytes } from "../src/origin/seed.js"
 import { decodeRangeRequest, encodeErrorFrame, encodeFrame, FrameDecoder, MsgType } from "../src/protocol/index.js"
+import { quantile } from "../src/loadgen/quantile.js"
 import { Worker } from "../src/worker/Worker.js"
 import { slowRead, startListeningChild } from "../test/gateway/fixtures/slowReader.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
@@ -168,9 +169,6 @@ const getOnce = (agent: http.Agent, url: string, offset: number): Promise<{ stat
     req.on("error", reject)
     req.end()
   })
-
-const quantile = (sorted: ReadonlyArray<number>, q: number) =>
-  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!
 
 const runLoad = async (scenario: string, gw: GatewayShape, conns: number) => {
   const agent = agentFor(conns)

@@ -42,6 +42,7 @@ import {
 } from "./lib/chartsData.js"
 import { type Arm, runRounds, spread } from "./lib/rounds.js"
 import { clockTicks, parseStat } from "../src/loadgen/procSampler.js"
+import { quantile } from "../src/loadgen/quantile.js"
 import { sampleBytes } from "../src/origin/seed.js"
 import { repoRoot, scriptArgs } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
@@ -325,7 +326,6 @@ interface Metrics {
   readonly load1: number
 }
 
-const quantile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!
 
 const main = Effect.gen(function* () {
   const dir = mkdtempSync(join(tmpdir(), "gateway-proxy-bench-"))

@@ -28,11 +28,11 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { makeNativePlane } from "../src/worker/plane/Native.js"
 import { loadNativeAddon } from "../src/worker/plane/NativeAddon.js"
+import { median } from "../src/loadgen/quantile.js"
 
 const ROUNDS = 7
 const CALLS = 200_000
 
-const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 /**
  * CPU time per call, split into user (JS, the crossing into C, argument conversion) and system
