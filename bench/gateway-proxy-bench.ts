@@ -20,16 +20,14 @@
  * cache gateway's output there at exit; GW_NODE_FLAGS adds Node flags to both gateways;
  * GW_PROF=<dir> writes CPU profiles.
  */
-import { spawn, execFileSync, type ChildProcess } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
 import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Data, Effect } from "effect"
-import { sharedKeyAuthorization } from "../src/backend/azureSharedKey.js"
-import * as S3Backend from "../src/backend/S3.js"
+import { Effect } from "effect"
 import {
   type BenchData,
   BENCH_DATA_SCHEMA,
@@ -41,54 +39,56 @@ import {
   today
 } from "./lib/chartsData.js"
 import { type Arm, runRounds, spread } from "./lib/rounds.js"
-import { clockTicks, parseStat } from "../src/loadgen/procSampler.js"
-import { quantile } from "../src/loadgen/quantile.js"
 import { sampleBytes } from "../src/origin/seed.js"
-import { repoRoot, scriptArgs } from "./lib/args.js"
+import {
+  ACCOUNT,
+  AZ_KEY,
+  azureSigner,
+  BenchFailed,
+  BLOCK,
+  BUCKET,
+  get,
+  KEY,
+  type MeasureContext,
+  measure,
+  type Metrics,
+  MiB,
+  S3_CREDS,
+  s3Signer,
+  SIZE
+} from "./gateway-proxy/client.js"
+import { repoRoot } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
+import { Flag, parseFlags, runDriver } from "./lib/driver.js"
+import * as Proc from "./lib/proc.js"
 
+const flags = await parseFlags("gateway-proxy-bench", "S3 and Azure front ends × cache and origin routes of talon gateway, plus a control arm straight to the origin, in paired order-swapped rounds.", {
+  rounds: Flag.number("rounds", 5, "Measured rounds."),
+  requests: Flag.number("requests", 200, "Requests per arm per round."),
+  warmupRequests: Flag.number("warmup-requests", 1500, "Requests per arm in the discarded warmup round."),
+  concurrency: Flag.number("concurrency", 8, "Requests in flight (one connection each)."),
+  latencyMs: Flag.number("latency-ms", 50, "Median of the origin's lognormal response delay, ms."),
+  sigma: Flag.number("sigma", 0.8, "Sigma of the origin's lognormal delay."),
+  cooldown: Flag.number("cooldown", 1, "Pause between runs, seconds."),
+  noPin: Flag.bool("no-pin", "Do not pin servers to CPU 0 and this client to CPU 1."),
+  arms: Flag.text("arms", "", "Only these arms (comma-separated; for profiling and iteration; writes no data)."),
+  noWrite: Flag.bool("no-write", "Print only; do not write bench/data/gateway_proxy.json."),
+  machine: Flag.machine()
+})
 const root = repoRoot
-const args = scriptArgs()
-const flag = args.string
-const has = args.has
-const rounds = args.number("rounds", 5)
-const requests = args.number("requests", 200)
+const { rounds, requests, concurrency, latencyMs, sigma, cooldown } = flags
 /**
  * Requests per arm in the discarded warmup round. The gateway's per-request code reaches
  * V8's optimizing tier only after a few thousand requests (measured: gateway CPU 2.4-3.0
  * ms/req after 300 warmup requests, 1.6-1.8 after 3000), so a short warmup would measure
  * the JIT, not the gateway a deployment runs for days.
  */
-const warmupRequests = args.number("warmup-requests", 1500)
-const concurrency = args.number("concurrency", 8)
-const latencyMs = args.number("latency-ms", 50)
-const sigma = args.number("sigma", 0.8)
-const cooldown = args.number("cooldown", 1)
-const pin = !has("no-pin")
-const machineName = args.machine()
-
-const MiB = 1024 * 1024
-const SIZE = 64 * MiB
-const BLOCK = 8 * MiB
-const BUCKET = "proxybench"
-const KEY = "object-64m.bin"
-const ACCOUNT = "gatewaybench"
-const AZ_KEY = Buffer.from("gateway proxy bench account key!").toString("base64")
-const S3_CREDS = { accessKeyId: "gateway-bench", secretAccessKey: "gateway-bench-secret" }
+const warmupRequests = flags.warmupRequests
+const pin = !flags.noPin
+const machineName = flags.machine
 /** Downstream version caches (client stat, worker version) are trusted this long; see caveats. */
 const VERSION_TTL_MS = 30_000
 
-class BenchFailed extends Data.TaggedError("BenchFailed")<{ readonly message: string }> {}
-
-// ---------------------------------------------------------------- processes
-
-interface Proc {
-  readonly name: string
-  readonly child: ChildProcess
-  readonly output: () => string
-}
-
-const procs: Array<Proc> = []
 /** Node flags for the gateways from the diagnostics environment (they go before the script path). */
 const gatewayNodeFlags = (): ReadonlyArray<string> => [
   ...(process.env.GW_PROF ? ["--cpu-prof", "--cpu-prof-dir", process.env.GW_PROF] : []),
@@ -96,42 +96,10 @@ const gatewayNodeFlags = (): ReadonlyArray<string> => [
   ...(process.env.GW_NODE_FLAGS ? process.env.GW_NODE_FLAGS.split(" ").filter((f) => f !== "") : [])
 ]
 
-const start = (name: string, argv: ReadonlyArray<string>, env: Record<string, string> = {}): Proc => {
-  const cmd = pin ? ["taskset", "-c", "0", ...argv] : [...argv]
-  const child = spawn(cmd[0]!, cmd.slice(1), { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
-  let out = ""
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()))
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()))
-  const p = { name, child, output: () => out }
-  procs.push(p)
-  return p
-}
-
-/** Profiling flags write their files at a normal exit: those runs stop gently and wait for it. */
+/** Profiling flags write their files at a normal exit: those runs stop gently and get longer to do it. */
 const profiling = process.env.GW_PROF !== undefined || /prof/.test(process.env.GW_NODE_FLAGS ?? "")
-const running = (p: Proc) => p.child.exitCode === null && p.child.signalCode === null
-const stopAll = () => {
-  for (const p of procs) if (running(p)) p.child.kill(profiling ? "SIGTERM" : "SIGKILL")
-}
-process.on("exit", stopAll)
-/** Stops every process and, when profiling, waits (up to 20 s) until they have exited. */
-const stopAndWait = async (): Promise<void> => {
-  stopAll()
-  for (let i = 0; profiling && i < 200 && procs.some(running); i++) await new Promise((r) => setTimeout(r, 100))
-}
-
-const waitFor = (p: Proc, re: RegExp, what: string, timeoutMs = 180_000): Promise<RegExpMatchArray> =>
-  new Promise((resolve, reject) => {
-    const t0 = Date.now()
-    const tick = () => {
-      const m = p.output().match(re)
-      if (m) return resolve(m)
-      if (p.child.exitCode !== null) return reject(new Error(`${p.name} exited (${p.child.exitCode}) before ${what}:\n${p.output()}`))
-      if (Date.now() - t0 > timeoutMs) return reject(new Error(`${p.name}: no ${what} within ${timeoutMs} ms:\n${p.output()}`))
-      setTimeout(tick, 100)
-    }
-    tick()
-  })
+const start = (name: string, argv: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  Proc.spawn(name, argv, { env, grace: profiling ? "20 seconds" : "2 seconds", ...(pin ? { cpus: "0" } : {}) })
 
 const freePort = (): Promise<number> =>
   new Promise((resolve) => {
@@ -142,199 +110,10 @@ const freePort = (): Promise<number> =>
     })
   })
 
-/** utime + stime of the given processes, in seconds. */
-const cpuSeconds = (pids: ReadonlyArray<number>): number => {
-  let ticks = 0
-  for (const pid of pids) {
-    const t = parseStat(readFileSync(`/proc/${pid}/stat`, "utf8"))
-    if (t) ticks += t.utime + t.stime
-  }
-  return ticks / clockTicks()
-}
-
-const loadavg = (): number => Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0])
-
-// ---------------------------------------------------------------- client
-
-const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency * 2 })
-
-interface Reply {
-  readonly status: number
-  readonly body: Buffer
-}
-
-const get = (url: string, path: string, headers: Record<string, string>): Promise<Reply> =>
-  new Promise((resolve, reject) => {
-    const u = new URL(url)
-    const req = http.request({ host: u.hostname, port: u.port, method: "GET", path, headers, agent }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (c: Buffer) => chunks.push(c))
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }))
-      res.on("error", reject)
-    })
-    req.on("error", reject)
-    req.end()
-  })
-
-/** Bytes of a read decoded at a time while looking for the end of a response head. */
-const HEAD_SCAN = 4096
-
-/**
- * The measured client: one keep-alive HTTP/1.1 connection per in-flight request slot,
- * reading into one static buffer (`onread`) and hashing the body as it arrives, so
- * no body is ever allocated, concatenated or left for the GC. node:http plus a
- * Buffer.concat and a hash cost ~2× the CPU per MiB; at a few hundred MiB/s on its one
- * core that made the client the bottleneck. Bodies are framed by Content-Length
- * (every server measured here sends it); anything else fails the run.
- */
-class BenchConnection {
-  private readonly socket: net.Socket
-  private readonly buf = Buffer.allocUnsafe(256 * 1024)
-  private head = ""
-  private remaining = -1
-  private status = 0
-  private length = 0
-  private hash = createHash("sha256")
-  private errorBody: Array<Buffer> = []
-  private pending: { resolve: (r: BenchReply) => void; reject: (e: Error) => void } | undefined
-  private failure: Error | undefined
-
-  constructor(private readonly host: string, private readonly port: number) {
-    this.socket = net.connect({ host, port, onread: { buffer: this.buf, callback: (n: number) => (this.onRead(n), true) } })
-    this.socket.setNoDelay(true)
-    this.socket.on("error", (e) => this.fail(e))
-    this.socket.on("close", () => this.fail(new Error(`connection to ${host}:${port} closed`)))
-  }
-
-  get(path: string, headers: Record<string, string>): Promise<BenchReply> {
-    if (this.failure !== undefined) return Promise.reject(this.failure)
-    return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject }
-      this.head = ""
-      this.remaining = -1
-      this.hash = createHash("sha256")
-      this.errorBody = []
-      let req = `GET ${path} HTTP/1.1\r\n`
-      if (!Object.keys(headers).some((k) => k.toLowerCase() === "host")) req += `Host: ${this.host}:${this.port}\r\n`
-      for (const [k, v] of Object.entries(headers)) req += `${k}: ${v}\r\n`
-      this.socket.write(req + "\r\n", "latin1")
-    })
-  }
-
-  close(): void {
-    this.socket.destroy()
-  }
-
-  private fail(e: Error): void {
-    this.failure ??= e
-    const p = this.pending
-    this.pending = undefined
-    p?.reject(e)
-  }
-
-  private onRead(n: number): void {
-    const b = this.buf
-    let p = 0
-    while (p < n) {
-      if (this.remaining < 0) {
-        // Only the head becomes a string, a few KiB at a time: decoding the whole read (up to
-        // 256 KiB of body after the head) allocated ~250 KB per response, and the client's own
-        // GC pauses then showed up in every in-flight request's latency.
-        const upTo = Math.min(n, p + HEAD_SCAN)
-        const text = this.head + b.toString("latin1", p, upTo)
-        const at = text.indexOf("\r\n\r\n")
-        if (at < 0) {
-          this.head = text
-          p = upTo
-          continue
-        }
-        p += at + 4 - this.head.length
-        this.head = ""
-        const headText = text.slice(0, at)
-        this.status = Number(headText.slice(9, 12))
-        const m = /\r\ncontent-length:[ \t]*(\d+)/i.exec(headText)
-        if (m === null) return this.fail(new Error(`response without Content-Length: ${headText.slice(0, 300)}`))
-        this.length = this.remaining = Number(m[1])
-      }
-      const take = Math.min(this.remaining, n - p)
-      // update() consumes the bytes before returning, so the static buffer can be read into again.
-      if (this.status === 206 || this.status === 200) this.hash.update(b.subarray(p, p + take))
-      else this.errorBody.push(Buffer.from(b.subarray(p, p + take)))
-      this.remaining -= take
-      p += take
-      if (this.remaining === 0) {
-        this.remaining = -1
-        const ok = this.status === 206 || this.status === 200
-        const reply = { status: this.status, length: this.length, sha256: ok ? this.hash.digest("hex") : "", errorBody: Buffer.concat(this.errorBody).toString() }
-        const pending = this.pending
-        this.pending = undefined
-        pending?.resolve(reply)
-      }
-    }
-  }
-}
-
-interface BenchReply {
-  readonly status: number
-  readonly length: number
-  readonly sha256: string
-  readonly errorBody: string
-}
-
-type Signer = (offset: number) => Promise<{ readonly path: string; readonly headers: Record<string, string> }>
-
-const s3Signer = (url: string): Signer => {
-  const sign = S3Backend.makeS3Signer(S3Backend.localOptions(url, S3_CREDS))
-  return async (offset) => {
-    const req = await sign({ method: "GET", bucket: BUCKET, key: KEY, query: {}, headers: { range: `bytes=${offset}-${offset + MiB - 1}` } })
-    return { path: req.path, headers: req.headers }
-  }
-}
-
-const azureSigner = (): Signer => async (offset) => {
-  const path = `/${ACCOUNT}/${BUCKET}/${KEY}`
-  const headers: Record<string, string> = {
-    "x-ms-date": new Date().toUTCString(),
-    "x-ms-version": "2021-12-02",
-    "x-ms-range": `bytes=${offset}-${offset + MiB - 1}`
-  }
-  headers.authorization = sharedKeyAuthorization(ACCOUNT, AZ_KEY, { method: "GET", path, query: {}, headers })
-  return { path, headers }
-}
-
-/** What one arm's run measured. */
-interface Metrics {
-  readonly rps: number
-  readonly mib_s: number
-  readonly p50_ms: number
-  readonly p99_ms: number
-  readonly max_ms: number
-  readonly requests: number
-  /** CPU of the process the arm talks to (the gateway; the origin for the control arm), ms per request. */
-  readonly front_cpu_ms_per_req: number
-  /** CPU of every server-side process (origin, coordinator, workers, both gateways), ms per request. */
-  readonly server_cpu_ms_per_req: number
-  /** Server-side cores busy over the run. */
-  readonly server_cores: number
-  readonly client_cores: number
-  /** Origin GETs per client request (0 for a warm cache). */
-  readonly origin_gets_per_req: number
-  /** Origin HEADs during the run (stat refreshes by the gateway, client and workers). */
-  readonly origin_heads: number
-  /** The slowest of the unmeasured first requests (one per connection) before the run. */
-  readonly first_wave_ms: number
-  readonly load1: number
-}
-
-
 const main = Effect.gen(function* () {
   const dir = mkdtempSync(join(tmpdir(), "gateway-proxy-bench-"))
-  yield* Effect.addFinalizer(() =>
-    Effect.promise(async () => {
-      await stopAndWait()
-      rmSync(dir, { recursive: true, force: true })
-    })
-  )
+  // Added first, so it runs after every process (started later) has been stopped.
+  yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   if (pin) execFileSync("taskset", ["-pc", "1", String(process.pid)], { stdio: "ignore" })
 
   // The object, and the SHA-256 of every 1 MiB aligned range of it.
@@ -347,10 +126,10 @@ const main = Effect.gen(function* () {
   // Node, the launcher's flags and bin/talon.mjs: every process runs as `npx talon` runs it.
   const [node, ...talon] = talonBin()
   const originPort = yield* Effect.promise(freePort)
-  const origin = start("origin", [node!, ...talon, "origin", "--root", join(dir, "origin"), "--port", String(originPort)])
+  const origin = yield* start("origin", [node!, ...talon, "origin", "--root", join(dir, "origin"), "--port", String(originPort)])
   const controlPort = yield* Effect.promise(freePort)
   const adminPort = yield* Effect.promise(freePort)
-  const coordinator = start("coordinator", [node!, ...talon, "coordinator", "--listen", `127.0.0.1:${controlPort}`, "--admin-listen", `127.0.0.1:${adminPort}`], {
+  const coordinator = yield* start("coordinator", [node!, ...talon, "coordinator", "--listen", `127.0.0.1:${controlPort}`, "--admin-listen", `127.0.0.1:${adminPort}`], {
     TALON_S3_ENDPOINT: `http://127.0.0.1:${originPort}`,
     TALON_S3_ACCESS_KEY_ID: "talon",
     TALON_S3_SECRET_ACCESS_KEY: "talon-secret",
@@ -366,7 +145,7 @@ const main = Effect.gen(function* () {
     TALON_AZURE_ENDPOINT: `http://127.0.0.1:${originPort}/devstoreaccount1`,
     TALON_AZURE_KEY: AZ_KEY
   }
-  const workers = ["worker-1", "worker-2"].map((id) =>
+  const workers = yield* Effect.forEach(["worker-1", "worker-2"], (id) =>
     start(id, [node!, ...talon, "worker", "--cache-dir", join(dir, id)], {
       ...originEnv,
       TALON_WORKER_ID: id,
@@ -390,28 +169,33 @@ const main = Effect.gen(function* () {
   const gatewayArgs = (route: string) =>
     // From dist/ like every other process (no tsx loader thread in the measured process).
     [node!, ...gatewayNodeFlags(), ...talon, "gateway", "--listen", "127.0.0.1:0", "--route", route, "--auth", "on", "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)]
-  const gwCache = start("gateway-cache", gatewayArgs("cache"), gatewayEnv)
-  if (process.env.GW_TRACE) process.on("exit", () => writeFileSync(process.env.GW_TRACE!, gwCache.output()))
-  const gwOrigin = start("gateway-origin", gatewayArgs("origin"), gatewayEnv)
+  const gwCache = yield* start("gateway-cache", gatewayArgs("cache"), gatewayEnv)
+  if (process.env.GW_TRACE) {
+    const trace = process.env.GW_TRACE
+    yield* Effect.addFinalizer(() => Effect.flatMap(Effect.zip(gwCache.stdout, gwCache.stderr), ([o, e]) => Effect.sync(() => writeFileSync(trace, o + e))))
+  }
+  const gwOrigin = yield* start("gateway-origin", gatewayArgs("origin"), gatewayEnv)
 
-  const urls = yield* Effect.promise(() =>
-    Promise.all([
-      waitFor(origin, /listening on (http:\/\/127\.0\.0\.1:\d+)/, "origin"),
-      waitFor(gwCache, /listening on (http:\/\/127\.0\.0\.1:\d+)/, "gateway"),
-      waitFor(gwOrigin, /listening on (http:\/\/127\.0\.0\.1:\d+)/, "gateway"),
-      waitFor(coordinator, /coordinator control on/, "coordinator")
-    ])
+  const urls = yield* Effect.all(
+    [
+      origin.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, "180 seconds"),
+      gwCache.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, "180 seconds"),
+      gwOrigin.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, "180 seconds"),
+      coordinator.waitFor(/coordinator control on/, "180 seconds")
+    ],
+    { concurrency: "unbounded" }
   )
   const [originUrl, cacheUrl, originRouteUrl] = [urls[0][1]!, urls[1][1]!, urls[2][1]!]
-  yield* Effect.promise(async () => {
+  const workerLogs = yield* Effect.forEach(workers, (w) => Effect.map(Effect.zip(w.stdout, w.stderr), ([o, e]) => o + e))
+  yield* Effect.tryPromise({ catch: (e) => new BenchFailed({ message: (e as Error).message }), try: async () => {
     for (let i = 0; ; i++) {
       const r = await get(`http://127.0.0.1:${adminPort}`, "/api/v1/cluster", {}).catch(() => undefined)
       const members = r ? (JSON.parse(r.body.toString()) as { members: Array<unknown> }).members : []
       if (members.length >= 2) return
-      if (i > 1800) throw new Error(`workers did not register:\n${workers.map((w) => w.output()).join("\n")}`)
+      if (i > 1800) throw new Error(`workers did not register:\n${workerLogs.join("\n")}`)
       await new Promise((res) => setTimeout(res, 100))
     }
-  })
+  } })
   // The origin's latency applies to every request it serves (HEADs, worker fills, reads).
   const faults = { latency: { kind: "lognormal", medianMs: latencyMs, sigma, maxMs: 2000 }, seed: 7 }
   const setFaults = yield* Effect.promise(() =>
@@ -430,7 +214,7 @@ const main = Effect.gen(function* () {
   const originCounts = () =>
     get(originUrl, "/_talon/stats", {}).then((r) => (JSON.parse(r.body.toString()) as { requests: { get: number; head: number } }).requests)
 
-  const serverPids = [origin, coordinator, ...workers, gwCache, gwOrigin].map((p) => p.child.pid!)
+  const serverPids = [origin, coordinator, ...workers, gwCache, gwOrigin].map((p) => p.pid)
   console.log(
     `origin ${originUrl} (lognormal latency, median ${latencyMs} ms, sigma ${sigma}); gateways: cache ${cacheUrl}, origin ${originRouteUrl}; ` +
       `${requests} × 1 MiB per arm per round at concurrency ${concurrency}, ${rounds} rounds${pin ? "; servers on CPU 0, client on CPU 1" : ""}`
@@ -445,86 +229,16 @@ const main = Effect.gen(function* () {
     return ((seed >>> 16) % (SIZE / MiB)) * MiB
   }
 
-  const measure = (url: string, sign: Signer, frontPid: number, requests: number) =>
-    Effect.tryPromise({
-      try: async (): Promise<Metrics> => {
-        const latencies: Array<number> = []
-        const u = new URL(url)
-        const connections = Array.from({ length: concurrency }, () => new BenchConnection(u.hostname, Number(u.port)))
-        // One request per connection first, outside the measured window: it opens the
-        // connections and, after the idle gap while other arms ran (longer than the gateway's
-        // 1 s stat TTL), pays the one origin HEAD a cold stat costs. Its latency is reported
-        // on its own (first_wave_ms) instead of as the run's p99.
-        const firstWave = await Promise.all(
-          connections.map(async (connection) => {
-            const offset = nextOffset()
-            const req = await sign(offset)
-            const began = performance.now()
-            const r = await connection.get(req.path, req.headers)
-            if (r.status !== 206 || r.sha256 !== expected[offset / MiB]) throw new Error(`${url}${req.path} at ${offset}: HTTP ${r.status} or wrong bytes in the first wave`)
-            return performance.now() - began
-          })
-        )
-        const counts0 = await originCounts()
-        const cpu0 = cpuSeconds(serverPids)
-        const front0 = cpuSeconds([frontPid])
-        const client0 = process.cpuUsage()
-        const t0 = performance.now()
-        let issued = 0
-        const loop = async (connection: BenchConnection) => {
-          while (issued < requests) {
-            issued++
-            const offset = nextOffset()
-            const req = await sign(offset)
-            const began = performance.now()
-            const r = await connection.get(req.path, req.headers)
-            latencies.push(performance.now() - began)
-            if (process.env.GW_SLOW && performance.now() - began > Number(process.env.GW_SLOW)) console.log(`  slow: #${latencies.length} at ${(began - t0).toFixed(0)} ms (wall ${(performance.timeOrigin + began).toFixed(0)}) took ${(performance.now() - began).toFixed(1)} ms`)
-            if (r.status !== 206) throw new Error(`${url}${req.path} at ${offset}: HTTP ${r.status}: ${r.errorBody.slice(0, 300)}`)
-            if (r.sha256 !== expected[offset / MiB]) throw new Error(`wrong bytes from ${url} at offset ${offset} (${r.length} bytes)`)
-          }
-        }
-        await Promise.all(connections.map(loop)).finally(() => {
-          for (const c of connections) c.close()
-        })
-        const wall = (performance.now() - t0) / 1000
-        const cpu = cpuSeconds(serverPids) - cpu0
-        const front = cpuSeconds([frontPid]) - front0
-        const client = process.cpuUsage(client0)
-        const counts = await originCounts()
-        const gets = counts.get - counts0.get
-        const heads = counts.head - counts0.head
-        const sorted = [...latencies].sort((a, b) => a - b)
-        const r2 = (x: number) => Math.round(x * 100) / 100
-        return {
-          rps: r2(requests / wall),
-          mib_s: r2(requests / wall),
-          p50_ms: r2(quantile(sorted, 0.5)),
-          p99_ms: r2(quantile(sorted, 0.99)),
-          max_ms: r2(sorted[sorted.length - 1]!),
-          requests,
-          front_cpu_ms_per_req: r2((front * 1000) / requests),
-          server_cpu_ms_per_req: r2((cpu * 1000) / requests),
-          server_cores: r2(cpu / wall),
-          client_cores: r2((client.user + client.system) / 1e6 / wall),
-          origin_gets_per_req: r2(gets / requests),
-          origin_heads: heads,
-          first_wave_ms: r2(Math.max(...firstWave)),
-          load1: loadavg()
-        }
-      },
-      catch: (e) => new BenchFailed({ message: (e as Error).message })
-    })
-
+  const ctx: MeasureContext = { concurrency, nextOffset, expected, originCounts, serverPids }
   const allArms: Array<Arm<Metrics, BenchFailed>> = [
-    { name: "s3-cache", run: (ctx) => measure(cacheUrl, s3Signer(cacheUrl), gwCache.child.pid!, ctx.warmup ? warmupRequests : requests) },
-    { name: "s3-origin", run: (ctx) => measure(originRouteUrl, s3Signer(originRouteUrl), gwOrigin.child.pid!, ctx.warmup ? warmupRequests : requests) },
-    { name: "azure-cache", run: (ctx) => measure(cacheUrl, azureSigner(), gwCache.child.pid!, ctx.warmup ? warmupRequests : requests) },
-    { name: "azure-origin", run: (ctx) => measure(originRouteUrl, azureSigner(), gwOrigin.child.pid!, ctx.warmup ? warmupRequests : requests) },
-    { name: "control-origin", run: (ctx) => measure(originUrl, s3Signer(originUrl), origin.child.pid!, ctx.warmup ? warmupRequests : requests) }
+    { name: "s3-cache", run: (run) => measure(ctx, cacheUrl, s3Signer(cacheUrl), gwCache.pid, run.warmup ? warmupRequests : requests) },
+    { name: "s3-origin", run: (run) => measure(ctx, originRouteUrl, s3Signer(originRouteUrl), gwOrigin.pid, run.warmup ? warmupRequests : requests) },
+    { name: "azure-cache", run: (run) => measure(ctx, cacheUrl, azureSigner(), gwCache.pid, run.warmup ? warmupRequests : requests) },
+    { name: "azure-origin", run: (run) => measure(ctx, originRouteUrl, azureSigner(), gwOrigin.pid, run.warmup ? warmupRequests : requests) },
+    { name: "control-origin", run: (run) => measure(ctx, originUrl, s3Signer(originUrl), origin.pid, run.warmup ? warmupRequests : requests) }
   ]
   // A subset for profiling and iteration; the committed data always has every arm.
-  const only = flag("arms", "")
+  const only = flags.arms
   const arms = only === "" ? allArms : allArms.filter((a) => only.split(",").includes(a.name))
 
   const report = yield* runRounds(arms, {
@@ -577,7 +291,7 @@ const main = Effect.gen(function* () {
   verdicts.push(`azure-cache / s3-cache rps: median ${az.median}, per-round ${az.per_round} (same-arm spread across rounds: s3-cache ${report.summary["s3-cache"]!["rps"]!.min}–${report.summary["s3-cache"]!["rps"]!.max})`)
   console.log("\n" + verdicts.join("\n"))
 
-  if (has("no-write")) return
+  if (flags.noWrite) return
   const rows = rowsFromRounds(report, (m) => ({ ...m }))
   const data: BenchData = {
     schema: BENCH_DATA_SCHEMA,
@@ -659,11 +373,4 @@ const main = Effect.gen(function* () {
   console.log(`wrote ${out}`)
 })
 
-Effect.runPromise(Effect.scoped(main)).then(
-  () => process.exit(0),
-  (e) => {
-    console.error(`gateway-proxy-bench failed: ${e instanceof Error ? e.message : String(e)}`)
-    for (const p of procs) if (p.child.exitCode !== null) console.error(`--- ${p.name} exited ${p.child.exitCode} ---\n${p.output().slice(-2000)}`)
-    process.exit(1)
-  }
-)
+runDriver(main)
