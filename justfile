@@ -77,3 +77,7 @@ gateway-proxy-bench *args:
 # Page-fill cost with and without fsync, hashing speed, verify and size-check cost of the durable store.
 store-durability *args:
     npx tsx bench/store-durability.ts "$@"
+
+# Hosts as network namespaces on tc-shaped links (root, Linux): cross-node throughput vs the C reference server, and the HA scenarios; services from deploy/docker-compose.yml.
+multihost *args:
+    npx tsx scripts/multihost.ts "$@"

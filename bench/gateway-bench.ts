@@ -29,7 +29,7 @@ import * as path from "node:path"
 import { Context, Duration, Effect, Layer, Stream } from "effect"
 import { BackendStore } from "../src/backend/BackendStore.js"
 import * as Router from "../src/backend/Router.js"
-import { ControlChannel } from "../src/client/ControlChannel.js"
+import { ControlChannel } from "../src/transport/ControlChannel.js"
 import { CLIENT_DEFAULTS } from "../src/client/config.js"
 import { Payload } from "../src/client/SlabPool.js"
 import { TalonClient, type TalonClientShape } from "../src/client/TalonClient.js"
@@ -94,7 +94,9 @@ const delayedClient = (version: string): TalonClientShape => {
     stat: () => Effect.succeed(info),
     cachedStat: () => info,
     controlPlane: () => ({
+      coordinator: CLIENT_DEFAULTS.coordinator,
       coordinatorReachable: true,
+      coordinatorFailovers: 0,
       coordinatorDownForMs: undefined,
       membershipAgeMs: 0,
       membershipWorkers: 1,

@@ -29,6 +29,7 @@ import * as path from "node:path"
 import { makeNativePlane } from "../src/worker/plane/Native.js"
 import { loadNativeAddon } from "../src/worker/plane/NativeAddon.js"
 import { median } from "../src/loadgen/quantile.js"
+import { Connection } from "../src/worker/server/SocketServer.js"
 
 const ROUNDS = 7
 const CALLS = 200_000
@@ -81,7 +82,7 @@ const fullSocket = async (): Promise<{ fd: number; close: () => void }> => {
   const client = net.connect(port, "127.0.0.1")
   client.pause()
   const socket = await accepted
-  const fd = (socket as unknown as { _handle: { fd: number } })._handle.fd
+  const fd = new Connection(socket).fd!
   const load = loadNativeAddon()
   if (load._tag !== "Loaded") throw new Error(load.reason)
   load.addon.setSendBuffer(fd, 4096)
@@ -138,7 +139,7 @@ const endToEnd = async (file: { fd: number; size: number }, responses: number) =
     { stdio: "inherit" }
   )
   const socket = await accepted
-  const writer = plane.attach(socket)
+  const writer = plane.attach(new Connection(socket))
   const header = new Uint8Array(16)
   const slots = file.size / 65536
   const depth = 16

@@ -1,6 +1,8 @@
-import { Backend } from "../src/core/ids.js"
+import { Backend, NodeRole } from "../src/core/ids.js"
+import * as control from "../src/protocol/control.js"
 import * as decoder from "../src/protocol/decoder.js"
 import * as range from "../src/protocol/range.js"
+import { emptyMetrics } from "../src/protocol/status.js"
 import { benchBatched } from "./batch.js"
 
 // Local bindings: see bench/batch.ts on vitest's import getters.
@@ -32,3 +34,38 @@ benchBatched("decode_frames", 32, () => {
   if (frames !== FRAMES) throw new Error(`decoded ${frames} of ${FRAMES} frames`)
   return frames
 })
+
+/*
+ * Control messages (not on the hit path): a worker's NodeStatusHeartbeat (293-byte envelope, the
+ * largest message a node sends every few seconds) and a five-node MembershipList, each encoded
+ * into a fresh buffer and decoded back.
+ */
+const { encodeControl, decodeControl } = control
+const heartbeat: control.ControlMessage = {
+  _tag: "NodeStatusHeartbeat",
+  status: {
+    schemaVersion: 1,
+    clusterId: "cluster-a",
+    node: { id: "worker-1", address: "10.0.0.1:7001", role: NodeRole.Worker },
+    incarnationId: "incarnation-1",
+    adminAddress: "10.0.0.1:8001",
+    buildVersion: "0.1.0",
+    startedAtUnixMs: 1_700_000_000_000,
+    reportedAtUnixMs: 1_700_000_005_000,
+    heartbeatSeq: 3,
+    health: "healthy",
+    ready: true,
+    metrics: { ...emptyMetrics, blockCount: 42, residentBytes: 1024, capacityBytes: 4096 },
+    labels: [["zone", "us-west-1a"]]
+  }
+}
+const membership: control.ControlMessage = {
+  _tag: "MembershipList",
+  nodes: Array.from({ length: 5 }, (_, i) => ({ id: `worker-${i}`, address: `10.0.0.${i}:7001`, role: NodeRole.Worker }))
+}
+const heartbeatBytes = encodeControl(heartbeat)
+const membershipBytes = encodeControl(membership)
+benchBatched("encode_control_heartbeat", 128, () => encodeControl(heartbeat).length)
+benchBatched("decode_control_heartbeat", 128, () => (decodeControl(heartbeatBytes)._tag === "Right" ? 1 : 0))
+benchBatched("encode_control_membership", 128, () => encodeControl(membership).length)
+benchBatched("decode_control_membership", 128, () => (decodeControl(membershipBytes)._tag === "Right" ? 1 : 0))

@@ -21,7 +21,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { median, roundOrder, spread } from "./lib/rounds.js"
 import { Backend, type BlockId } from "../src/core/ids.js"
-import { parseSize } from "../src/worker/config.js"
+import { Either } from "effect"
+import { parseSize } from "../src/core/size.js"
 import { Fetcher } from "../src/worker/miss/MissPath.js"
 import { checkFile, hasher, loadHasher } from "../src/worker/store/checksum.js"
 import { DiskStore } from "../src/worker/store/DiskStore.js"
@@ -32,7 +33,7 @@ const arg = (name: string, fallback: string): string => {
 }
 const ROUNDS = Number(arg("rounds", "6"))
 const PAGES = Number(arg("pages", "48"))
-const PAGE = parseSize(arg("page-size", "1M"))!
+const PAGE = Either.getOrThrowWith(parseSize(arg("page-size", "1M")), (why) => new Error(`--page-size: ${why}`))
 const BASE = arg("dir", os.tmpdir())
 const CHUNK = 64 * 1024
 

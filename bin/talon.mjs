@@ -26,7 +26,10 @@ const newerThan = (dir, t) =>
     return e.isDirectory() ? newerThan(p, t) : fs.statSync(p).mtimeMs > t
   })
 
-if (stamp >= 0 && process.env.TALON_FROM_SOURCE === undefined && !newerThan(new URL("src/", root), stamp)) {
+// An installed package ships dist/ without src/: nothing to compare against, run the build.
+const hasSource = fs.existsSync(new URL("src/", root))
+
+if (!hasSource || (stamp >= 0 && process.env.TALON_FROM_SOURCE === undefined && !newerThan(new URL("src/", root), stamp))) {
   await import("../dist/cli/main.js")
 } else {
   const { register } = await import("tsx/esm/api")

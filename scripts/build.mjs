@@ -3,7 +3,10 @@
 // another thread, which cost ~3x the CPU of a plain start. dist/ mirrors src/ at the same depth,
 // so paths relative to a module (../../../build/Release/*.node) resolve the same from both.
 // Runs at `npm install` / `npm ci` (prepare); bin/talon.mjs falls back to src/ through tsx
-// whenever a source file is newer than the build.
+// whenever a source file is newer than the build. For `npm pack` / `npm publish` (or with
+// --declarations) it also emits the .d.ts files the package's `types` and `exports` name
+// (tsconfig.build.json); a plain `npm ci` skips that, it is most of the build's time.
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { build } from "esbuild"
@@ -40,5 +43,10 @@ for (const f of files.filter((f) => f.endsWith(".mjs"))) {
     .replace(/(import\(\s*"\.[^"]*)\.ts"/g, '$1.js"')
   fs.mkdirSync(path.dirname(out), { recursive: true })
   fs.writeFileSync(out, text)
+}
+const packing = ["pack", "publish"].includes(process.env.npm_command ?? "") || process.argv.includes("--declarations")
+if (packing) {
+  const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc")
+  execFileSync(process.execPath, [tsc, "-p", path.join(root, "tsconfig.build.json")], { stdio: "inherit", cwd: root })
 }
 fs.writeFileSync(path.join(dist, ".stamp"), `${new Date().toISOString()}\n`)

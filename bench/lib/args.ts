@@ -4,7 +4,8 @@
  */
 import { dirname, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import { parseSize } from "../../src/worker/config.js"
+import { Either } from "effect"
+import { parseSize } from "../../src/core/size.js"
 
 /** The repository root (bench/lib/ → ../..). */
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
@@ -38,8 +39,8 @@ export const scriptArgs = (argv: ReadonlyArray<string> = process.argv.slice(2)):
   const size = (name: string, def: string): number => {
     const text = string(name, def)
     const n = parseSize(text)
-    if (n === undefined) throw new Error(`--${name}: expected a size like 65536, 64K or 1M, got ${JSON.stringify(text)}`)
-    return n
+    if (Either.isLeft(n)) throw new Error(`--${name}: ${n.left}`)
+    return n.right
   }
   return {
     argv,

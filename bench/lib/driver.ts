@@ -8,8 +8,8 @@
 import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import type { CommandExecutor, FileSystem, Path, Terminal } from "@effect/platform"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Config, Console, Effect, type Scope } from "effect"
-import { parseSize } from "../../src/worker/config.js"
+import { Config, Console, Effect, Either, type Scope } from "effect"
+import { parseSize } from "../../src/core/size.js"
 import { DEFAULT_MACHINE } from "./args.js"
 
 const described = <A>(o: Options.Options<A>, description: string, env?: string): Options.Options<A> =>
@@ -34,9 +34,7 @@ export const Flag = {
     Flag.text(name, def, description, env).pipe(
       Options.mapEffect((text) => {
         const n = parseSize(text)
-        return n === undefined
-          ? Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: expected a size like 65536, 64K or 1M, got ${JSON.stringify(text)}`)))
-          : Effect.succeed(n)
+        return Either.isLeft(n) ? Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: ${n.left}`))) : Effect.succeed(n.right)
       })
     ),
   bool: (name: string, description: string) => described(Options.boolean(name), description),

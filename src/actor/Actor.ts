@@ -40,12 +40,35 @@ export interface ActorRef<Msg extends AnyMessage, E = LocalActorError> {
 
 type Tagged<Msg, K> = Extract<Msg, { readonly _tag: K }>
 
-/** One handler per message tag: from the state and the message, the reply and the next state. */
+const LaterTypeId: unique symbol = Symbol.for("talon/actor/Later")
+
+/** A reply a handler leaves to work that runs on its own fiber (see `later`). */
+export interface Later<A, E> {
+  readonly [LaterTypeId]: typeof LaterTypeId
+  readonly effect: Effect.Effect<A, E>
+}
+
+/**
+ * Replies with `effect`'s outcome without holding the mailbox: the handler's next state is in
+ * place at once and the actor takes its next message while `effect` runs (slow I/O that needs
+ * no state, e.g. an origin request). A defect in it fails that one ask with `ActorCrashed` and
+ * does not restart the actor; it is interrupted when the actor's scope closes (`ActorStopped`).
+ * Work that must touch the state again when it is done asks the actor itself.
+ */
+export const later = <A, E>(effect: Effect.Effect<A, E>): Later<A, E> => ({ [LaterTypeId]: LaterTypeId, effect })
+
+const isLater = (u: unknown): u is Later<unknown, unknown> => typeof u === "object" && u !== null && LaterTypeId in u
+
+/** One handler per message tag: from the state and the message, the reply (now, or `later`) and the next state. */
 export type Handlers<Msg extends AnyMessage, S, R> = {
   readonly [K in Msg["_tag"]]: (
     state: S,
     msg: Tagged<Msg, K>
-  ) => Effect.Effect<readonly [Reply<Tagged<Msg, K>>, S], Failure<Tagged<Msg, K>>, R>
+  ) => Effect.Effect<
+    readonly [Reply<Tagged<Msg, K>> | Later<Reply<Tagged<Msg, K>>, Failure<Tagged<Msg, K>>>, S],
+    Failure<Tagged<Msg, K>>,
+    R
+  >
 }
 
 export interface ActorOptions<Msg extends AnyMessage, S, R> {
@@ -82,6 +105,7 @@ export const make = <Msg extends AnyMessage, S, R = never>(
     let waiting = 0
     let stopped: ActorStopped | undefined
     let current: Envelope | undefined
+    const scope = yield* Effect.scope
 
     const enqueue = (env: Envelope): Effect.Effect<void, LocalActorError> =>
       Effect.suspend((): Effect.Effect<void, LocalActorError> => {
@@ -110,7 +134,9 @@ export const make = <Msg extends AnyMessage, S, R = never>(
         current = undefined
         if (Exit.isSuccess(exit)) {
           state = exit.value[1]
-          if (item.reply) Deferred.unsafeDone(item.reply, Exit.succeed(Exit.succeed(exit.value[0])))
+          const reply = exit.value[0]
+          if (isLater(reply)) yield* Effect.forkIn(settleLater(item, reply), scope)
+          else if (item.reply) Deferred.unsafeDone(item.reply, Exit.succeed(Exit.succeed(reply)))
           continue
         }
         const failure = Cause.failureOption(exit.cause)
@@ -126,6 +152,25 @@ export const make = <Msg extends AnyMessage, S, R = never>(
         return yield* Effect.fail(exit.cause)
       }
     })
+
+    const settleLater = (item: Envelope, reply: Later<unknown, unknown>) =>
+      Effect.exit(reply.effect).pipe(
+        Effect.flatMap((exit) => {
+          if (Exit.isSuccess(exit) || (!Cause.isDie(exit.cause) && Option.isSome(Cause.failureOption(exit.cause)))) {
+            if (item.reply) Deferred.unsafeDone(item.reply, Exit.succeed(exit))
+            else if (Exit.isFailure(exit)) return Effect.logDebug(`actor ${name}: told ${item.msg._tag} failed: ${describeDefect(exit.cause)}`)
+            return Effect.void
+          }
+          const error = Cause.isInterruptedOnly(exit.cause)
+            ? new ActorStopped({ actor: name, reason: "its scope closed" })
+            : new ActorCrashed({ actor: name, request: item.msg._tag, defect: describeDefect(exit.cause) })
+          if (item.reply) Deferred.unsafeDone(item.reply, Exit.fail(error))
+          return Effect.void
+        }),
+        Effect.onInterrupt(() =>
+          Effect.sync(() => item.reply && Deferred.unsafeDone(item.reply, Exit.fail(new ActorStopped({ actor: name, reason: "its scope closed" }))))
+        )
+      )
 
     // Every message still waiting when the actor ends gets the reason, none waits forever.
     const finish = (reason: string) =>

@@ -2,7 +2,7 @@ import { Config, type ConfigError, Effect, Layer, Option, Runtime, type Scope, S
 import { Backend, type ObjectId } from "../core/ids.js"
 import * as Azure from "./Azure.js"
 import { BackendRequestError, BackendStore, type BackendStoreShape } from "./BackendStore.js"
-import { readerFromStream } from "./ranged.js"
+import { readerFromStream } from "./rangeReaders.js"
 import * as S3 from "./S3.js"
 
 /** The provider stores a router dispatches to; a missing one fails requests for its objects. */

@@ -30,6 +30,9 @@ export const CONFIG_SECTIONS = [
   "cluster",
   "origin",
   "loadgen",
+  "up",
+  "state",
+  "etcd",
   "s3",
   "azure"
 ] as const

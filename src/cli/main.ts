@@ -1,7 +1,8 @@
 import * as path from "node:path"
 import { Command, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Cause, Console, Effect } from "effect"
+import { Cause, ConfigError, Console, Effect } from "effect"
+import { messagesOf } from "../config/Setting.js"
 import { loadSubcommands } from "./commands.js"
 import * as ConfigFile from "./configFile.js"
 
@@ -28,7 +29,11 @@ const report = (cause: Cause.Cause<unknown>) => {
   const error = Cause.squash(cause)
   if (ValidationError.isValidationError(error)) return Effect.void // @effect/cli already printed it with usage
   if (process.env.TALON_DEBUG) return Console.error(Cause.pretty(cause))
-  const message = error instanceof Error ? error.message : String(error)
+  const message = ConfigError.isConfigError(error)
+    ? messagesOf(error).join("\ntalon: ")
+    : error instanceof Error
+      ? error.message
+      : String(error)
   return Console.error(`talon: ${message}`)
 }
 

@@ -10,7 +10,7 @@
  */
 import * as net from "node:net"
 import { capFor, type FrameCaps, type FrameHeader, HEADER_LEN, readHeader } from "../protocol/index.js"
-import { type Failure, PipelinedConnection } from "./PipelinedConnection.js"
+import { type Failure, PipelinedConnection } from "../transport/PipelinedConnection.js"
 import { Payload, type Slab, type SlabPool } from "./SlabPool.js"
 
 type DataOk = { readonly ok: true; readonly header: FrameHeader; readonly payload: Payload }

@@ -1,34 +1,21 @@
 /**
  * `talon read` and `talon cluster`. Every flag is optional and falls back to
- * `TALON_CLIENT_*` and then the defaults (see ./config.ts).
+ * `TALON_CLIENT_*`, the config file and then the defaults (see ./config.ts).
  */
 import * as fs from "node:fs"
 import { Args, Command, Options } from "@effect/cli"
-import { Config, Console, Effect, Option, Stream } from "effect"
+import { Console, Effect, Option, Stream } from "effect"
+import { explicitFrom, flaggedKeys, flagOf, flagsOf } from "../config/cli.js"
+import { resolve } from "../config/Setting.js"
 import { NodeRole } from "../core/ids.js"
-import type { ClusterStatus } from "../coordinator/AdminHttp.js"
-import type { TalonClientOptions } from "./config.js"
+import type { ClusterStatus } from "../protocol/clusterStatus.js"
+import { ClientSchema, ClusterViewSchema, type TalonClientOptions } from "./config.js"
 import { CoordinatorUnavailable, type TalonClientError } from "./errors.js"
 import { makeTalonClient, type TalonClientShape } from "./TalonClient.js"
 
-const coordinatorOption = Options.text("coordinator").pipe(
-  Options.withDescription("Coordinator control address host:port (env TALON_CLIENT_COORDINATOR, default 127.0.0.1:7000)."),
-  Options.optional
-)
-
-const blockSizeOption = Options.integer("block-size").pipe(
-  Options.withDescription(
-    "Block size in bytes; must equal the workers' (env TALON_CLIENT_BLOCK_SIZE, default 268435456 = 256 MiB)."
-  ),
-  Options.optional
-)
-
-const clientOptions = (coordinator: Option.Option<string>, blockSize: Option.Option<number>) => {
-  const out: { -readonly [K in keyof TalonClientOptions]?: TalonClientOptions[K] } = {}
-  if (Option.isSome(coordinator)) out.coordinator = coordinator.value
-  if (Option.isSome(blockSize)) out.blockSize = blockSize.value
-  return out
-}
+/** Every client setting as a flag of `talon read`, generated from its declaration in ./config.ts. */
+const clientFlags = flagsOf(ClientSchema, flaggedKeys(ClientSchema))
+const adminFlag = flagOf(ClusterViewSchema.settings.admin)
 
 /** Writes a chunk and waits for the sink to drain when it asks us to (backpressure). */
 const writeChunk = (sink: NodeJS.WritableStream, chunk: Uint8Array) =>
@@ -76,13 +63,12 @@ export const read = Command.make(
       Options.withDescription("Write the bytes to this file instead of stdout."),
       Options.optional
     ),
-    coordinator: coordinatorOption,
-    blockSize: blockSizeOption
+    ...clientFlags
   },
-  ({ uri, offset, length, out, coordinator, blockSize }) =>
+  ({ uri, offset, length, out, ...flags }) =>
     Effect.scoped(
       Effect.gen(function* () {
-        const client = yield* makeTalonClient(clientOptions(coordinator, blockSize))
+        const client = yield* makeTalonClient(explicitFrom<TalonClientOptions, keyof TalonClientOptions>(flags))
         const info = yield* client.stat(uri)
         const len = Option.getOrElse(length, () => Math.max(0, info.size - offset))
         const sink: NodeJS.WritableStream = Option.isSome(out)
@@ -128,17 +114,13 @@ export const renderClusterTable = (status: ClusterStatus): string => {
 export const cluster = Command.make(
   "cluster",
   {
-    admin: Options.text("admin").pipe(
-      Options.withDescription(
-        "Coordinator admin HTTP host:port; the table then includes heartbeat ages and block counts (env TALON_CLUSTER_ADMIN)."
-      ),
-      Options.optional
-    ),
-    coordinator: coordinatorOption
+    admin: adminFlag,
+    coordinator: clientFlags.coordinator,
+    controlTimeoutMs: clientFlags.controlTimeoutMs
   },
-  ({ admin: adminFlag, coordinator }) =>
+  ({ admin: adminGiven, ...flags }) =>
     Effect.gen(function* () {
-      const admin = Option.isSome(adminFlag) ? adminFlag : yield* Config.option(Config.string("TALON_CLUSTER_ADMIN"))
+      const admin = Option.fromNullable((yield* resolve(ClusterViewSchema, { admin: Option.getOrUndefined(adminGiven) })).admin)
       if (Option.isSome(admin)) {
         const url = `http://${admin.value}/api/v1/cluster`
         const status = yield* Effect.tryPromise({
@@ -154,7 +136,7 @@ export const cluster = Command.make(
         return
       }
       const members = yield* Effect.scoped(
-        Effect.flatMap(makeTalonClient(clientOptions(coordinator, Option.none())), (c) => c.members(true))
+        Effect.flatMap(makeTalonClient(explicitFrom<TalonClientOptions, "coordinator" | "controlTimeoutMs">(flags, ["coordinator", "controlTimeoutMs"])), (c) => c.members(true))
       )
       const rows = members.map((n) => [n.id, n.address, n.role === NodeRole.Worker ? "worker" : "coordinator"])
       yield* Console.log(

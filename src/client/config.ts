@@ -1,12 +1,15 @@
 /**
- * Client settings: explicit option > `TALON_CLIENT_*` (Effect Config) > default.
- * `blockSize` must equal the workers' block size: placement is computed per block.
+ * Client settings, one declaration each (src/config/Setting.ts): explicit option >
+ * `TALON_CLIENT_*` (environment, then config file) > default. `blockSize` must equal
+ * the workers' block size: placement is computed per block.
  */
-import { Config, ConfigError, Effect, Option } from "effect"
+import type { ConfigError, Effect } from "effect"
+import * as K from "../config/kinds.js"
+import { component, defaultsOf, resolve, setting } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE } from "../core/ids.js"
 
 export interface TalonClientOptions {
-  /** Coordinator control address `host:port`. */
+  /** Coordinator control addresses `host:port[,host:port…]`, tried in turn. */
   readonly coordinator: string
   readonly blockSize: number
   /** Replicas tried per block, in Maglev rank order. */
@@ -24,7 +27,7 @@ export interface TalonClientOptions {
    */
   readonly staleLimitMs: number
   readonly requestTimeoutMs: number
-  /** Bound on one coordinator request; past it the coordinator counts as down and reads fall back (see CoordinatorView). */
+  /** Bound on one coordinator request; past it the coordinator counts as down and reads fall back (see Coordinators.ts). */
   readonly controlTimeoutMs: number
   readonly connectTimeoutMs: number
   readonly connectionsPerWorker: number
@@ -32,61 +35,130 @@ export interface TalonClientOptions {
   readonly maxRequestBytes: number
 }
 
-export const CLIENT_DEFAULTS: TalonClientOptions = {
-  coordinator: "127.0.0.1:7000",
-  blockSize: DEFAULT_BLOCK_SIZE,
-  replicas: 2,
-  parallelism: 4,
-  membershipTtlMs: 5000,
-  statTtlMs: 2000,
-  staleLimitMs: 120_000,
-  requestTimeoutMs: 30_000,
-  controlTimeoutMs: 5000,
-  connectTimeoutMs: 3000,
-  connectionsPerWorker: 4,
-  maxRequestBytes: 8 * 1024 * 1024
-}
+const positive = (n: number) => (n > 0 ? undefined : "must be positive")
+const nonNegative = (n: number) => (n >= 0 ? undefined : "must be zero or positive")
 
-const fromEnv = <A>(config: Config.Config<A>) => Effect.map(Config.option(config), Option.getOrUndefined)
+export const ClientSchema = component<TalonClientOptions>({
+  name: "client",
+  summary:
+    "The cluster client: `talon read`, `talon cluster`, the gateway's cache route, and programs using TalonClient.",
+  settings: {
+    coordinator: setting(K.coordinatorList(), {
+      env: "TALON_CLIENT_COORDINATOR",
+      flag: "coordinator",
+      default: "127.0.0.1:7000",
+      help: "Coordinator control address host:port; a comma-separated list fails over between them",
+      example: "10.0.0.1:7000,10.0.0.2:7000"
+    }),
+    blockSize: setting(K.size, {
+      env: "TALON_CLIENT_BLOCK_SIZE",
+      flag: "block-size",
+      default: DEFAULT_BLOCK_SIZE,
+      help: "Block size; must equal the workers' (K/M/G suffixes)",
+      example: "8M",
+      check: (n) => (n > 0 && n <= 0xffffffff ? undefined : "must be in 1..4 GiB-1 (a u32)")
+    }),
+    replicas: setting(K.integer, {
+      env: "TALON_CLIENT_REPLICAS",
+      flag: "replicas",
+      default: 2,
+      help: "Workers tried per block, in placement order",
+      example: "2",
+      check: positive
+    }),
+    parallelism: setting(K.integer, {
+      env: "TALON_CLIENT_PARALLELISM",
+      flag: "parallelism",
+      default: 4,
+      help: "Block segments fetched concurrently ahead of the reader",
+      example: "4",
+      check: positive
+    }),
+    membershipTtlMs: setting(K.integer, {
+      env: "TALON_CLIENT_MEMBERSHIP_TTL_MS",
+      flag: "membership-ttl-ms",
+      default: 5000,
+      help: "How long a membership list is trusted before it is fetched again, in ms",
+      example: "5000",
+      check: nonNegative
+    }),
+    statTtlMs: setting(K.integer, {
+      env: "TALON_CLIENT_STAT_TTL_MS",
+      flag: "stat-ttl-ms",
+      default: 2000,
+      help: "How long an object's size and version are trusted, in ms",
+      example: "2000",
+      check: nonNegative
+    }),
+    staleLimitMs: setting(K.integer, {
+      env: "TALON_CLIENT_STALE_LIMIT_MS",
+      flag: "stale-limit-ms",
+      default: 120_000,
+      help: "While the coordinator is down, the last membership and object stats stay in use this long after it last confirmed them, in ms",
+      example: "120000",
+      check: nonNegative
+    }),
+    requestTimeoutMs: setting(K.integer, {
+      env: "TALON_CLIENT_REQUEST_TIMEOUT_MS",
+      flag: "request-timeout-ms",
+      default: 30_000,
+      help: "Deadline for one request to a worker, in ms",
+      example: "30000",
+      check: positive
+    }),
+    controlTimeoutMs: setting(K.integer, {
+      env: "TALON_CLIENT_CONTROL_TIMEOUT_MS",
+      flag: "control-timeout-ms",
+      default: 5000,
+      help: "Deadline for one coordinator request; past it the coordinator counts as down and reads fall back, in ms",
+      example: "5000",
+      check: positive
+    }),
+    connectTimeoutMs: setting(K.integer, {
+      env: "TALON_CLIENT_CONNECT_TIMEOUT_MS",
+      flag: "connect-timeout-ms",
+      default: 3000,
+      help: "Deadline for opening a connection, in ms",
+      example: "3000",
+      check: positive
+    }),
+    connectionsPerWorker: setting(K.integer, {
+      env: "TALON_CLIENT_CONNECTIONS_PER_WORKER",
+      flag: "connections-per-worker",
+      default: 4,
+      help: "Data connections kept open to each worker",
+      example: "4",
+      check: positive
+    }),
+    maxRequestBytes: setting(K.size, {
+      env: "TALON_CLIENT_MAX_REQUEST_BYTES",
+      flag: "max-request-bytes",
+      default: 8 * 1024 * 1024,
+      help: "Largest single range request; longer segments are split (bounds per-request memory)",
+      example: "8M",
+      check: positive
+    })
+  }
+})
+
+export const CLIENT_DEFAULTS: TalonClientOptions = defaultsOf(ClientSchema)
 
 export const resolveClientOptions = (
   explicit: Partial<TalonClientOptions> = {}
-): Effect.Effect<TalonClientOptions, ConfigError.ConfigError> =>
-  Effect.gen(function* () {
-    const env: Partial<Record<keyof TalonClientOptions, unknown>> = {
-      coordinator: yield* fromEnv(Config.string("TALON_CLIENT_COORDINATOR")),
-      blockSize: yield* fromEnv(Config.integer("TALON_CLIENT_BLOCK_SIZE")),
-      replicas: yield* fromEnv(Config.integer("TALON_CLIENT_REPLICAS")),
-      parallelism: yield* fromEnv(Config.integer("TALON_CLIENT_PARALLELISM")),
-      membershipTtlMs: yield* fromEnv(Config.integer("TALON_CLIENT_MEMBERSHIP_TTL_MS")),
-      statTtlMs: yield* fromEnv(Config.integer("TALON_CLIENT_STAT_TTL_MS")),
-      staleLimitMs: yield* fromEnv(Config.integer("TALON_CLIENT_STALE_LIMIT_MS")),
-      requestTimeoutMs: yield* fromEnv(Config.integer("TALON_CLIENT_REQUEST_TIMEOUT_MS")),
-      controlTimeoutMs: yield* fromEnv(Config.integer("TALON_CLIENT_CONTROL_TIMEOUT_MS")),
-      connectTimeoutMs: yield* fromEnv(Config.integer("TALON_CLIENT_CONNECT_TIMEOUT_MS")),
-      connectionsPerWorker: yield* fromEnv(Config.integer("TALON_CLIENT_CONNECTIONS_PER_WORKER")),
-      maxRequestBytes: yield* fromEnv(Config.integer("TALON_CLIENT_MAX_REQUEST_BYTES"))
-    }
-    const resolved = {} as Record<keyof TalonClientOptions, unknown>
-    for (const key of Object.keys(CLIENT_DEFAULTS) as Array<keyof TalonClientOptions>) {
-      resolved[key] = explicit[key] ?? env[key] ?? CLIENT_DEFAULTS[key]
-    }
-    const options = resolved as unknown as TalonClientOptions
-    for (const key of [
-      "blockSize",
-      "replicas",
-      "parallelism",
-      "requestTimeoutMs",
-      "controlTimeoutMs",
-      "connectTimeoutMs",
-      "connectionsPerWorker",
-      "maxRequestBytes"
-    ] as const) {
-      if (!(options[key] > 0)) {
-        return yield* Effect.fail(
-          ConfigError.InvalidData([`TALON_CLIENT_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`], `${key} must be positive`)
-        )
-      }
-    }
-    return options
-  })
+): Effect.Effect<TalonClientOptions, ConfigError.ConfigError> => resolve(ClientSchema, explicit)
+
+/** `talon cluster`'s own setting beside the client's. */
+export const ClusterViewSchema = component<{ readonly admin: string | undefined }>({
+  name: "cluster view",
+  summary: "`talon cluster`: the membership table.",
+  settings: {
+    admin: setting(K.optional(K.dialAddress), {
+      env: "TALON_CLUSTER_ADMIN",
+      flag: "admin",
+      default: undefined,
+      shownDefault: "unset: ask the control address",
+      help: "Coordinator admin HTTP host:port; the table then includes heartbeat ages and block counts",
+      example: "127.0.0.1:8000"
+    })
+  }
+})

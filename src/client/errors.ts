@@ -1,5 +1,5 @@
 import { Data } from "effect"
-import type { ControlError } from "./ControlChannel.js"
+import type { ControlError } from "../transport/ControlChannel.js"
 
 /** The origin has no such object (the coordinator's StatObject said so). */
 export class ObjectNotFound extends Data.TaggedError("ObjectNotFound")<{

@@ -1,12 +1,3 @@
-export {
-  ControlChannel,
-  ControlConnectError,
-  ControlConnectionLost,
-  ControlProtocolError,
-  ControlRemoteError,
-  ControlTimeout
-} from "./ControlChannel.js"
-export type { ControlChannelOptions, ControlError, RequestOptions } from "./ControlChannel.js"
 export { CLIENT_DEFAULTS, resolveClientOptions, type TalonClientOptions } from "./config.js"
 export {
   CoordinatorUnavailable,
@@ -18,5 +9,11 @@ export {
   type TalonClientError
 } from "./errors.js"
 export { TalonClient, createTalonClient, makeTalonClient, parseTarget, toListPrefix } from "./TalonClient.js"
-export type { ListEntry, ObjectInfo, ObjectTarget, TalonClientPromise, TalonClientShape } from "./TalonClient.js"
+export type { ControlPlaneStats, ListEntry, ObjectInfo, ObjectTarget, RawRead, TalonClientPromise, TalonClientShape } from "./TalonClient.js"
+export { ClientConfig } from "./ClientConfig.js"
+export { Coordinators, coordinatorList } from "./Coordinators.js"
+export { MembershipCache, type Membership } from "./MembershipCache.js"
+export { Reader } from "./Reader.js"
+export { StatCache } from "./StatCache.js"
+export { Workers } from "./Workers.js"
 export { WorkerRejected, WorkerUnavailable } from "./WorkerPool.js"

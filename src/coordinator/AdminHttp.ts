@@ -7,26 +7,8 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { ConfigError, Effect, type Scope } from "effect"
 import { adminServer, type TlsFiles } from "../http/tls.js"
 import type { ServeError } from "@effect/platform/HttpServerError"
-import { formatHostPort } from "../client/address.js"
-
-export interface ClusterMember {
-  readonly id: string
-  readonly address: string
-  readonly role: "worker" | "coordinator"
-  readonly registeredAt: string
-  readonly lastHeartbeatAt: string
-  /** How long ago the last heartbeat (or registration) arrived, in ms. */
-  readonly lastHeartbeatAgeMs: number
-  readonly blockCount: number
-}
-
-export interface ClusterStatus {
-  readonly epoch: number
-  readonly controlAddress: string
-  readonly heartbeatIntervalMs: number
-  readonly livenessWindowMs: number
-  readonly members: ReadonlyArray<ClusterMember>
-}
+import { formatHostPort } from "../transport/address.js"
+import type { ClusterStatus } from "../protocol/clusterStatus.js"
 
 export interface AdminSource {
   readonly cluster: Effect.Effect<ClusterStatus>

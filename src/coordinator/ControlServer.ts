@@ -33,7 +33,7 @@ import {
   type FrameCaps,
   type FrameError
 } from "../protocol/index.js"
-import { formatHostPort } from "../client/address.js"
+import { formatHostPort } from "../transport/address.js"
 
 export class ControlListenError extends Data.TaggedError("ControlListenError")<{
   readonly host: string

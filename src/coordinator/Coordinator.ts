@@ -1,24 +1,29 @@
 /**
- * The coordinator: membership with liveness, the placement epoch, object
- * metadata through the backend, a control listener and an admin HTTP server.
- * It is never on a read's data path: clients compute placement locally from the
- * membership list and talk to workers directly.
+ * The coordinator: membership served from the cluster state store through
+ * the registry actor, the placement epoch derived from membership content,
+ * object metadata through the backend, a control listener and an admin HTTP
+ * server. Coordinators sharing a store (etcd) are active-active: each serves
+ * every control operation, none leads. It is never on a read's data path:
+ * clients compute placement locally and talk to workers directly.
  */
-import { Clock, Context, Effect, Layer, type ConfigError, Either, Schedule } from "effect"
+import { Context, Effect, Layer, type ConfigError, Either, Stream, SubscriptionRef, type Scope } from "effect"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { BackendStore, type BackendError } from "../backend/BackendStore.js"
-import { NodeRole, type NodeInfo } from "../core/ids.js"
+import type { NodeInfo } from "../core/ids.js"
 import { objectIdToPath, validateObjectId } from "../core/objectId.js"
 import { Maglev } from "../placement/index.js"
 import type { ControlMessage } from "../protocol/index.js"
-import { parseHostPort } from "../client/address.js"
-import { serveAdmin, type ClusterStatus } from "./AdminHttp.js"
+import { parseHostPort } from "../transport/address.js"
+import { serveAdmin } from "./AdminHttp.js"
+import type { ClusterStatus } from "../protocol/clusterStatus.js"
 import { COORDINATOR_CAPS, serveControl, type ControlListenError, type ControlServer } from "./ControlServer.js"
-import { livenessWindowMs, resolveCoordinatorOptions, type CoordinatorOptions } from "./config.js"
-import { MembershipTable, type MemberState } from "./Membership.js"
+import { resolveCoordinatorOptions, resolveCoordinatorState, type CoordinatorOptions } from "./config.js"
 import { parseListPrefix } from "./prefix.js"
 import { renderMetrics } from "./metrics.js"
-
+import { Heartbeat, makeRegistry, Register, ReportStatus, type Registry } from "./registry/Registry.js"
+import { roleName, zoneOf, type RegistryView } from "./registry/view.js"
+import { ClusterStateStore, type ClusterStateStoreShape } from "./state/ClusterStateStore.js"
+import { epochForWire } from "./state/epoch.js"
 /** Upper bound on entries one ListObjects reply carries (it must fit one control frame). */
 export const MAX_LIST_ENTRIES = 1000
 
@@ -31,9 +36,13 @@ export interface CoordinatorShape {
   /** Answers one control message exactly as the control listener does. */
   readonly handle: (message: ControlMessage) => Effect.Effect<ControlMessage>
   readonly cluster: Effect.Effect<ClusterStatus>
+  /** The placement epoch as the wire carries it (see `epochForWire`). */
   readonly epoch: Effect.Effect<number>
-  /** Healthy members now (sweeps expired ones first). */
+  /** Healthy, ready members now. */
   readonly members: Effect.Effect<ReadonlyArray<NodeInfo>>
+  /** Whether the state store is followed (what /readyz reports). */
+  readonly ready: Effect.Effect<boolean>
+  readonly registry: Registry
 }
 
 export type CoordinatorStartError = ControlListenError | ServeError | ConfigError.ConfigError
@@ -43,74 +52,84 @@ const ack = (ok: boolean, detail: string | null = null): ControlMessage => ({ _t
 const backendDetail = (e: BackendError): string =>
   e._tag === "BackendNotFound" ? `not found: ${e.message}` : e.message
 
-/** Members the table holds at most, so a stream of made-up registrations cannot grow it without bound. */
-const MAX_MEMBERS = 10_000
+const notReady = (view: RegistryView): ControlMessage =>
+  ack(false, `coordinator not ready: the cluster state store is unavailable (${view.error ?? "no snapshot yet"}); ask another coordinator`)
 
-/** Longest node id or address a Register may carry (ids and addresses end up in every membership reply). */
-const MAX_NODE_FIELD = 512
-
-/** Why a Register cannot be accepted, or undefined: only dialable members may reach clients' placement. */
-const invalidRegistration = (node: NodeInfo): string | undefined => {
-  if (node.id.length === 0 || node.id.length > MAX_NODE_FIELD) {
-    return `Register refused: the node id must be 1 to ${MAX_NODE_FIELD} characters (got ${node.id.length})`
-  }
-  if (node.address.length > MAX_NODE_FIELD || parseHostPort(node.address) === undefined) {
-    return `Register refused: address ${JSON.stringify(node.address.slice(0, 80))} is not a dialable host:port (port 1-65535)`
-  }
-  return undefined
-}
-
-const roleName = (role: NodeRole) => (role === NodeRole.Worker ? "worker" : "coordinator") as "worker" | "coordinator"
-
+/** A coordinator with its own state store, built from the options (memory unless etcd is configured). */
 export const makeCoordinator = (
   explicit: Partial<CoordinatorOptions> = {}
-): Effect.Effect<CoordinatorShape, CoordinatorStartError, BackendStore | import("effect").Scope.Scope> =>
+): Effect.Effect<CoordinatorShape, CoordinatorStartError, BackendStore | Scope.Scope> =>
+  Effect.gen(function* () {
+    const options = yield* resolveCoordinatorOptions(explicit)
+    const settings = yield* resolveCoordinatorState(options)
+    const layer = settings.backend === "etcd" ? ClusterStateStore.Etcd(settings) : ClusterStateStore.Memory(settings)
+    const store = Context.get(yield* Layer.build(layer), ClusterStateStore)
+    return yield* makeCoordinatorOn(store, options)
+  })
+
+/** A coordinator serving from `store` (shared, e.g., by several coordinators in one process). */
+export const makeCoordinatorOn = (
+  store: ClusterStateStoreShape,
+  explicit: Partial<CoordinatorOptions> = {}
+): Effect.Effect<CoordinatorShape, CoordinatorStartError, BackendStore | Scope.Scope> =>
   Effect.gen(function* () {
     const options = yield* resolveCoordinatorOptions(explicit)
     const backend = yield* BackendStore
-    const startedAt = yield* Clock.currentTimeMillis
-    const table = new MembershipTable(livenessWindowMs(options), options.epochBase ?? startedAt)
-    const now = Clock.currentTimeMillis
+    const startedAt = Date.now()
+    const registry = yield* makeRegistry(store, { clusterId: options.clusterId })
+    const view = SubscriptionRef.get(registry.view)
 
-    // One Maglev table per epoch: rebuilt only when healthy membership changes.
-    let placement: { epoch: number; table: Maglev } | undefined
-    const placementAt = (at: number) => {
-      const workers = table
-        .healthy(at)
-        .map((m) => m.info)
-        .filter((n) => n.role === NodeRole.Worker)
-      if (placement === undefined || placement.epoch !== table.epoch) {
-        placement = { epoch: table.epoch, table: Maglev.build(workers, { epoch: table.epoch }) }
-      }
-      return placement
+    // Serve once the first snapshot is in, or start unready if the store does not answer in time.
+    const first = yield* registry.view.changes.pipe(
+      Stream.filter((v) => v.ready),
+      Stream.take(1),
+      Stream.runDrain,
+      Effect.timeout(store.settings.requestTimeoutMs * 2),
+      Effect.either
+    )
+    if (Either.isLeft(first)) {
+      yield* Effect.logWarning(`coordinator starting unready: the ${store.backend} state store gave no snapshot yet; /readyz reports 503 until it does`)
     }
+
+    // One Maglev table per epoch: rebuilt only when the placement set changes.
+    let placement: { epoch: bigint; table: Maglev } | undefined
+    const placementOf = (v: RegistryView) => {
+      if (placement === undefined || placement.epoch !== v.epoch) {
+        placement = { epoch: v.epoch, table: Maglev.build([...v.placement], { epoch: epochForWire(v.epoch) }) }
+      }
+      return placement.table
+    }
+
+    const asked = <A extends { ok: boolean; detail: string | null }, E extends { message: string }>(reply: Effect.Effect<A, E>) =>
+      reply.pipe(
+        Effect.map((a): ControlMessage => ack(a.ok, a.detail)),
+        Effect.catchAll((e) => Effect.succeed(ack(false, `membership registry: ${e.message}`)))
+      )
 
     const handle = (message: ControlMessage): Effect.Effect<ControlMessage> =>
       Effect.gen(function* () {
-        const at = yield* now
         switch (message._tag) {
-          case "Register": {
-            const refused = invalidRegistration(message.node)
-            if (refused !== undefined) return ack(false, refused)
-            if (table.size >= MAX_MEMBERS && table.isNew(message.node.id, at)) {
-              return ack(false, `Register refused: the coordinator already tracks ${MAX_MEMBERS} nodes; retry after some expire`)
-            }
-            table.register(message.node, at)
-            return ack(true)
-          }
+          case "Register":
+            return yield* asked(registry.actor.ask(new Register({ node: message.node })))
           case "Heartbeat":
-            return table.heartbeat(message.node, message.blockCount, at)
-              ? ack(true)
-              : ack(false, `node ${message.node} is not registered (expired or the coordinator restarted); register again`)
-          case "MembershipQuery":
-            return { _tag: "MembershipList", nodes: table.healthy(at).map((m) => m.info) }
-          case "MembershipQueryV2":
-            // Zones are not tracked (Register carries none), so every entry's zone is None.
-            return { _tag: "MembershipListV2", nodes: table.healthy(at).map((m) => ({ info: m.info, zone: null })) }
+            return yield* asked(registry.actor.ask(new Heartbeat({ node: message.node, blockCount: message.blockCount })))
+          case "NodeStatusHeartbeat":
+            return yield* asked(registry.actor.ask(new ReportStatus({ status: message.status })))
+          case "MembershipQuery": {
+            const v = yield* view
+            if (!v.ready) return notReady(v)
+            return { _tag: "MembershipList", nodes: v.members.map((m) => m.status.node) }
+          }
+          case "MembershipQueryV2": {
+            const v = yield* view
+            if (!v.ready) return notReady(v)
+            return { _tag: "MembershipListV2", nodes: v.members.map((m) => ({ info: m.status.node, zone: zoneOf(m) })) }
+          }
           case "PlacementLookup": {
-            const { epoch, table: maglev } = placementAt(at)
-            const owners = [...maglev.rank(message.block, message.k)]
-            return { _tag: "PlacementResponse", owners, epoch }
+            const v = yield* view
+            if (!v.ready) return notReady(v)
+            const owners = [...placementOf(v).rank(message.block, message.k)]
+            return { _tag: "PlacementResponse", owners, epoch: epochForWire(v.epoch) }
           }
           case "StatObject": {
             // Never forward a name that could leave its bucket to the origin.
@@ -173,54 +192,52 @@ export const makeCoordinator = (
       handle
     })
 
-    const memberView = (m: MemberState, at: number) => ({
-      id: m.info.id,
-      address: m.info.address,
-      role: roleName(m.info.role),
-      registeredAt: new Date(m.registeredAt).toISOString(),
-      lastHeartbeatAt: new Date(m.lastHeartbeat).toISOString(),
-      lastHeartbeatAgeMs: at - m.lastHeartbeat,
-      blockCount: m.blockCount
-    })
+    const cluster: Effect.Effect<ClusterStatus> = Effect.map(view, (v) => ({
+      clusterId: options.clusterId,
+      ready: v.ready,
+      ...(v.error === undefined ? {} : { notReadyReason: v.error }),
+      stateBackend: store.backend,
+      epoch: epochForWire(v.epoch),
+      epochHex: v.epoch.toString(16).padStart(16, "0"),
+      controlAddress: control.address,
+      heartbeatIntervalMs: options.heartbeatIntervalMs,
+      livenessWindowMs: store.settings.unhealthyAfterMs,
+      members: v.members.map((m) => ({
+        id: m.status.node.id,
+        address: m.status.node.address,
+        role: roleName(m.status.node.role),
+        incarnationId: m.status.incarnationId,
+        heartbeatSeq: m.status.heartbeatSeq,
+        health: m.health,
+        zone: zoneOf(m),
+        registeredAt: new Date(m.status.startedAtUnixMs).toISOString(),
+        lastHeartbeatAt: new Date(m.updatedAtUnixMs).toISOString(),
+        lastHeartbeatAgeMs: Math.max(0, v.observedAtUnixMs - m.updatedAtUnixMs),
+        blockCount: m.status.metrics.blockCount
+      }))
+    }))
 
-    const cluster: Effect.Effect<ClusterStatus> = Effect.map(now, (at) => {
-      const members = table.healthy(at).map((m) => memberView(m, at))
-      return {
-        epoch: table.epoch,
-        controlAddress: control.address,
-        heartbeatIntervalMs: options.heartbeatIntervalMs,
-        livenessWindowMs: livenessWindowMs(options),
-        members
-      }
-    })
-
-    const metrics = Effect.map(now, (at) =>
+    const metrics = Effect.map(view, (v) =>
       renderMetrics({
-        members: table.healthy(at),
-        epoch: table.epoch,
-        counters: table.counters,
+        view: v,
+        epoch: epochForWire(v.epoch),
+        counters: registry.counters,
         control: control.stats,
-        uptimeSeconds: (at - startedAt) / 1000,
-        now: at
+        uptimeSeconds: (Date.now() - startedAt) / 1000
       })
     )
 
+    const ready = Effect.map(view, (v) => v.ready)
     const adminAddress = yield* serveAdmin(
       adminListen.host,
       adminListen.port,
-      { cluster, metrics, ready: Effect.succeed(true) },
+      { cluster, metrics, ready },
       options.adminTlsCert === undefined ? undefined : { cert: options.adminTlsCert, key: options.adminTlsKey ?? "" }
     )
 
-    // Expire silent workers even when nobody is asking, so the epoch and metrics move on time.
-    yield* Effect.forkScoped(
-      Effect.repeat(
-        Effect.flatMap(now, (at) => Effect.sync(() => table.sweep(at))),
-        Schedule.spaced(Math.max(10, Math.floor(options.heartbeatIntervalMs / 2)))
-      )
+    yield* Effect.logInfo(
+      `coordinator control on ${control.address}, admin http://${adminAddress}, cluster ${options.clusterId} on the ${store.backend} state store`
     )
-
-    yield* Effect.logInfo(`coordinator control on ${control.address}, admin http://${adminAddress}`)
 
     return {
       options,
@@ -228,16 +245,19 @@ export const makeCoordinator = (
       adminAddress,
       handle,
       cluster,
-      epoch: Effect.map(now, (at) => {
-        table.sweep(at)
-        return table.epoch
-      }),
-      members: Effect.map(now, (at) => table.healthy(at).map((m) => m.info))
+      epoch: Effect.map(view, (v) => epochForWire(v.epoch)),
+      members: Effect.map(view, (v) => v.members.map((m) => m.status.node)),
+      ready,
+      registry
     } satisfies CoordinatorShape
   })
 
 export class Coordinator extends Context.Tag("talon/Coordinator")<Coordinator, CoordinatorShape>() {
-  /** A coordinator bound for the layer's lifetime; needs a `BackendStore` for StatObject/ListObjects. */
+  /** A coordinator bound for the layer's lifetime, with its own state store; needs a `BackendStore` for StatObject/ListObjects. */
   static readonly layer = (options: Partial<CoordinatorOptions> = {}) =>
     Layer.scoped(Coordinator, makeCoordinator(options))
+
+  /** A coordinator on the `ClusterStateStore` the layer is given (several may share one). */
+  static readonly layerOnStore = (options: Partial<CoordinatorOptions> = {}) =>
+    Layer.scoped(Coordinator, Effect.flatMap(ClusterStateStore, (store) => makeCoordinatorOn(store, options)))
 }

@@ -1,12 +1,15 @@
 /**
- * Coordinator settings. Resolution order: an explicit option (a CLI flag, or a
- * program embedding the layer) > `TALON_COORDINATOR_*` through Effect Config
- * (environment, or whatever ConfigProvider the program installs, e.g. a file) >
- * the default here.
+ * Coordinator settings, one declaration each (src/config/Setting.ts): explicit option (a
+ * flag, or a program embedding the layer) > `TALON_COORDINATOR_*` (environment, then
+ * config file) > default.
  */
-import { Config, ConfigError, Effect, Option } from "effect"
+import { type ConfigError, Effect } from "effect"
+import * as K from "../config/kinds.js"
+import { component, defaultsOf, resolve, setting } from "../config/Setting.js"
+import { resolveStateStoreSettings, type StateStoreSettings, type StateTiming } from "./state/config.js"
 
-export interface CoordinatorOptions {
+/** The coordinator's own settings (one declaration each in CoordinatorSchema). */
+export interface CoordinatorSettings {
   /** Control listener `host:port` (framed protocol). */
   readonly listen: string
   /** Admin HTTP `host:port`. */
@@ -17,68 +20,132 @@ export interface CoordinatorOptions {
   readonly missedHeartbeats: number
   /** A partially received frame left idle this long closes its connection. */
   readonly readTimeoutMs: number
-  /** First epoch; default is the wall clock in ms at start (see Membership.ts). */
-  readonly epochBase?: number | undefined
+  /** Cluster this coordinator serves; a NodeStatusHeartbeat naming another cluster is refused. */
+  readonly clusterId: string
   /** PEM certificate and key for HTTPS on the admin endpoint; absent = plain HTTP. */
   readonly adminTlsCert?: string | undefined
   readonly adminTlsKey?: string | undefined
 }
 
-export const COORDINATOR_DEFAULTS: CoordinatorOptions = {
-  listen: "127.0.0.1:7000",
-  adminListen: "127.0.0.1:8000",
-  heartbeatIntervalMs: 1000,
-  missedHeartbeats: 3,
-  readTimeoutMs: 10_000
+export interface CoordinatorOptions extends CoordinatorSettings {
+  /**
+   * The cluster state store every control operation is served from. Unset
+   * fields come from TALON_STATE_* / TALON_ETCD_* / TALON_CLUSTER_TOKEN (or
+   * the file's [state]/[etcd] tables); unset timings derive from the heartbeat
+   * settings (see `stateTiming`).
+   */
+  readonly state?: Partial<StateStoreSettings> | undefined
 }
 
-export const livenessWindowMs = (options: CoordinatorOptions): number =>
+const positive = (n: number) => (n > 0 ? undefined : "must be positive")
+
+export const CoordinatorSchema = component<CoordinatorSettings>({
+  name: "coordinator",
+  summary: "`talon coordinator`: membership, the placement epoch, object metadata and the admin API.",
+  settings: {
+    listen: setting(K.listenAddress, {
+      env: "TALON_COORDINATOR_LISTEN",
+      flag: "listen",
+      default: "127.0.0.1:7000",
+      help: "Control listener host:port for workers and clients",
+      example: "0.0.0.0:7000"
+    }),
+    adminListen: setting(K.listenAddress, {
+      env: "TALON_COORDINATOR_ADMIN_LISTEN",
+      flag: "admin-listen",
+      default: "127.0.0.1:8000",
+      help: "Admin HTTP host:port serving /healthz, /readyz, /api/v1/cluster, /metrics",
+      example: "0.0.0.0:8000"
+    }),
+    heartbeatIntervalMs: setting(K.integer, {
+      env: "TALON_COORDINATOR_HEARTBEAT_INTERVAL_MS",
+      flag: "heartbeat-interval-ms",
+      default: 1000,
+      help: "Heartbeat interval workers are expected to keep, in ms",
+      example: "1000",
+      check: positive
+    }),
+    missedHeartbeats: setting(K.integer, {
+      env: "TALON_COORDINATOR_MISSED_HEARTBEATS",
+      flag: "missed-heartbeats",
+      default: 3,
+      help: "A worker silent for this many intervals leaves the membership",
+      example: "3",
+      check: positive
+    }),
+    readTimeoutMs: setting(K.integer, {
+      env: "TALON_COORDINATOR_READ_TIMEOUT_MS",
+      flag: "read-timeout-ms",
+      default: 10_000,
+      help: "A partly received frame idle this long closes its connection, in ms",
+      example: "10000",
+      check: positive
+    }),
+    clusterId: setting(K.text, {
+      env: "TALON_COORDINATOR_CLUSTER_ID",
+      flag: "cluster-id",
+      default: "default",
+      help: "Cluster this coordinator serves; status heartbeats naming another cluster are refused",
+      example: "prod",
+      check: (c) => (c.trim() === "" ? "must not be empty" : undefined)
+    }),
+    adminTlsCert: setting(K.optional(K.text), {
+      env: "TALON_COORDINATOR_ADMIN_TLS_CERT",
+      flag: "admin-tls-cert",
+      default: undefined,
+      shownDefault: "none: plain HTTP",
+      help: "PEM certificate for HTTPS on the admin endpoint, with --admin-tls-key; re-read on SIGHUP or when the file changes",
+      example: "/etc/talon/admin.pem"
+    }),
+    adminTlsKey: setting(K.optional(K.text), {
+      env: "TALON_COORDINATOR_ADMIN_TLS_KEY",
+      flag: "admin-tls-key",
+      default: undefined,
+      shownDefault: "none",
+      help: "PEM private key of --admin-tls-cert",
+      example: "/etc/talon/admin-key.pem"
+    })
+  },
+  check: (o) =>
+    (o.adminTlsCert === undefined) !== (o.adminTlsKey === undefined)
+      ? {
+          key: o.adminTlsCert === undefined ? "adminTlsCert" : "adminTlsKey",
+          message: "is missing: admin HTTPS needs both a certificate and a key (--admin-tls-cert and --admin-tls-key)"
+        }
+      : undefined
+})
+
+export const COORDINATOR_DEFAULTS: CoordinatorSettings = defaultsOf(CoordinatorSchema)
+
+export const livenessWindowMs = (options: CoordinatorSettings): number =>
   options.heartbeatIntervalMs * options.missedHeartbeats
 
-const fromEnv = <A>(config: Config.Config<A>) => Effect.map(Config.option(config), Option.getOrUndefined)
-
-/** Fills every option not given explicitly from `TALON_COORDINATOR_*`, then the defaults. */
+/** Fills every option not given explicitly from `TALON_COORDINATOR_*` (environment, file), then the defaults. */
 export const resolveCoordinatorOptions = (
   explicit: Partial<CoordinatorOptions> = {}
-): Effect.Effect<CoordinatorOptions, ConfigError.ConfigError> =>
-  Effect.gen(function* () {
-    const env = {
-      listen: yield* fromEnv(Config.string("TALON_COORDINATOR_LISTEN")),
-      adminListen: yield* fromEnv(Config.string("TALON_COORDINATOR_ADMIN_LISTEN")),
-      heartbeatIntervalMs: yield* fromEnv(Config.integer("TALON_COORDINATOR_HEARTBEAT_INTERVAL_MS")),
-      missedHeartbeats: yield* fromEnv(Config.integer("TALON_COORDINATOR_MISSED_HEARTBEATS")),
-      readTimeoutMs: yield* fromEnv(Config.integer("TALON_COORDINATOR_READ_TIMEOUT_MS")),
-      epochBase: yield* fromEnv(Config.integer("TALON_COORDINATOR_EPOCH_BASE")),
-      adminTlsCert: yield* fromEnv(Config.string("TALON_COORDINATOR_ADMIN_TLS_CERT")),
-      adminTlsKey: yield* fromEnv(Config.string("TALON_COORDINATOR_ADMIN_TLS_KEY"))
-    }
-    const pick = <K extends keyof CoordinatorOptions>(key: K): CoordinatorOptions[K] =>
-      (explicit[key] ?? env[key] ?? COORDINATOR_DEFAULTS[key]) as CoordinatorOptions[K]
-    const options: CoordinatorOptions = {
-      listen: pick("listen"),
-      adminListen: pick("adminListen"),
-      heartbeatIntervalMs: pick("heartbeatIntervalMs"),
-      missedHeartbeats: pick("missedHeartbeats"),
-      readTimeoutMs: pick("readTimeoutMs"),
-      epochBase: pick("epochBase"),
-      adminTlsCert: pick("adminTlsCert"),
-      adminTlsKey: pick("adminTlsKey")
-    }
-    if ((options.adminTlsCert === undefined) !== (options.adminTlsKey === undefined)) {
-      return yield* Effect.fail(
-        ConfigError.InvalidData(
-          [options.adminTlsCert === undefined ? "TALON_COORDINATOR_ADMIN_TLS_CERT" : "TALON_COORDINATOR_ADMIN_TLS_KEY"],
-          "admin HTTPS needs both a certificate and a key (--admin-tls-cert and --admin-tls-key)"
-        )
-      )
-    }
-    if (!(options.heartbeatIntervalMs > 0) || !(options.missedHeartbeats > 0)) {
-      return yield* Effect.fail(
-        ConfigError.InvalidData(
-          ["TALON_COORDINATOR_HEARTBEAT_INTERVAL_MS"],
-          "the heartbeat interval (ms) and the missed-heartbeat count must both be positive"
-        )
-      )
-    }
-    return options
-  })
+): Effect.Effect<CoordinatorOptions, ConfigError.ConfigError> => {
+  const { state, ...own } = explicit
+  return Effect.map(resolve(CoordinatorSchema, own), (settings) => (state === undefined ? settings : { ...settings, state }))
+}
+
+/**
+ * Store timings implied by the coordinator's heartbeat settings: a node is out
+ * of placement after `missedHeartbeats` silent intervals (the liveness window)
+ * and its record is gone after two windows.
+ */
+export const stateTiming = (options: CoordinatorSettings): Pick<StateTiming, "heartbeatIntervalMs" | "unhealthyAfterMs" | "leaseTtlMs"> => {
+  const window = livenessWindowMs(options)
+  const unhealthyAfterMs = Math.max(window, options.heartbeatIntervalMs + 1)
+  return { heartbeatIntervalMs: options.heartbeatIntervalMs, unhealthyAfterMs, leaseTtlMs: 2 * unhealthyAfterMs }
+}
+
+/**
+ * The state-store settings a coordinator runs with: explicit `state` fields >
+ * TALON_STATE_* / TALON_ETCD_* (environment, file) > timings derived from the
+ * heartbeat settings > the store's defaults.
+ */
+export const resolveCoordinatorState = (options: CoordinatorOptions): Effect.Effect<StateStoreSettings, ConfigError.ConfigError> => {
+  // An absent flag arrives as an undefined field; drop those so they do not hide the environment.
+  const explicit = Object.fromEntries(Object.entries(options.state ?? {}).filter(([, v]) => v !== undefined)) as Partial<StateStoreSettings>
+  return resolveStateStoreSettings(explicit, stateTiming(options))
+}

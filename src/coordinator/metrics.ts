@@ -3,15 +3,15 @@
  * a handful of gauges and counters does not justify a metrics library.
  */
 import type { ControlServerStats } from "./ControlServer.js"
-import type { MemberState, MembershipCounters } from "./Membership.js"
+import type { RegistryCounters } from "./registry/Registry.js"
+import type { RegistryView } from "./registry/view.js"
 
 export interface MetricsInput {
-  readonly members: ReadonlyArray<MemberState>
+  readonly view: RegistryView
   readonly epoch: number
-  readonly counters: MembershipCounters
+  readonly counters: RegistryCounters
   readonly control: ControlServerStats
   readonly uptimeSeconds: number
-  readonly now: number
 }
 
 const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')
@@ -22,33 +22,42 @@ export const renderMetrics = (m: MetricsInput): string => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
     for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`)
   }
-  metric("talon_coordinator_members", "gauge", "Healthy registered nodes.", [["", m.members.length]])
-  metric("talon_coordinator_epoch", "gauge", "Placement epoch (advances when healthy membership changes).", [
+  const members = m.view.members
+  metric("talon_coordinator_ready", "gauge", "1 while the cluster state store is followed, else 0.", [["", m.view.ready ? 1 : 0]])
+  metric("talon_coordinator_members", "gauge", "Healthy, ready nodes.", [["", members.length]])
+  metric("talon_coordinator_records", "gauge", "Node records in the state store, healthy or not.", [["", m.view.nodes.length]])
+  metric("talon_coordinator_epoch", "gauge", "Placement epoch (low 53 bits of the membership content hash).", [
     ["", m.epoch]
   ])
   metric("talon_coordinator_registrations_total", "counter", "Register messages accepted.", [
     ["", m.counters.registrations]
   ])
-  metric("talon_coordinator_heartbeats_total", "counter", "Heartbeats accepted from registered nodes.", [
+  metric("talon_coordinator_heartbeats_total", "counter", "Legacy heartbeats accepted from registered nodes.", [
     ["", m.counters.heartbeats]
   ])
-  metric("talon_coordinator_heartbeats_rejected_total", "counter", "Heartbeats from unknown nodes (told to register).", [
+  metric("talon_coordinator_status_heartbeats_total", "counter", "NodeStatusHeartbeats accepted.", [
+    ["", m.counters.statusHeartbeats]
+  ])
+  metric("talon_coordinator_state_write_failures_total", "counter", "Writes the state store refused or did not answer.", [
+    ["", m.counters.storeWriteFailures]
+  ])
+  metric("talon_coordinator_heartbeats_rejected_total", "counter", "Heartbeats refused (unknown node, another cluster, or full).", [
     ["", m.counters.rejectedHeartbeats]
   ])
-  metric("talon_coordinator_expirations_total", "counter", "Nodes dropped for missing heartbeats.", [
+  metric("talon_coordinator_expirations_total", "counter", "Nodes that left placement (silent, expired or removed).", [
     ["", m.counters.expirations]
   ])
   metric(
     "talon_coordinator_worker_last_heartbeat_age_seconds",
     "gauge",
     "Seconds since each healthy node's last heartbeat.",
-    m.members.map((s) => [`{node="${escapeLabel(s.info.id)}"}`, (m.now - s.lastHeartbeat) / 1000])
+    members.map((s) => [`{node="${escapeLabel(s.status.node.id)}"}`, Math.max(0, m.view.observedAtUnixMs - s.updatedAtUnixMs) / 1000])
   )
   metric(
     "talon_coordinator_worker_blocks",
     "gauge",
     "Blocks each node reported in its last heartbeat.",
-    m.members.map((s) => [`{node="${escapeLabel(s.info.id)}"}`, s.blockCount])
+    members.map((s) => [`{node="${escapeLabel(s.status.node.id)}"}`, s.status.metrics.blockCount])
   )
   metric("talon_coordinator_control_connections", "gauge", "Open control connections.", [["", m.control.connections]])
   metric("talon_coordinator_control_connections_total", "counter", "Control connections accepted.", [

@@ -33,6 +33,6 @@ export interface NodeInfo {
   readonly role: NodeRole
 }
 
-/** Talon defaults (DESIGN.md "Worker"): every client and worker must agree on the block size. */
+/** Talon defaults (Talon's): every client and worker must agree on the block size. */
 export const DEFAULT_BLOCK_SIZE = 256 * 1024 * 1024
 export const DEFAULT_PAGE_SIZE = 1024 * 1024

@@ -1,65 +1,32 @@
 /**
  * `talon gateway`: S3 and Azure Blob endpoints over the cache (or straight to the
  * origin) until interrupted. Flags override `TALON_GATEWAY_*`, which override the
- * defaults. Credentials clients must sign with come from the environment only
+ * config file, then the defaults. Credentials clients must sign with come from the environment only
  * (`TALON_GATEWAY_ACCESS_KEY_ID`/`_SECRET_ACCESS_KEY`, `TALON_GATEWAY_AZURE_ACCOUNT`/
  * `_KEY`); the origin and the gateway's identity there from `TALON_S3_*` /
  * `TALON_AZURE_*`; the cluster client from `TALON_CLIENT_*`.
  */
-import { Command, Options } from "@effect/cli"
-import { Config, type ConfigError, Console, Data, Effect, Layer, Option } from "effect"
+import { Command } from "@effect/cli"
+import { type ConfigError, Console, Data, Effect, Layer } from "effect"
 import * as Router from "../backend/Router.js"
-import type { TalonClientOptions } from "../client/config.js"
-import { CredentialsConfig, type GatewayOptions, type RouteName } from "./config.js"
+import { ClientSchema, type TalonClientOptions } from "../client/config.js"
+import { explicitFrom, flaggedKeys, flagOf, flagsOf } from "../config/cli.js"
+import { resolve } from "../config/Setting.js"
+import { CredentialsConfig, type GatewayCommandSettings, type GatewayOptions, GatewayCommandSchema, GatewaySchema } from "./config.js"
+
+type GatewaySchemaKeys = typeof GatewaySchema.settings
 import { Gateway, type GatewayShape } from "./Gateway.js"
 
 export class GatewayConfigError extends Data.TaggedError("GatewayConfigError")<{ readonly message: string }> {}
 
-const opt = <A>(o: Options.Options<A>, description: string) => o.pipe(Options.withDescription(description), Options.optional)
-
+/** Every gateway setting, the route and the client's block size as flags, generated from their declarations. */
 export const gatewayOptions = {
-  listen: opt(Options.text("listen"), "host:port to serve S3 and Azure on (env TALON_GATEWAY_LISTEN, default 127.0.0.1:9000)."),
-  route: opt(
-    Options.choice("route", ["cache", "origin"]),
-    "cache: reads through the Talon cluster, falling back to the origin per block; origin: straight to the origin (env TALON_GATEWAY_ROUTE, default cache)."
-  ),
-  coordinator: opt(
-    Options.text("coordinator"),
-    "Coordinator control address for the cache route (env TALON_GATEWAY_COORDINATOR, then TALON_CLIENT_COORDINATOR, default 127.0.0.1:7000)."
-  ),
-  auth: opt(
-    Options.choice("auth", ["on", "off"]),
-    "Verify SigV4 / Shared Key against TALON_GATEWAY_* credentials; off serves anyone (local demos only) (env TALON_GATEWAY_AUTH, default on)."
-  ),
-  blockSize: opt(Options.integer("block-size"), "Cache block size in bytes; must equal the workers' (env TALON_CLIENT_BLOCK_SIZE, default 256 MiB)."),
-  maxConcurrentRequests: opt(
-    Options.integer("max-concurrent-requests"),
-    "Requests served at once; more get 503 SlowDown/ServerBusy (env TALON_GATEWAY_MAX_CONCURRENT_REQUESTS, default 256)."
-  ),
-  maxBodyBytes: opt(Options.integer("max-body-bytes"), "Largest upload accepted (env TALON_GATEWAY_MAX_BODY_BYTES, default 64 MiB)."),
-  responseTimeoutMs: opt(
-    Options.integer("response-timeout-ms"),
-    "Deadline for a response head (env TALON_GATEWAY_RESPONSE_TIMEOUT_MS, default 30000)."
-  ),
-  workerTimeoutMs: opt(
-    Options.integer("worker-timeout-ms"),
-    "A block piece not served by the cache in this time comes from the origin (env TALON_GATEWAY_WORKER_TIMEOUT_MS, default 5000)."
-  ),
-  readAhead: opt(Options.integer("read-ahead"), "Block pieces fetched ahead per response (env TALON_GATEWAY_READ_AHEAD, default 4)."),
-  tlsCert: opt(
-    Options.text("tls-cert"),
-    "PEM certificate (chain) file: serve HTTPS; re-read on SIGHUP or when the file changes (env TALON_GATEWAY_TLS_CERT; needs --tls-key)."
-  ),
-  tlsKey: opt(Options.text("tls-key"), "PEM private key file for --tls-cert (env TALON_GATEWAY_TLS_KEY).")
+  ...flagsOf(GatewaySchema, flaggedKeys(GatewaySchema)),
+  ...flagsOf(GatewayCommandSchema, flaggedKeys(GatewayCommandSchema)),
+  blockSize: flagOf(ClientSchema.settings.blockSize)
 }
 
-type Flags = {
-  readonly [K in keyof typeof gatewayOptions]: Option.Option<
-    (typeof gatewayOptions)[K] extends Options.Options<Option.Option<infer A>> ? A : never
-  >
-}
-
-const some = <A>(o: Option.Option<A>): A | undefined => Option.getOrUndefined(o)
+type Flags = Command.Command.ParseConfig<typeof gatewayOptions>
 
 /** What `talon gateway` runs: the layer for the given flags, plus what to print once it listens. */
 export const gatewayLayerFromFlags = (flags: Flags) =>
@@ -73,26 +40,12 @@ export const gatewayLayerFromFlags = (flags: Flags) =>
         })
       )
     }
-    const route: RouteName =
-      some(flags.route) ?? Option.getOrElse(yield* Config.option(Config.literal("cache", "origin")("TALON_GATEWAY_ROUTE")), () => "cache" as const)
-    const coordinator =
-      some(flags.coordinator) ?? Option.getOrUndefined(yield* Config.option(Config.string("TALON_GATEWAY_COORDINATOR")))
-    const explicit: Partial<GatewayOptions> = Object.fromEntries(
-      Object.entries({
-        listen: some(flags.listen),
-        auth: Option.map(flags.auth, (a) => a === "on").pipe(Option.getOrUndefined),
-        maxConcurrentRequests: some(flags.maxConcurrentRequests),
-        maxBodyBytes: some(flags.maxBodyBytes),
-        responseTimeoutMs: some(flags.responseTimeoutMs),
-        workerTimeoutMs: some(flags.workerTimeoutMs),
-        readAhead: some(flags.readAhead),
-        tlsCert: some(flags.tlsCert),
-        tlsKey: some(flags.tlsKey)
-      }).filter(([, v]) => v !== undefined)
-    )
-    const client: Partial<TalonClientOptions> = Object.fromEntries(
-      Object.entries({ coordinator, blockSize: some(flags.blockSize) }).filter(([, v]) => v !== undefined)
-    )
+    const { route, coordinator } = yield* resolve(GatewayCommandSchema, explicitFrom<GatewayCommandSettings, keyof GatewayCommandSettings>(flags, ["route", "coordinator"]))
+    const explicit: Partial<GatewayOptions> = explicitFrom<GatewayOptions, keyof GatewaySchemaKeys>(flags, flaggedKeys(GatewaySchema))
+    const client: Partial<TalonClientOptions> = {
+      ...(coordinator !== undefined ? { coordinator } : {}),
+      ...explicitFrom<TalonClientOptions, "blockSize">(flags, ["blockSize"])
+    }
     return { route, router, layer: Gateway.layerWith({ gateway: explicit, route, router, client }) }
   })
 
@@ -131,7 +84,7 @@ const announce = (router: Router.RouterOptions) =>
 
 export const gateway = Command.make("gateway", gatewayOptions, (flags) =>
   Effect.gen(function* () {
-    const { router, layer } = yield* gatewayLayerFromFlags(flags as Flags)
+    const { router, layer } = yield* gatewayLayerFromFlags(flags)
     return yield* announce(router).pipe(Effect.provide(Layer.fresh(layer)))
   })
 ).pipe(

@@ -7,7 +7,7 @@
  */
 import type { Runtime } from "effect"
 import type { BackendError, BackendStoreShape } from "../backend/BackendStore.js"
-import { rangeReader } from "../backend/ranged.js"
+import { rangeReader } from "../backend/rangeReaders.js"
 import { Payload } from "../client/SlabPool.js"
 import type { ObjectId } from "../core/ids.js"
 import { type ByteReader, RouteError } from "./Route.js"

@@ -7,6 +7,7 @@
 import { availableParallelism } from "node:os"
 import { Context, Effect, Layer } from "effect"
 import type { ObjectId } from "../core/ids.js"
+import type { HostPort } from "../transport/address.js"
 import { failureOf, type LoadResult, LoadgenError, type LoadSpec, runLoad, type RunHooks } from "./run.js"
 import { type ObjectStat, statObject } from "./stat.js"
 
@@ -44,8 +45,8 @@ export interface LoadgenShape {
     onResult?: (r: LoadResult) => Effect.Effect<void>,
     hooks?: (conns: number) => RunHooks
   ) => Effect.Effect<ReadonlyArray<LoadResult>, LoadgenError>
-  /** An object's size and version, asked of the coordinator at `addr`. */
-  readonly stat: (addr: { readonly host: string; readonly port: number }, object: ObjectId) => Effect.Effect<ObjectStat, LoadgenError>
+  /** An object's size and version, asked of the coordinators (`host:port[,host:port…]` or one address). */
+  readonly stat: (coordinator: string | HostPort, object: ObjectId) => Effect.Effect<ObjectStat, LoadgenError>
 }
 
 const make: LoadgenShape = {

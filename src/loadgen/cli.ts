@@ -8,7 +8,7 @@ import { availableParallelism } from "node:os"
 import { Command, Options } from "@effect/cli"
 import { Config, Console, Effect, Either, Option } from "effect"
 import type { ObjectId } from "../core/ids.js"
-import { parseAddr, parseIntList, parseObject, parseSize } from "./options.js"
+import { parseAddr, parseIntList, parseObject, parseSizeFlag } from "./options.js"
 import { jsonLine, progressLine, table } from "./report.js"
 import { Loadgen } from "./Loadgen.js"
 import { failureOf, LoadgenError } from "./run.js"
@@ -46,7 +46,7 @@ const options = {
   ),
   container: optionalText("container", "Bucket/container of a bare --object key."),
   size: optionalText("size", "Object size in bytes (K/M/G); asked of --coordinator with StatObject when omitted."),
-  coordinator: optionalText("coordinator", "Coordinator control address HOST:PORT, to ask object sizes."),
+  coordinator: optionalText("coordinator", "Coordinator control address HOST:PORT (or a comma-separated list to fail over between), to ask object sizes."),
   serverPid: optionalText("server-pid", "Server PID(s), comma-separated, sampled from /proc for CPU, kernel share and RSS."),
   json: Options.boolean("json").pipe(Options.withDescription("Print one JSON line per run.")),
   threads: optionalText("threads", "Generator threads (default: usable cores); connections are spread over them."),
@@ -76,14 +76,10 @@ const sizeOf = (
   coordinator: Option.Option<string>
 ): Effect.Effect<number, LoadgenError, Loadgen> =>
   Option.match(given, {
-    onSome: (s) => orFail(parseSize(flag, s)),
+    onSome: (s) => orFail(parseSizeFlag(flag, s)),
     onNone: () =>
       Option.match(coordinator, {
-        onSome: (c) =>
-          Effect.gen(function* () {
-            const addr = yield* orFail(parseAddr("--coordinator", c))
-            return (yield* (yield* Loadgen).stat(addr, object)).size
-          }),
+        onSome: (c) => Effect.flatMap(Loadgen, (loadgen) => Effect.map(loadgen.stat(c, object), (s) => s.size)),
         onNone: () => Effect.fail(new LoadgenError({ message: `${flag} is required when no --coordinator is given to ask the object's size` }))
       })
   })
@@ -93,7 +89,7 @@ const run = (f: Flags) =>
     const addr = yield* orFail(parseAddr("--addr", f.addr))
     const connsList = yield* orFail(parseIntList("--conns", f.conns))
     const depth = yield* number("depth", f.depth, (n) => Number.isSafeInteger(n) && n >= 1, "a positive integer")
-    const range = yield* orFail(parseSize("--range", f.range))
+    const range = yield* orFail(parseSizeFlag("--range", f.range))
     const seconds = yield* number("seconds", f.seconds, (n) => n > 0, "a number of seconds > 0")
     const warmup = yield* number("warmup", f.warmup, (n) => n >= 0, "a number of seconds ≥ 0")
     const ramp = yield* Option.match(f.ramp, {
@@ -102,7 +98,7 @@ const run = (f: Flags) =>
     })
     const drainTimeout = yield* number("drain-timeout", f.drainTimeout, (n) => n > 0, "a number of seconds > 0")
     const missShare = yield* number("miss-share", f.missShare, (n) => n >= 0 && n < 1, "a share in [0, 1)")
-    const missStride = yield* orFail(parseSize("--miss-stride", f.missStride))
+    const missStride = yield* orFail(parseSizeFlag("--miss-stride", f.missStride))
     const seed = yield* number("seed", f.seed, (n) => Number.isSafeInteger(n) && n >= 0, "a non-negative integer")
     const threads = yield* Option.match(f.threads, {
       onNone: () => Effect.succeed(availableParallelism()),
@@ -127,7 +123,7 @@ const run = (f: Flags) =>
       missObject !== undefined && missShare > 0 ? yield* sizeOf("--miss-size", f.missSize, missObject, f.coordinator) : undefined
     const hotBytes = yield* Option.match(f.hotBytes, {
       onNone: () => Effect.succeed(undefined),
-      onSome: (s) => orFail(parseSize("--hot-bytes", s))
+      onSome: (s) => orFail(parseSizeFlag("--hot-bytes", s))
     })
     const verify = Option.getOrUndefined(f.verify)
 

@@ -2,15 +2,12 @@
 import { Either } from "effect"
 import type { ObjectId } from "../core/ids.js"
 import { objectIdFromUri } from "../core/objectId.js"
+import { parseSize } from "../core/size.js"
+import { decodeHostPort, type HostPort } from "../transport/address.js"
 
-/** `65536`, `64K`, `64KiB`, `1M`, `2G` (binary suffixes, as pound takes them). */
-export const parseSize = (flag: string, s: string): Either.Either<number, string> => {
-  const m = /^(\d+)\s*([kKmMgGtT]?)(i?[bB])?$/.exec(s.trim())
-  if (!m) return Either.left(`${flag}: bad size ${JSON.stringify(s)} (bytes, optionally with K/M/G/T)`)
-  const mult = { "": 1, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30, t: 2 ** 40 }[m[2]!.toLowerCase() as "" | "k" | "m" | "g" | "t"]
-  const v = Number(m[1]) * mult
-  return Number.isSafeInteger(v) ? Either.right(v) : Either.left(`${flag}: ${s} is too large`)
-}
+/** A size flag (core/size.ts rules), its error naming the flag. */
+export const parseSizeFlag = (flag: string, s: string): Either.Either<number, string> =>
+  Either.mapLeft(parseSize(s), (why) => `${flag}: ${why}`)
 
 /** `1,64,256,1024` → [1, 64, 256, 1024]. */
 export const parseIntList = (flag: string, s: string): Either.Either<ReadonlyArray<number>, string> => {
@@ -22,15 +19,9 @@ export const parseIntList = (flag: string, s: string): Either.Either<ReadonlyArr
   return Either.right(values)
 }
 
-/** `host:port` (IPv4 or a name; port 1–65535). */
-export const parseAddr = (flag: string, s: string): Either.Either<{ host: string; port: number }, string> => {
-  const colon = s.lastIndexOf(":")
-  const port = Number(s.slice(colon + 1))
-  if (colon <= 0 || !Number.isInteger(port) || port < 1 || port > 65535) {
-    return Either.left(`${flag}: want HOST:PORT, got ${JSON.stringify(s)}`)
-  }
-  return Either.right({ host: s.slice(0, colon), port })
-}
+/** An address flag (transport/address.ts rules; port 1-65535), its error naming the flag. */
+export const parseAddr = (flag: string, s: string): Either.Either<HostPort, string> =>
+  Either.mapLeft(decodeHostPort(s), (why) => `${flag}: ${why}`)
 
 /**
  * The object to read: a URI (`s3://bucket/key`, `az://container/key`), or a

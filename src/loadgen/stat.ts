@@ -1,8 +1,13 @@
-/** Asks the coordinator for an object's size with a `StatObject` control frame. */
+/**
+ * Asks the coordinators for an object's size through the client, so
+ * `--coordinator` takes the same comma-separated list as every other
+ * coordinator setting and fails over between its entries.
+ */
 import { Effect } from "effect"
-import { ControlChannel } from "../client/ControlChannel.js"
+import { makeTalonClient } from "../client/TalonClient.js"
 import { objectIdToUri } from "../core/objectId.js"
 import type { ObjectId } from "../core/ids.js"
+import { formatHostPort, type HostPort } from "../transport/address.js"
 import { LoadgenError } from "./run.js"
 
 export interface ObjectStat {
@@ -10,19 +15,15 @@ export interface ObjectStat {
   readonly version: string
 }
 
-export const statObject = (
-  addr: { readonly host: string; readonly port: number },
-  object: ObjectId
-): Effect.Effect<ObjectStat, LoadgenError> =>
+/** `coordinator`: the `--coordinator` text (`host:port[,host:port…]`) or one parsed address. */
+export const statObject = (coordinator: string | HostPort, object: ObjectId): Effect.Effect<ObjectStat, LoadgenError> =>
+  Effect.suspend(() => statVia(typeof coordinator === "string" ? coordinator : formatHostPort(coordinator.host, coordinator.port), object))
+
+const statVia = (coordinator: string, object: ObjectId): Effect.Effect<ObjectStat, LoadgenError> =>
   Effect.scoped(
     Effect.gen(function* () {
-      const where = `${addr.host}:${addr.port}`
-      const channel = yield* ControlChannel.make(where)
-      const reply = yield* channel
-        .request({ _tag: "StatObject", object })
-        .pipe(Effect.mapError((e) => new LoadgenError({ message: `StatObject ${objectIdToUri(object)} at ${where}: ${e.message}` })))
-      if (reply._tag === "ObjectStat") return { size: reply.size, version: reply.version }
-      const detail = reply._tag === "Ack" ? (reply.detail ?? "no detail") : `unexpected ${reply._tag} reply`
-      return yield* Effect.fail(new LoadgenError({ message: `StatObject ${objectIdToUri(object)} at ${where}: ${detail}` }))
+      const client = yield* makeTalonClient({ coordinator })
+      const info = yield* client.stat(object)
+      return { size: info.size, version: info.version }
     })
-  )
+  ).pipe(Effect.mapError((e) => new LoadgenError({ message: `StatObject ${objectIdToUri(object)} at --coordinator ${coordinator}: ${e.message}` })))

@@ -6,9 +6,12 @@
  * The stub does NOT verify Shared Key or SAS signatures: any credentials (or none) are
  * accepted. It is a local test origin, never an access-control boundary.
  */
-import { decodePath, discardBody, header, sendEmpty, sendXml, type Ctx, type HttpCtx } from "./context.js"
-import { compareKeys, isValidBucket, keyProblem } from "./layout.js"
-import { serveObject, type ReadDialect, type ReadFailure } from "./objectRead.js"
+import { decodePath, discardBody, header, sendEmpty, sendXml } from "../http/context.js"
+import type { Ctx } from "./context.js"
+import { azureError, azureReadFailure } from "../http/azureErrors.js"
+import { isValidBucket } from "../http/names.js"
+import { compareKeys, keyProblem } from "./layout.js"
+import { serveObject, type ReadDialect } from "./objectRead.js"
 import {
   bucketExists,
   createBucket,
@@ -26,17 +29,7 @@ import { getBlockList, putBlock, putBlockList } from "./azureBlocks.js"
 import { copyBlob, propsHeaders, readProps, setProps, writeProps } from "./blobProps.js"
 import { md5Hex } from "./s3Body.js"
 import { algorithmsFor, Digester, DigestMismatch, verifyDigests } from "./upload.js"
-import { el, escapeXml, XML_DECL_AZURE } from "./xml.js"
-
-export const AZURE_API_VERSION = "2025-05-05"
-
-export const azureError = (ctx: HttpCtx, status: number, code: string, message: string, headers: Record<string, string | number> = {}) => {
-  discardBody(ctx)
-  const body = `${XML_DECL_AZURE}<Error><Code>${code}</Code><Message>${escapeXml(
-    `${message}\nRequestId:${ctx.requestId}\nTime:${new Date().toISOString()}`
-  )}</Message></Error>`
-  sendXml(ctx, status, body, { ...headers, "x-ms-error-code": code })
-}
+import { el, escapeXml, XML_DECL_AZURE } from "../http/xml.js"
 
 const blobNotFound = (ctx: Ctx) => azureError(ctx, 404, "BlobNotFound", "The specified blob does not exist.")
 const containerNotFound = (ctx: Ctx) => azureError(ctx, 404, "ContainerNotFound", "The specified container does not exist.")
@@ -56,17 +49,6 @@ const blobHeaders = (obj: ObjectInfo): Record<string, string> => ({
 })
 
 /** Azure's answer to a read refused by its conditions or range (shared with the gateway). */
-export const azureReadFailure = (ctx: HttpCtx, failure: ReadFailure, size: number): void => {
-  if (failure === "precondition-failed") {
-    return azureError(ctx, 412, "ConditionNotMet", "The condition specified using HTTP conditional header(s) is not met.")
-  }
-  const message =
-    failure === "unsatisfiable"
-      ? "The range specified is invalid for the current size of the resource."
-      : "Multiple ranges in one request are not supported; request one range per Get Blob."
-  azureError(ctx, 416, "InvalidRange", message, { "Content-Range": `bytes */${size}` })
-}
-
 const dialect: ReadDialect = {
   objectHeaders: blobHeaders,
   fail: (ctx, failure, obj) => azureReadFailure(ctx, failure, obj.size)

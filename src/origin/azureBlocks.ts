@@ -12,13 +12,15 @@ import * as path from "node:path"
 import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import { XMLParser } from "fast-xml-parser"
-import { azureError, writeFailed } from "./azure.js"
+import { azureError } from "../http/azureErrors.js"
+import { writeFailed } from "./azure.js"
 import { writeProps } from "./blobProps.js"
-import { header, sendEmpty, sendXml, type Ctx } from "./context.js"
+import { header, sendEmpty, sendXml } from "../http/context.js"
+import type { Ctx } from "./context.js"
 import { TMP_DIR } from "./layout.js"
 import { putObject, statObject } from "./store.js"
 import { algorithmsFor, Digester, verifyDigests } from "./upload.js"
-import { el, XML_DECL_AZURE } from "./xml.js"
+import { el, XML_DECL_AZURE } from "../http/xml.js"
 
 /** Azure's limits: 50,000 blocks per blob, ids up to 64 bytes (base64 in the list). */
 const MAX_BLOCK_LIST_BYTES = 8 * 1024 * 1024

@@ -9,8 +9,10 @@
 import { createHash, randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { azureError, writeFailed } from "./azure.js"
-import { header, sendEmpty, type Ctx } from "./context.js"
+import { azureError } from "../http/azureErrors.js"
+import { writeFailed } from "./azure.js"
+import { header, sendEmpty } from "../http/context.js"
+import type { Ctx } from "./context.js"
 import { nextMtime, objectPath, TMP_DIR } from "./layout.js"
 import { openObject, putObject, statObject } from "./store.js"
 

@@ -21,10 +21,6 @@ export const TMP_DIR = ".talon-tmp"
 export const MAX_KEY_BYTES = 1024
 const MAX_SEGMENT_BYTES = 255
 
-const BUCKET_RE = /^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$/
-
-export const isValidBucket = (name: string): boolean => BUCKET_RE.test(name) && !name.includes("..")
-
 export type KeyProblem = "empty" | "too-long" | "dot-segment" | "nul" | "segment-too-long"
 
 /**

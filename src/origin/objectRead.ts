@@ -1,11 +1,9 @@
 /** GET/HEAD of one object, with conditions and a single range, streamed with backpressure. */
 import type { ServerResponse } from "node:http"
-import { conditionHeaders, evaluateConditions, ifRangeHolds } from "./conditions.js"
-import { header, sendEmpty, type Ctx, type HttpCtx } from "./context.js"
-import { contentRange, parseRange } from "./ranges.js"
+import { sendEmpty } from "../http/context.js"
+import { decideRead, type ReadFailure } from "../http/readDecision.js"
+import type { Ctx } from "./context.js"
 import type { OpenObject } from "./store.js"
-
-export type ReadFailure = "precondition-failed" | "unsatisfiable" | "multiple-ranges"
 
 export interface ReadDialect {
   /** Provider-specific headers on every successful read (blob type, storage class, …). */
@@ -14,63 +12,6 @@ export interface ReadDialect {
 }
 
 const READ_CHUNK = 256 * 1024
-
-/** What a read is judged by: the object's validators and size. */
-export interface ReadValidators {
-  readonly etag: string
-  readonly lastModified: Date
-  /** `lastModified` as an HTTP date, when the caller has it already. */
-  readonly lastModifiedHttp?: string | undefined
-  readonly size: number
-}
-
-/**
- * The outcome of conditions and the Range header against an object, before any byte is
- * read. Shared with the gateway, which answers from a cached stat instead of a file.
- */
-export type ReadDecision =
-  | { readonly _tag: "NotModified"; readonly headers: Record<string, string | number> }
-  | { readonly _tag: "Fail"; readonly failure: ReadFailure }
-  | {
-      readonly _tag: "Serve"
-      readonly partial: boolean
-      /** Inclusive byte bounds; `end` is `start - 1` for an empty object. */
-      readonly start: number
-      readonly end: number
-      readonly length: number
-      /** Validators, Accept-Ranges, Content-Type, Content-Length and (partial) Content-Range. */
-      readonly headers: Record<string, string | number>
-    }
-
-export const decideRead = (ctx: HttpCtx, obj: ReadValidators, rangeHeader: string | undefined): ReadDecision => {
-  const lastModified = obj.lastModified.getTime()
-  const validators = { ETag: obj.etag, "Last-Modified": obj.lastModifiedHttp ?? obj.lastModified.toUTCString() }
-  const outcome = evaluateConditions(
-    conditionHeaders((name) => header(ctx, name)),
-    obj.etag,
-    lastModified,
-    true
-  )
-  if (outcome === "not-modified") return { _tag: "NotModified", headers: validators }
-  if (outcome === "precondition-failed") return { _tag: "Fail", failure: "precondition-failed" }
-
-  let range = parseRange(rangeHeader, obj.size)
-  if (range._tag !== "Full" && !ifRangeHolds(header(ctx, "if-range"), obj.etag, lastModified)) range = { _tag: "Full" }
-  if (range._tag === "Multiple") return { _tag: "Fail", failure: "multiple-ranges" }
-  if (range._tag === "Unsatisfiable") return { _tag: "Fail", failure: "unsatisfiable" }
-
-  const start = range._tag === "Partial" ? range.start : 0
-  const end = range._tag === "Partial" ? range.end : obj.size - 1
-  const length = end - start + 1
-  const headers: Record<string, string | number> = {
-    ...validators,
-    "Accept-Ranges": "bytes",
-    "Content-Type": "application/octet-stream",
-    "Content-Length": length
-  }
-  if (range._tag === "Partial") headers["Content-Range"] = contentRange(start, end, obj.size)
-  return { _tag: "Serve", partial: range._tag === "Partial", start, end, length, headers }
-}
 
 export const serveObject = async (
   ctx: Ctx,

@@ -6,9 +6,12 @@
  * accepted. It is a local test origin, never an access-control boundary.
  */
 import { XMLParser } from "fast-xml-parser"
-import { decodePath, discardBody, header, sendEmpty, sendXml, type Ctx, type HttpCtx } from "./context.js"
-import { isValidBucket, keyProblem } from "./layout.js"
-import { serveObject, type ReadDialect, type ReadFailure } from "./objectRead.js"
+import { decodePath, discardBody, header, sendEmpty, sendXml } from "../http/context.js"
+import type { Ctx } from "./context.js"
+import { isValidBucket } from "../http/names.js"
+import { s3Error, s3ReadFailure } from "../http/s3Errors.js"
+import { keyProblem } from "./layout.js"
+import { serveObject, type ReadDialect } from "./objectRead.js"
 import {
   bucketExists,
   createBucket,
@@ -24,62 +27,12 @@ import {
 import { abortUpload, completeUpload, createUpload, listParts, listUploads, uploadPart } from "./multipart.js"
 import { bodyError, md5Hex, s3Body } from "./s3Body.js"
 import { copyObject } from "./s3Copy.js"
-import { el, escapeXml, S3_XMLNS, XML_DECL_S3 } from "./xml.js"
+import { el, S3_XMLNS, XML_DECL_S3 } from "../http/xml.js"
 
 const OWNER = `<Owner><ID>talon-origin-stub</ID><DisplayName>talon</DisplayName></Owner>`
 
-export const s3Error = (
-  ctx: HttpCtx,
-  status: number,
-  code: string,
-  message: string,
-  extra: Record<string, string | number | undefined> = {},
-  headers: Record<string, string | number> = {}
-): void => {
-  discardBody(ctx)
-  const fields = Object.entries(extra)
-    .map(([k, v]) => el(k, v))
-    .join("")
-  sendXml(
-    ctx,
-    status,
-    `${XML_DECL_S3}<Error><Code>${code}</Code><Message>${escapeXml(message)}</Message>${fields}<RequestId>${ctx.requestId}</RequestId><HostId>${ctx.requestId}</HostId></Error>`,
-    headers
-  )
-}
-
 const noSuchBucket = (ctx: Ctx, bucket: string) =>
   s3Error(ctx, 404, "NoSuchBucket", "The specified bucket does not exist", { BucketName: bucket })
-
-/** S3's answer to a read refused by its conditions or range (shared with the gateway). */
-export const s3ReadFailure = (
-  ctx: HttpCtx,
-  failure: ReadFailure,
-  key: string,
-  size: number,
-  range: string | undefined
-): void => {
-  if (failure === "precondition-failed") {
-    s3Error(ctx, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold", {
-      Condition: "If-Match",
-      Key: key
-    })
-  } else if (failure === "unsatisfiable") {
-    s3Error(
-      ctx,
-      416,
-      "InvalidRange",
-      "The requested range is not satisfiable",
-      { RangeRequested: range, ActualObjectSize: size },
-      { "Content-Range": `bytes */${size}` }
-    )
-  } else {
-    s3Error(ctx, 416, "InvalidRange", "Multiple ranges in one request are not supported; request one range per GET", {
-      RangeRequested: range,
-      ActualObjectSize: size
-    }, { "Content-Range": `bytes */${size}` })
-  }
-}
 
 const dialect: ReadDialect = {
   objectHeaders: () => ({ "x-amz-storage-class": "STANDARD" }),

@@ -4,8 +4,9 @@
  * last byte the checks a real S3 makes — declared decoded length, Content-MD5,
  * `x-amz-checksum-*` (header or trailer), and a hex `x-amz-content-sha256`.
  */
-import { AwsChunkedDecoder, AwsChunkedError } from "./awsChunked.js"
-import { header, type Ctx } from "./context.js"
+import { AwsChunkedDecoder, AwsChunkedError } from "../http/awsChunked.js"
+import { header } from "../http/context.js"
+import type { Ctx } from "./context.js"
 import { algorithmsFor, Digester, DigestMismatch, verifyDigests } from "./upload.js"
 
 export class PayloadHashMismatch extends Error {}

@@ -4,12 +4,14 @@
  * any size costs a read buffer. The source's conditions (`x-amz-copy-source-if-*`) are
  * checked against the bytes actually copied.
  */
-import { header, sendXml, type Ctx } from "./context.js"
-import { conditionHeaders, evaluateConditions } from "./conditions.js"
-import { isValidBucket, keyProblem } from "./layout.js"
-import { s3Error } from "./s3.js"
+import { header, sendXml } from "../http/context.js"
+import type { Ctx } from "./context.js"
+import { conditionHeaders, evaluateConditions } from "../http/conditions.js"
+import { isValidBucket } from "../http/names.js"
+import { s3Error } from "../http/s3Errors.js"
+import { keyProblem } from "./layout.js"
 import { openObject, putObject, PutConflict, PutPreconditionFailed, type OpenObject } from "./store.js"
-import { el, S3_XMLNS, XML_DECL_S3 } from "./xml.js"
+import { el, S3_XMLNS, XML_DECL_S3 } from "../http/xml.js"
 
 export type CopySource =
   | { readonly obj: OpenObject; readonly bucket: string; readonly key: string }

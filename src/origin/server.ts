@@ -9,53 +9,23 @@
  *     shared namespace, `devstoreaccount1` by convention).
  *  3. Otherwise S3. Virtual-host style when the Host is `<bucket>.localhost[:port]`
  *     (path = key); path style `/<bucket>/<key>` for any other host (IPs, `localhost`).
+ *  (2 and 3 are splitTarget in src/http/target.ts, which the gateway routes by too.)
  *
  * Signatures are never verified (see s3.ts / azure.ts): any credentials are accepted.
  */
 import { randomBytes, randomUUID } from "node:crypto"
 import * as http from "node:http"
-import type { AddressInfo } from "node:net"
 import { Either, Schema } from "effect"
-import { handleAzure, azureError, AZURE_API_VERSION } from "./azure.js"
+import { azureError, AZURE_API_VERSION } from "../http/azureErrors.js"
+import { s3Error } from "../http/s3Errors.js"
+import { listenHttp, type RunningServer } from "../http/server.js"
+import { splitTarget } from "../http/target.js"
+import { handleAzure } from "./azure.js"
 import type { Ctx, StubState } from "./context.js"
 import { FaultsPatch, type RequestKind } from "./faults.js"
-import { s3Error, handleS3 } from "./s3.js"
+import { handleS3 } from "./s3.js"
 
 const SERVER = "TalonOriginStub"
-const VHOST_SUFFIX = ".localhost"
-
-export interface Target {
-  readonly protocol: "s3" | "azure"
-  readonly pathname: string
-  readonly query: URLSearchParams
-  /** S3 only: the bucket named by a virtual-host Host header. */
-  readonly vhostBucket: string | undefined
-}
-
-/** Protocol, path and query of a request, by the routing rule above (shared with the gateway). */
-export const splitTarget = (req: http.IncomingMessage): Target | undefined => {
-  let raw = req.url ?? "/"
-  // Absolute-form request targets (proxies): drop scheme and authority without letting
-  // a URL parser normalise away `..` segments.
-  const abs = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/?#]*/.exec(raw)
-  if (abs) raw = raw.slice(abs[0].length) || "/"
-  if (!raw.startsWith("/")) return undefined
-  const q = raw.indexOf("?")
-  const pathname = q < 0 ? raw : raw.slice(0, q)
-  const query = new URLSearchParams(q < 0 ? "" : raw.slice(q + 1))
-  // (A loop rather than Object.keys(…).some: no array per request.)
-  let azure = query.has("restype") || query.has("comp")
-  for (const h in req.headers) {
-    if (azure) break
-    azure = h.startsWith("x-ms-")
-  }
-  let vhostBucket: string | undefined
-  if (!azure) {
-    const host = (req.headers.host ?? "").replace(/:\d+$/, "").toLowerCase()
-    if (host.endsWith(VHOST_SUFFIX) && host.length > VHOST_SUFFIX.length) vhostBucket = host.slice(0, -VHOST_SUFFIX.length)
-  }
-  return { protocol: azure ? "azure" : "s3", pathname, query, vhostBucket }
-}
 
 const classify = (method: string, hasObject: boolean, isList: boolean): RequestKind => {
   if (hasObject) {
@@ -203,42 +173,6 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
     else s3Error(ctx, 500, "InternalError", message)
   }
 }
-
-export interface RunningServer {
-  readonly server: http.Server
-  readonly host: string
-  readonly port: number
-  readonly url: string
-  readonly close: () => Promise<void>
-}
-
-export const urlFor = (host: string, port: number): string => {
-  const h = host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "[::1]" : host.includes(":") ? `[${host}]` : host
-  return `http://${h}:${port}`
-}
-
-/** Binds `server` (ephemeral port when 0); `onUrl` learns the URL before anyone can reach it. */
-export const listenHttp = (server: http.Server, host: string, port: number, onUrl: (url: string) => void = () => {}): Promise<RunningServer> =>
-  new Promise((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(port, host, () => {
-      server.off("error", reject)
-      const actual = (server.address() as AddressInfo).port
-      const url = urlFor(host, actual)
-      onUrl(url)
-      resolve({
-        server,
-        host,
-        port: actual,
-        url,
-        close: () =>
-          new Promise<void>((done) => {
-            server.close(() => done())
-            server.closeAllConnections()
-          })
-      })
-    })
-  })
 
 export const listen = (state: StubState, host: string, port: number): Promise<RunningServer> => {
   const server = http.createServer(handleRequest(state))

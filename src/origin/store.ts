@@ -9,14 +9,14 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
-import { evaluateConditions, type ConditionHeaders } from "./conditions.js"
+import { evaluateConditions, type ConditionHeaders } from "../http/conditions.js"
+import { isValidBucket } from "../http/names.js"
 import {
   bucketDir,
   compareKeys,
   decodeSegment,
   encodeSegment,
   etagOf,
-  isValidBucket,
   nextMtime,
   objectPath,
   rememberContentEtag,

@@ -25,7 +25,7 @@ const nextPowerOfTwo = (n: number): number => {
 }
 
 /**
- * Talon-compatible Maglev table (DESIGN.md "Placement", steps 1–6). Building costs one
+ * Talon-compatible Maglev table (docs/architecture.md "Placement", steps 1–6). Building costs one
  * permutation per worker plus the fill, paid when membership changes; a primary lookup is
  * one block hash and one array access, independent of fleet size.
  */

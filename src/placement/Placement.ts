@@ -51,7 +51,7 @@ const LONE_SURROGATE = /\p{Cs}/u
 const wireForm = (s: string): string => (LONE_SURROGATE.test(s) ? Buffer.from(s, "utf8").toString("utf8") : s)
 
 /**
- * DESIGN.md step 1: keep workers only, sort by id, drop duplicate ids. Ids sort by their
+ * Placement step 1 (docs/architecture.md): keep workers only, sort by id, drop duplicate ids. Ids sort by their
  * UTF-8 bytes as Talon (Rust) does, not by UTF-16 code units as `Array.sort` would: the two
  * orders differ for characters above U+FFFF, and the sorted position decides the Maglev fill.
  * Among duplicate ids the lowest address wins, so the result never depends on input order.

@@ -7,7 +7,7 @@ const sha256Words = importedSha256Words
 const sha256WordsAfterPrefix = importedAfterPrefix
 
 /**
- * Canonical byte layouts hashed by placement (DESIGN.md "Placement"): a field is a u64 LE
+ * Canonical byte layouts hashed by placement (docs/architecture.md "Placement"): a field is a u64 LE
  * byte length followed by the UTF-8 bytes, so every language derives the same hashes.
  *
  * Keys are written straight into the SHA-256 message words: byte i of the key goes to byte
@@ -185,7 +185,7 @@ const hashFields = (domain: Buffer, fields: ReadonlyArray<string>): Int32Array =
 }
 
 /**
- * DESIGN.md step 3: a worker's Maglev permutation, `offset = low64 & mask`,
+ * Placement step 3: a worker's Maglev permutation, `offset = low64 & mask`,
  * `skip = (second u64 | 1) & mask`. `mask < 2^32`, so only the low 32 bits of each u64 matter.
  */
 export const workerPermutation = (id: string, mask: number): { offset: number; skip: number } => {

@@ -1,6 +1,6 @@
 /**
  * The 16-byte big-endian frame header shared by the control and data planes
- * (DESIGN.md "Wire protocol v1"), plus per-type payload caps.
+ * (Talon's wire protocol v1), plus per-type payload caps.
  */
 import { BadMagic, BadVersion, Truncated, UnknownType, type FrameError } from "./errors.js"
 

@@ -6,9 +6,10 @@
  * fields in declaration order, `NodeHealth` as a u32 tag, `labels` a
  * `BTreeMap<String, String>` (u64 count, then key/value pairs in key order).
  */
-import type { NodeInfo } from "../core/ids.js"
+import { Schema } from "effect"
 import { BincodeWriter, type BincodeReader } from "./bincode.js"
-import { readNodeInfo, writeNodeInfo } from "./codecs.js"
+import { bool, bounded, codecOf, enumU32, fixed, nonEmptyString, option, string, u64, vec } from "./bincodeSchema.js"
+import { nodeRole } from "./identity.js"
 
 /** Current node-status value schema (Talon's NODE_STATUS_SCHEMA_VERSION). */
 export const NODE_STATUS_SCHEMA_VERSION = 1
@@ -46,24 +47,42 @@ export type NodeMetricsSnapshot = { readonly [K in (typeof NODE_METRIC_FIELDS)[n
 
 export const emptyMetrics: NodeMetricsSnapshot = Object.fromEntries(NODE_METRIC_FIELDS.map((k) => [k, 0])) as NodeMetricsSnapshot
 
-export interface NodeStatus {
-  readonly schemaVersion: number
-  readonly clusterId: string
-  readonly node: NodeInfo
-  /** Random per process start. */
-  readonly incarnationId: string
-  readonly adminAddress: string | null
-  readonly buildVersion: string
-  readonly startedAtUnixMs: number
-  readonly reportedAtUnixMs: number
-  /** Increases within one incarnation. */
-  readonly heartbeatSeq: number
-  readonly health: NodeHealth
-  readonly ready: boolean
-  readonly metrics: NodeMetricsSnapshot
-  /** Unique keys in ascending UTF-8 byte order: the order Talon's BTreeMap writes. */
-  readonly labels: ReadonlyArray<readonly [string, string]>
+const metricsFields = Object.fromEntries(NODE_METRIC_FIELDS.map((k) => [k, u64])) as {
+  readonly [K in (typeof NODE_METRIC_FIELDS)[number]]: typeof u64
 }
+
+/**
+ * Labels as Talon's BTreeMap writes them: unique keys in ascending UTF-8 byte order
+ * (labelsProblem, checked in both directions); generated canonical.
+ */
+const labelsSchema = vec(Schema.Tuple(nonEmptyString(6), string)).pipe(
+  Schema.filter((labels) => labelsProblem(labels) ?? true, {
+    ...bounded("node status"),
+    arbitrary: (from) => (fc) => from(fc).map((labels) => canonicalLabels(labels.slice(0, MAX_STATUS_LABELS)))
+  })
+)
+
+/** The status fields in Talon's declaration order, before validation. */
+const NodeStatusFields = Schema.Struct({
+  schemaVersion: fixed("u16", "node-status schema", NODE_STATUS_SCHEMA_VERSION),
+  clusterId: nonEmptyString(),
+  node: Schema.Struct({ id: nonEmptyString(), address: nonEmptyString(), role: nodeRole }),
+  /** Random per process start. */
+  incarnationId: nonEmptyString(),
+  adminAddress: option(nonEmptyString()),
+  buildVersion: nonEmptyString(),
+  startedAtUnixMs: u64,
+  reportedAtUnixMs: u64,
+  /** Increases within one incarnation. */
+  heartbeatSeq: u64,
+  health: enumU32("node health", NODE_HEALTH),
+  ready: bool,
+  metrics: Schema.Struct(metricsFields),
+  /** Unique keys in ascending UTF-8 byte order: the order Talon's BTreeMap writes. */
+  labels: labelsSchema
+})
+
+export type NodeStatus = typeof NodeStatusFields.Type
 
 const utf8Len = (s: string): number => Buffer.byteLength(s, "utf8")
 
@@ -113,97 +132,45 @@ export const nodeStatusProblem = (s: NodeStatus): string | null => {
   if (s.reportedAtUnixMs < s.startedAtUnixMs) {
     return `node status reported_at_unix_ms ${s.reportedAtUnixMs} is before started_at_unix_ms ${s.startedAtUnixMs}`
   }
-  if (s.labels.length > MAX_STATUS_LABELS) return `node status has ${s.labels.length} labels; maximum is ${MAX_STATUS_LABELS}`
-  for (let i = 0; i < s.labels.length; i++) {
-    const [k, v] = s.labels[i]!
+  return labelsProblem(s.labels)
+}
+
+/** What is wrong with a status's labels (count, sizes, order), or null. */
+export const labelsProblem = (labels: ReadonlyArray<readonly [string, string]>): string | null => {
+  if (labels.length > MAX_STATUS_LABELS) return `node status has ${labels.length} labels; maximum is ${MAX_STATUS_LABELS}`
+  for (let i = 0; i < labels.length; i++) {
+    const [k, v] = labels[i]!
     const p = checkField("label key", k, MAX_STATUS_LABEL_KEY_BYTES, true) ?? checkField("label value", v, MAX_STATUS_LABEL_VALUE_BYTES, false)
     if (p !== null) return p
-    if (i > 0 && compareUtf8(s.labels[i - 1]![0], k) >= 0) {
+    if (i > 0 && compareUtf8(labels[i - 1]![0], k) >= 0) {
       return `node-status labels must have unique keys in ascending order (label ${JSON.stringify(k)} is out of order); build them with canonicalLabels`
     }
   }
   return null
 }
 
-const writeBody = (w: BincodeWriter, s: NodeStatus): void => {
-  w.u16(s.schemaVersion).string(s.clusterId)
-  writeNodeInfo(w, s.node)
-  w.string(s.incarnationId)
-    .option(s.adminAddress, (w, a) => w.string(a))
-    .string(s.buildVersion)
-    .u64(s.startedAtUnixMs)
-    .u64(s.reportedAtUnixMs)
-    .u64(s.heartbeatSeq)
-    .u32(NODE_HEALTH.indexOf(s.health))
-    .bool(s.ready)
-  for (const k of NODE_METRIC_FIELDS) w.u64(s.metrics[k])
-  w.vec(s.labels, (w, [k, v]) => w.string(k).string(v))
-}
-
 /**
- * Writes a status after checking it as Talon does on encode (validity, then
- * the 16 KiB limit). Throws RangeError on an invalid status: a caller bug.
+ * A status as it goes on the wire: Talon's validation (nodeStatusProblem) and the 16 KiB
+ * limit hold in both directions; encoding an invalid status throws RangeError (a caller bug).
  */
-export const writeNodeStatus = (w: BincodeWriter, s: NodeStatus): void => {
-  const problem = nodeStatusProblem(s)
-  if (problem !== null) throw new RangeError(`invalid node status: ${problem}`)
-  const start = w.length
-  writeBody(w, s)
-  const got = w.length - start
-  if (got > MAX_NODE_STATUS_BYTES) throw new RangeError(`encoded node status is ${got} bytes; maximum is ${MAX_NODE_STATUS_BYTES}`)
-}
+export const NodeStatus = NodeStatusFields.pipe(
+  Schema.filter((s) => nodeStatusProblem(s) ?? true, {
+    ...bounded("node status", MAX_NODE_STATUS_BYTES),
+    // Generated statuses are valid: a report never precedes the start.
+    arbitrary: (from) => (fc) =>
+      from(fc).map((s) => ({ ...s, reportedAtUnixMs: Math.max(s.reportedAtUnixMs, s.startedAtUnixMs) }))
+  })
+)
+
+const unchecked = codecOf(NodeStatusFields)
+const checkedCodec = codecOf(NodeStatus)
+
+export const writeNodeStatus = (w: BincodeWriter, s: NodeStatus): void => checkedCodec.write(w, s)
+export const readNodeStatus = (r: BincodeReader): NodeStatus => checkedCodec.read(r)
 
 /** Encoded size of a valid status, to check it fits before sending. */
 export const nodeStatusSize = (s: NodeStatus): number => {
   const w = new BincodeWriter(512)
-  writeBody(w, s)
+  unchecked.write(w, s)
   return w.length
-}
-
-export const readNodeStatus = (r: BincodeReader): NodeStatus => {
-  const start = r.pos
-  const schemaVersion = r.u16()
-  if (schemaVersion !== NODE_STATUS_SCHEMA_VERSION) {
-    r.fail(`unsupported node-status schema ${schemaVersion} (supported: ${NODE_STATUS_SCHEMA_VERSION})`)
-  }
-  const clusterId = r.string()
-  const node = readNodeInfo(r)
-  const incarnationId = r.string()
-  const adminAddress = r.option((r) => r.string())
-  const buildVersion = r.string()
-  const startedAtUnixMs = r.u64()
-  const reportedAtUnixMs = r.u64()
-  const heartbeatSeq = r.u64()
-  const healthTag = r.u32()
-  const health = NODE_HEALTH[healthTag]
-  if (health === undefined) r.fail(`unknown node health tag ${healthTag} (expected 0 healthy … 3 unknown)`)
-  const ready = r.bool()
-  const metrics: Record<string, number> = {}
-  for (const k of NODE_METRIC_FIELDS) metrics[k] = r.u64()
-  // Each label is at least two 8-byte length prefixes: refuse impossible counts before looping.
-  const count = r.u64()
-  if (count > MAX_STATUS_LABELS) r.fail(`node status has ${count} labels; maximum is ${MAX_STATUS_LABELS}`)
-  const labels: Array<readonly [string, string]> = []
-  for (let i = 0; i < count; i++) labels.push([r.string(), r.string()])
-  if (r.pos - start > MAX_NODE_STATUS_BYTES) {
-    r.fail(`encoded node status is ${r.pos - start} bytes; maximum is ${MAX_NODE_STATUS_BYTES}`)
-  }
-  const status: NodeStatus = {
-    schemaVersion,
-    clusterId,
-    node,
-    incarnationId,
-    adminAddress,
-    buildVersion,
-    startedAtUnixMs,
-    reportedAtUnixMs,
-    heartbeatSeq,
-    health,
-    ready,
-    metrics: metrics as NodeMetricsSnapshot,
-    labels
-  }
-  const problem = nodeStatusProblem(status)
-  if (problem !== null) r.fail(`invalid node status: ${problem}`)
-  return status
 }

@@ -1,10 +1,12 @@
 /**
- * Worker settings: explicit value (CLI flag, embedding code) > `TALON_WORKER_*`
- * environment (Effect Config) > default. Sizes accept K/M/G/T suffixes (binary).
+ * Worker settings, one declaration each (src/config/Setting.ts): explicit value (a flag,
+ * embedding code) > `TALON_WORKER_*` (environment, then config file) > default.
  */
 import * as os from "node:os"
 import * as path from "node:path"
-import { Config, ConfigError, Context, Effect, Either, Layer, Option } from "effect"
+import { type ConfigError, Context, Effect, Layer } from "effect"
+import * as K from "../config/kinds.js"
+import { component, defaultsOf, resolve, resolveOnly, setting } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
 
 export type DataPlaneName = "auto" | "native" | "portable"
@@ -13,12 +15,14 @@ export type ServeModeName = "pipelined" | "multiplexed"
 export interface WorkerSettings {
   /** Node id registered with the coordinator; empty = `worker-<data address>` once bound. */
   readonly id: string
-  /** Data listener `host:port` (port 0 = ephemeral). */
   readonly dataAddress: string
-  /** Admin HTTP `host:port`. */
   readonly adminAddress: string
-  /** Coordinator control `host:port`; empty = standalone (ready at once, no membership). */
+  /** Coordinator control addresses (comma-separated, tried in turn); empty = standalone. */
   readonly coordinator: string
+  /** Cluster the worker's status heartbeats name; the coordinator refuses another cluster's. */
+  readonly clusterId: string
+  /** Deployment zone, sent as the `zone` label of the status (empty = none). */
+  readonly zone: string
   /** Address announced to the coordinator; empty = the bound data address. */
   readonly advertiseAddress: string
   readonly cacheDirs: ReadonlyArray<string>
@@ -27,18 +31,13 @@ export interface WorkerSettings {
   readonly blockSize: number
   /** 0 = whole blocks. */
   readonly pageSize: number
-  /** How long an object's version (ETag) is trusted before a new HEAD. */
   readonly versionTtlMs: number
-  /** Concurrent origin fetches (range GETs) at most. */
   readonly originConcurrency: number
   readonly heartbeatIntervalMs: number
   readonly dataPlane: DataPlaneName
   readonly serveMode: ServeModeName
-  /** A connection holding a partial frame this long without progress is dropped. */
   readonly readTimeoutMs: number
-  /** Block files kept open for serving at most (fd cache). */
   readonly maxOpenFiles: number
-  /** Requests a connection may have in flight before the worker stops reading from it. */
   readonly maxInflightPerConnection: number
   /** Processes serving the one data port (1 = this process; N ≥ 2 = an index-owning primary plus N loops). */
   readonly loops: number
@@ -53,193 +52,239 @@ export interface WorkerSettings {
   readonly adminTlsKey: string
 }
 
-export const WORKER_DEFAULTS: WorkerSettings = {
-  id: "",
-  dataAddress: "127.0.0.1:7001",
-  adminAddress: "127.0.0.1:8001",
-  coordinator: "127.0.0.1:7000",
-  advertiseAddress: "",
-  cacheDirs: [path.join(os.tmpdir(), "talon-worker-cache")],
-  capacity: 8 * 1024 ** 3,
-  blockSize: DEFAULT_BLOCK_SIZE,
-  pageSize: DEFAULT_PAGE_SIZE,
-  versionTtlMs: 2000,
-  originConcurrency: 16,
-  heartbeatIntervalMs: 1000,
-  dataPlane: "auto",
-  serveMode: "pipelined",
-  readTimeoutMs: 30_000,
-  maxOpenFiles: 4096,
-  maxInflightPerConnection: 256,
-  loops: 1,
-  hitTable: true,
-  sendBuffer: 0,
-  scrubRate: 16 * 1024 ** 2,
-  adminTlsCert: "",
-  adminTlsKey: ""
-}
+const positive = (n: number) => (n > 0 ? undefined : "must be positive")
+const nonNegative = (n: number) => (n >= 0 ? undefined : "must be zero or positive")
+
+export const WorkerSchema = component<WorkerSettings>({
+  name: "worker",
+  summary: "`talon worker`: the block cache, its miss path and data plane.",
+  settings: {
+    id: setting(K.text, {
+      env: "TALON_WORKER_ID",
+      flag: "id",
+      default: "",
+      shownDefault: "worker-<data address>",
+      help: "Node id registered with the coordinator",
+      example: "worker-1"
+    }),
+    dataAddress: setting(K.listenAddress, {
+      env: "TALON_WORKER_DATA_ADDR",
+      flag: "data-addr",
+      default: "127.0.0.1:7001",
+      help: "Data listener host:port serving GetRange, Get and Ping (port 0 = any free port)",
+      example: "0.0.0.0:7001"
+    }),
+    adminAddress: setting(K.listenAddress, {
+      env: "TALON_WORKER_ADMIN_ADDR",
+      flag: "admin-addr",
+      default: "127.0.0.1:8001",
+      help: "Admin HTTP host:port serving /healthz, /readyz and /metrics",
+      example: "0.0.0.0:8001"
+    }),
+    coordinator: setting(K.coordinatorList({ standalone: true }), {
+      env: "TALON_WORKER_COORDINATOR",
+      flag: "coordinator",
+      default: "127.0.0.1:7000",
+      help: "Coordinator control host:port to send status heartbeats to; a comma-separated list sends to one and fails over to the next; empty string = standalone (ready at once)",
+      example: "10.0.0.1:7000,10.0.0.2:7000"
+    }),
+    clusterId: setting(K.text, {
+      env: "TALON_WORKER_CLUSTER_ID",
+      flag: "cluster-id",
+      default: "default",
+      help: "Cluster this worker joins; the coordinator refuses status heartbeats naming another cluster",
+      example: "prod",
+      check: (c) => (c.trim() === "" ? "must not be empty" : undefined)
+    }),
+    zone: setting(K.text, {
+      env: "TALON_WORKER_ZONE",
+      flag: "zone",
+      default: "",
+      shownDefault: "none",
+      help: "Deployment zone, reported to the coordinator as the status label zone",
+      example: "us-east-1a"
+    }),
+    advertiseAddress: setting(K.text, {
+      env: "TALON_WORKER_ADVERTISE_ADDR",
+      flag: "advertise-addr",
+      default: "",
+      shownDefault: "the bound data address",
+      help: "Data address announced to the coordinator, when clients reach the worker by another name",
+      example: "worker-1.talon:7001",
+      check: (a) => (a === "" || K.dialAddress.parse(a)._tag === "Right" ? undefined : "must be host:port with a port in 1..65535")
+    }),
+    cacheDirs: setting(K.list("directories", /[,:]/), {
+      env: "TALON_WORKER_CACHE_DIRS",
+      flag: "cache-dir",
+      default: [path.join(os.tmpdir(), "talon-worker-cache")],
+      help: "Cache directory; repeat the flag for several (each has its own --capacity). The variable and file separate dirs with commas",
+      example: "/var/cache/talon",
+      check: (dirs) => (dirs.length > 0 ? undefined : "needs at least one directory")
+    }),
+    capacity: setting(K.size, {
+      env: "TALON_WORKER_CAPACITY",
+      flag: "capacity",
+      default: 8 * 1024 ** 3,
+      help: "Bytes of blocks kept per cache dir before LRU eviction (K/M/G/T suffixes)",
+      example: "100G",
+      check: positive
+    }),
+    blockSize: setting(K.size, {
+      env: "TALON_WORKER_BLOCK_SIZE",
+      flag: "block-size",
+      default: DEFAULT_BLOCK_SIZE,
+      help: "Block size; every client and worker of a cluster must agree on it, as placement is per block",
+      example: "8M",
+      check: (n) => (n > 0 && n <= 0xffffffff ? undefined : "must be in 1..4 GiB-1 (a u32)")
+    }),
+    pageSize: setting(K.size, {
+      env: "TALON_WORKER_PAGE_SIZE",
+      flag: "page-size",
+      default: DEFAULT_PAGE_SIZE,
+      help: "Page size of paged blocks, so a cold point read fetches one page; 0 = whole blocks as Talon does by default",
+      example: "1M",
+      check: nonNegative
+    }),
+    versionTtlMs: setting(K.integer, {
+      env: "TALON_WORKER_VERSION_TTL_MS",
+      flag: "version-ttl-ms",
+      default: 2000,
+      help: "How long an object's version (ETag) from a HEAD is trusted; a changed object is served new after at most this long, in ms",
+      example: "2000",
+      check: nonNegative
+    }),
+    originConcurrency: setting(K.integer, {
+      env: "TALON_WORKER_ORIGIN_CONCURRENCY",
+      flag: "origin-concurrency",
+      default: 16,
+      help: "Origin range fetches in flight at most",
+      example: "16",
+      check: positive
+    }),
+    heartbeatIntervalMs: setting(K.integer, {
+      env: "TALON_WORKER_HEARTBEAT_INTERVAL_MS",
+      flag: "heartbeat-interval-ms",
+      default: 1000,
+      help: "Interval of heartbeats to the coordinator, in ms",
+      example: "1000",
+      check: positive
+    }),
+    dataPlane: setting(K.oneOf("auto", "native", "portable"), {
+      env: "TALON_WORKER_DATA_PLANE",
+      flag: "data-plane",
+      default: "auto",
+      help: "How reply bytes reach sockets: native sendfile(2), portable pooled-buffer copies, or auto (native where it loads, else portable; the choice is logged)",
+      example: "portable"
+    }),
+    serveMode: setting(K.oneOf("pipelined", "multiplexed"), {
+      env: "TALON_WORKER_SERVE_MODE",
+      flag: "serve-mode",
+      default: "pipelined",
+      help: "Reply order per connection: pipelined (request order) or multiplexed (as ready; clients match request ids)",
+      example: "multiplexed"
+    }),
+    readTimeoutMs: setting(K.integer, {
+      env: "TALON_WORKER_READ_TIMEOUT_MS",
+      flag: "read-timeout-ms",
+      default: 30_000,
+      help: "A connection holding a partial frame this long without progress is dropped, in ms",
+      example: "30000",
+      check: positive
+    }),
+    maxOpenFiles: setting(K.integer, {
+      env: "TALON_WORKER_MAX_OPEN_FILES",
+      flag: "max-open-files",
+      default: 4096,
+      help: "Block files kept open for serving at most",
+      example: "4096",
+      check: positive
+    }),
+    maxInflightPerConnection: setting(K.integer, {
+      env: "TALON_WORKER_MAX_INFLIGHT",
+      flag: "max-inflight",
+      default: 256,
+      help: "Requests one connection may have in flight before the worker stops reading from it",
+      example: "256",
+      check: positive
+    }),
+    loops: setting(K.integer, {
+      env: "TALON_WORKER_LOOPS",
+      flag: "loops",
+      default: 1,
+      help: "Processes (event loops) serving the one data port: N ≥ 2 forks N serving loops under a primary that alone owns the cache index and fills; connections are spread round-robin (NODE_CLUSTER_SCHED_POLICY=none: the kernel picks)",
+      example: "2",
+      check: (n) => (n >= 1 && n <= 64 ? undefined : "must be an integer in 1..64")
+    }),
+    hitTable: setting(K.boolean, {
+      env: "TALON_WORKER_HIT_TABLE",
+      flag: "no-hit-table",
+      presence: false,
+      default: true,
+      shownDefault: "true: the addon answers them",
+      help: "Native plane: serve every request through the JS serve loop, instead of letting the addon answer repeated cache hits of idle connections itself",
+      example: "false"
+    }),
+    sendBuffer: setting(K.size, {
+      env: "TALON_WORKER_SEND_BUFFER",
+      flag: "send-buffer",
+      default: 0,
+      help: "SO_SNDBUF of each data connection (K/M suffixes); 0 keeps the kernel's autotuned default. A small buffer bounds the memory many slow readers pin in the kernel",
+      example: "256K",
+      check: (n) => (n >= 0 && n <= 0x7fffffff ? undefined : "must be 0 (the kernel's default) or a size up to 2 GiB")
+    }),
+    scrubRate: setting(K.size, {
+      env: "TALON_WORKER_SCRUB_RATE",
+      flag: "scrub-rate",
+      default: 16 * 1024 ** 2,
+      help: "Bytes per second the background scrub re-reads and re-hashes cached pages at, so a byte corrupted on disk is dropped and refetched instead of served (0 = off; start-up verify and truncation checks stay on)",
+      example: "16M",
+      check: nonNegative
+    }),
+    adminTlsCert: setting(K.text, {
+      env: "TALON_WORKER_ADMIN_TLS_CERT",
+      flag: "admin-tls-cert",
+      default: "",
+      shownDefault: "none: plain HTTP",
+      help: "PEM certificate for HTTPS on the admin endpoint (with --admin-tls-key; re-read on SIGHUP or when the file changes)",
+      example: "/etc/talon/admin.pem"
+    }),
+    adminTlsKey: setting(K.text, {
+      env: "TALON_WORKER_ADMIN_TLS_KEY",
+      flag: "admin-tls-key",
+      default: "",
+      shownDefault: "none",
+      help: "PEM private key of --admin-tls-cert",
+      example: "/etc/talon/admin-key.pem"
+    })
+  },
+  check: (s) => {
+    if (s.pageSize > s.blockSize) return { key: "pageSize", message: `must be 0 (whole blocks) or at most the block size ${s.blockSize}, got ${s.pageSize}` }
+    if ((s.adminTlsCert === "") !== (s.adminTlsKey === "")) {
+      return {
+        key: s.adminTlsCert === "" ? "adminTlsCert" : "adminTlsKey",
+        message: "is missing: admin HTTPS needs both a certificate and a key"
+      }
+    }
+    return undefined
+  }
+})
+
+export const WORKER_DEFAULTS: WorkerSettings = defaultsOf(WorkerSchema)
 
 /** Environment variable of each setting. */
-export const WORKER_ENV: Record<keyof WorkerSettings, string> = {
-  id: "TALON_WORKER_ID",
-  dataAddress: "TALON_WORKER_DATA_ADDR",
-  adminAddress: "TALON_WORKER_ADMIN_ADDR",
-  coordinator: "TALON_WORKER_COORDINATOR",
-  advertiseAddress: "TALON_WORKER_ADVERTISE_ADDR",
-  cacheDirs: "TALON_WORKER_CACHE_DIRS",
-  capacity: "TALON_WORKER_CAPACITY",
-  blockSize: "TALON_WORKER_BLOCK_SIZE",
-  pageSize: "TALON_WORKER_PAGE_SIZE",
-  versionTtlMs: "TALON_WORKER_VERSION_TTL_MS",
-  originConcurrency: "TALON_WORKER_ORIGIN_CONCURRENCY",
-  heartbeatIntervalMs: "TALON_WORKER_HEARTBEAT_INTERVAL_MS",
-  dataPlane: "TALON_WORKER_DATA_PLANE",
-  serveMode: "TALON_WORKER_SERVE_MODE",
-  readTimeoutMs: "TALON_WORKER_READ_TIMEOUT_MS",
-  maxOpenFiles: "TALON_WORKER_MAX_OPEN_FILES",
-  maxInflightPerConnection: "TALON_WORKER_MAX_INFLIGHT",
-  loops: "TALON_WORKER_LOOPS",
-  hitTable: "TALON_WORKER_HIT_TABLE",
-  sendBuffer: "TALON_WORKER_SEND_BUFFER",
-  scrubRate: "TALON_WORKER_SCRUB_RATE",
-  adminTlsCert: "TALON_WORKER_ADMIN_TLS_CERT",
-  adminTlsKey: "TALON_WORKER_ADMIN_TLS_KEY"
-}
+export const WORKER_ENV = Object.fromEntries(
+  Object.entries(WorkerSchema.settings).map(([key, s]) => [key, s.env])
+) as { readonly [K in keyof WorkerSettings]: string }
 
-const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }
-
-/** `1048576`, `1M`, `256MiB`, `10G` → bytes; undefined when malformed. */
-export const parseSize = (text: string): number | undefined => {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(text) ?? /^\s*(\d+)\s*(b)\s*$/i.exec(text)
-  if (m === null) return undefined
-  const n = Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]!
-  return Number.isSafeInteger(Math.round(n)) ? Math.round(n) : undefined
-}
-
-const sizeConfig = (name: string) =>
-  Config.string(name).pipe(
-    Config.mapOrFail((s) => {
-      const n = parseSize(s)
-      return n === undefined
-        ? Either.left(ConfigError.InvalidData([name], `expected a size like 1048576, 64K, 256M or 10G, got ${JSON.stringify(s)}`))
-        : Either.right(n)
-    })
-  )
-
-const oneOf = <T extends string>(name: string, values: ReadonlyArray<T>) =>
-  Config.string(name).pipe(
-    Config.mapOrFail((s) =>
-      (values as ReadonlyArray<string>).includes(s)
-        ? Either.right(s as T)
-        : Either.left(ConfigError.InvalidData([name], `expected one of ${values.join(", ")}, got ${JSON.stringify(s)}`))
-    )
-  )
-
-const listConfig = (name: string) =>
-  Config.string(name).pipe(
-    Config.map((s) =>
-      s
-        .split(/[,:]/)
-        .map((p) => p.trim())
-        .filter((p) => p.length > 0)
-    )
-  )
-
-/** The Config of each setting (environment names as in WORKER_ENV). */
-export const workerConfigs = {
-  id: Config.string(WORKER_ENV.id),
-  dataAddress: Config.string(WORKER_ENV.dataAddress),
-  adminAddress: Config.string(WORKER_ENV.adminAddress),
-  coordinator: Config.string(WORKER_ENV.coordinator),
-  advertiseAddress: Config.string(WORKER_ENV.advertiseAddress),
-  cacheDirs: listConfig(WORKER_ENV.cacheDirs),
-  capacity: sizeConfig(WORKER_ENV.capacity),
-  blockSize: sizeConfig(WORKER_ENV.blockSize),
-  pageSize: sizeConfig(WORKER_ENV.pageSize),
-  versionTtlMs: Config.integer(WORKER_ENV.versionTtlMs),
-  originConcurrency: Config.integer(WORKER_ENV.originConcurrency),
-  heartbeatIntervalMs: Config.integer(WORKER_ENV.heartbeatIntervalMs),
-  dataPlane: oneOf<DataPlaneName>(WORKER_ENV.dataPlane, ["auto", "native", "portable"]),
-  serveMode: oneOf<ServeModeName>(WORKER_ENV.serveMode, ["pipelined", "multiplexed"]),
-  readTimeoutMs: Config.integer(WORKER_ENV.readTimeoutMs),
-  maxOpenFiles: Config.integer(WORKER_ENV.maxOpenFiles),
-  maxInflightPerConnection: Config.integer(WORKER_ENV.maxInflightPerConnection),
-  loops: Config.integer(WORKER_ENV.loops),
-  hitTable: Config.boolean(WORKER_ENV.hitTable),
-  sendBuffer: sizeConfig(WORKER_ENV.sendBuffer),
-  scrubRate: sizeConfig(WORKER_ENV.scrubRate),
-  adminTlsCert: Config.string(WORKER_ENV.adminTlsCert),
-  adminTlsKey: Config.string(WORKER_ENV.adminTlsKey)
-} satisfies { [K in keyof WorkerSettings]: Config.Config<unknown> }
-
-const invalid = (key: keyof WorkerSettings, why: string) => ConfigError.InvalidData([WORKER_ENV[key]], `${key} ${why}`)
-
-/** Checks cross-field rules; returns the first violation. */
-export const validateWorkerSettings = (s: WorkerSettings): ConfigError.ConfigError | undefined => {
-  if (s.cacheDirs.length === 0) return invalid("cacheDirs", "needs at least one directory")
-  if (!(s.capacity > 0)) return invalid("capacity", "must be positive")
-  if (!(s.blockSize > 0) || s.blockSize > 0xffffffff) return invalid("blockSize", "must be in 1..4 GiB-1 (a u32)")
-  if (s.pageSize < 0 || s.pageSize > s.blockSize) return invalid("pageSize", "must be 0 (whole blocks) or at most the block size")
-  if (!(s.versionTtlMs >= 0)) return invalid("versionTtlMs", "must be zero or positive")
-  if (!(s.originConcurrency > 0)) return invalid("originConcurrency", "must be positive")
-  if (!(s.heartbeatIntervalMs > 0)) return invalid("heartbeatIntervalMs", "must be positive")
-  if (!(s.readTimeoutMs > 0)) return invalid("readTimeoutMs", "must be positive")
-  if (!(s.maxOpenFiles > 0)) return invalid("maxOpenFiles", "must be positive")
-  if (!(s.maxInflightPerConnection > 0)) return invalid("maxInflightPerConnection", "must be positive")
-  if (!Number.isInteger(s.sendBuffer) || s.sendBuffer < 0 || s.sendBuffer > 0x7fffffff) {
-    return invalid("sendBuffer", "must be 0 (the kernel's default) or a size up to 2 GiB")
-  }
-  if (!Number.isInteger(s.loops) || s.loops < 1 || s.loops > 64) return invalid("loops", "must be an integer in 1..64")
-  if ((s.adminTlsCert === "") !== (s.adminTlsKey === "")) {
-    return invalid(s.adminTlsCert === "" ? "adminTlsCert" : "adminTlsKey", "is missing: admin HTTPS needs both a certificate and a key")
-  }
-  if (!(s.scrubRate >= 0)) return invalid("scrubRate", "must be zero (off) or a rate in bytes per second")
-  return undefined
-}
-
-/** explicit > environment > default, validated. */
+/** explicit > environment > config file > default, validated. */
 export const resolveWorkerSettings = (
   explicit: Partial<WorkerSettings> = {}
-): Effect.Effect<WorkerSettings, ConfigError.ConfigError> =>
-  Effect.gen(function* () {
-    const resolved: Record<string, unknown> = {}
-    for (const key of Object.keys(WORKER_DEFAULTS) as Array<keyof WorkerSettings>) {
-      if (explicit[key] !== undefined) {
-        resolved[key] = explicit[key]
-        continue
-      }
-      const fromEnv = yield* Config.option(workerConfigs[key] as Config.Config<unknown>)
-      resolved[key] = Option.getOrElse(fromEnv, () => WORKER_DEFAULTS[key])
-    }
-    const settings = resolved as unknown as WorkerSettings
-    const error = validateWorkerSettings(settings)
-    if (error !== undefined) return yield* Effect.fail(error)
-    return settings
-  })
+): Effect.Effect<WorkerSettings, ConfigError.ConfigError> => resolve(WorkerSchema, explicit)
 
 export class WorkerConfig extends Context.Tag("talon/worker/WorkerConfig")<WorkerConfig, WorkerSettings>() {
-  /** Settings from explicit values > `TALON_WORKER_*` > defaults. */
-  static readonly layer = (explicit: Partial<WorkerSettings> = {}) =>
-    Layer.effect(WorkerConfig, resolveWorkerSettings(explicit))
+  /** Settings from explicit values > `TALON_WORKER_*` > file > defaults. */
+  static readonly layer = (explicit: Partial<WorkerSettings> = {}) => Layer.effect(WorkerConfig, resolveWorkerSettings(explicit))
   /** Exactly these settings over the defaults, ignoring the environment (tests, embedding). */
   static readonly layerOf = (settings: Partial<WorkerSettings>) =>
-    Layer.effect(
-      WorkerConfig,
-      Effect.suspend(() => {
-        const s = { ...WORKER_DEFAULTS, ...settings }
-        const error = validateWorkerSettings(s)
-        return error === undefined ? Effect.succeed(s) : Effect.fail(error)
-      })
-    )
-}
-
-/** `host:port` → parts; the port must be 0..65535. */
-export const parseHostPort = (address: string): { readonly host: string; readonly port: number } | undefined => {
-  const i = address.lastIndexOf(":")
-  if (i <= 0) return undefined
-  let host = address.slice(0, i)
-  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1)
-  const port = Number(address.slice(i + 1))
-  if (!Number.isInteger(port) || port < 0 || port > 65535) return undefined
-  return { host, port }
+    Layer.effect(WorkerConfig, Effect.suspend(() => resolveOnly(WorkerSchema, settings)))
 }

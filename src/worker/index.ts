@@ -4,10 +4,8 @@ export {
   WorkerConfig,
   WORKER_DEFAULTS,
   WORKER_ENV,
-  workerConfigs,
+  WorkerSchema,
   resolveWorkerSettings,
-  parseSize,
-  parseHostPort,
   type WorkerSettings,
   type DataPlaneName,
   type ServeModeName

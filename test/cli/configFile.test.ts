@@ -131,7 +131,9 @@ describe("config file", () => {
           'admin_listen = "127.0.0.1:0"',
           "heartbeat_interval_ms = 250",
           "missed_heartbeats = 7",
-          "epoch_base = 424242"
+          'cluster_id = "from-file"',
+          "[state]",
+          "lease_ttl_ms = 9000"
         ].join("\n")
       )
       const run = yield* talon(["--config", file, "coordinator", "--heartbeat-interval-ms", "300"], {
@@ -139,8 +141,8 @@ describe("config file", () => {
       })
       const admin = yield* waitFor("the admin address", () => /admin (http:\/\/[\d.:]+)/.exec(run.output())?.[1], run.output)
       const status = yield* Effect.promise(() => fetch(`${admin}/api/v1/cluster`).then((r) => r.json()))
-      // 300 from the flag (file says 250), 5 from the environment (file says 7), epoch and port 0 from the file.
-      expect(status).toMatchObject({ epoch: 424242, heartbeatIntervalMs: 300, livenessWindowMs: 1500 })
+      // 300 from the flag (file says 250), 5 from the environment (file says 7), cluster id and port 0 from the file.
+      expect(status).toMatchObject({ clusterId: "from-file", heartbeatIntervalMs: 300, livenessWindowMs: 1500 })
       run.kill("SIGINT")
       expect(yield* Effect.promise(() => run.exited)).toBe(0)
     })

@@ -12,7 +12,7 @@ import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
 import { vi } from "vitest"
-import { ControlChannel } from "../../src/client/ControlChannel.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { cluster, read, readToSink } from "../../src/client/cli.js"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
 import type { CoordinatorShape } from "../../src/coordinator/Coordinator.js"
@@ -67,6 +67,9 @@ describe("talon read", () => {
         // No --length: to the end of the object.
         yield* run(read, ["--offset", "5", "--out", out, "--coordinator", c.controlAddress, "--block-size", String(BLOCK), "s3://bucket/obj.bin"])
         expect(fs.readFileSync(out).equals(data.subarray(5))).toBe(true)
+        // A coordinator list: the dead first entry is passed over.
+        yield* run(read, ["--out", out, "--coordinator", `127.0.0.1:1,${c.controlAddress}`, "--block-size", String(BLOCK), "s3://bucket/obj.bin"])
+        expect(fs.readFileSync(out).equals(data)).toBe(true)
       })
     )
   )

@@ -6,7 +6,7 @@
 import * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import { ControlChannel } from "../../src/client/ControlChannel.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import {
   DEFAULT_CAPS,
   FrameDecoder,

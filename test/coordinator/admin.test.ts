@@ -1,10 +1,11 @@
 /** The coordinator's admin HTTP endpoints, over a real socket. */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { ControlChannel } from "../../src/client/ControlChannel.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { renderClusterTable } from "../../src/client/cli.js"
-import type { ClusterStatus } from "../../src/coordinator/AdminHttp.js"
+import type { ClusterStatus } from "../../src/protocol/clusterStatus.js"
 import { NodeRole } from "../../src/core/ids.js"
+import { epochForWire, membershipEpoch } from "../../src/coordinator/state/epoch.js"
 import { testCoordinator } from "./fixtures/harness.js"
 
 const get = (address: string, path: string) =>
@@ -30,7 +31,16 @@ describe("coordinator admin HTTP", () => {
           expect(cluster.status).toBe(200)
           expect(cluster.type).toContain("application/json")
           const status = JSON.parse(cluster.body) as ClusterStatus
-          expect(status.epoch).toBe(102)
+          const epoch = epochForWire(
+            yield* membershipEpoch([
+              { id: "w-1", address: "127.0.0.1:7101", role: NodeRole.Worker },
+              { id: "w-2", address: "127.0.0.1:7102", role: NodeRole.Worker }
+            ])
+          )
+          expect(status.epoch).toBe(epoch)
+          expect(status.ready).toBe(true)
+          expect(status.stateBackend).toBe("memory")
+          expect(status.clusterId).toBe("default")
           expect(status.livenessWindowMs).toBe(3000)
           expect(status.controlAddress).toBe(c.controlAddress)
           expect(status.members.map((m) => [m.id, m.address, m.role, m.blockCount])).toEqual([
@@ -42,7 +52,7 @@ describe("coordinator admin HTTP", () => {
             expect(m.lastHeartbeatAgeMs).toBeGreaterThanOrEqual(0)
           }
           const table = renderClusterTable(status)
-          expect(table).toContain("epoch 102")
+          expect(table).toContain(`epoch ${epoch}`)
           expect(table.split("\n")[2]).toMatch(/^w-1\s+127\.0\.0\.1:7101\s+worker\s+\S+s ago\s+17$/)
 
           const metrics = yield* get(c.adminAddress, "/metrics")
@@ -50,7 +60,8 @@ describe("coordinator admin HTTP", () => {
           expect(metrics.type).toContain("text/plain")
           const lines = metrics.body.split("\n")
           expect(lines).toContain("talon_coordinator_members 2")
-          expect(lines).toContain("talon_coordinator_epoch 102")
+          expect(lines).toContain(`talon_coordinator_epoch ${epoch}`)
+          expect(lines).toContain("talon_coordinator_ready 1")
           expect(lines).toContain("talon_coordinator_registrations_total 2")
           expect(lines).toContain("talon_coordinator_heartbeats_total 1")
           expect(lines).toContain('talon_coordinator_worker_blocks{node="w-1"} 17')

@@ -5,9 +5,9 @@ import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Fiber } from "effect"
 import { vi } from "vitest"
-import { ControlChannel } from "../../src/client/ControlChannel.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { coordinator } from "../../src/coordinator/cli.js"
-import { resolveCoordinatorOptions } from "../../src/coordinator/config.js"
+import { resolveCoordinatorOptions, resolveCoordinatorState, type CoordinatorOptions } from "../../src/coordinator/config.js"
 
 const run = (args: ReadonlyArray<string>) =>
   Command.run(coordinator, { name: "talon", version: "test" })(["node", "talon", ...args]).pipe(
@@ -34,9 +34,43 @@ describe("talon coordinator", () => {
       for (const flag of ["--listen", "--admin-listen", "--heartbeat-interval-ms", "--missed-heartbeats", "--read-timeout-ms"]) {
         expect(help).toContain(flag)
       }
-      for (const env of ["LISTEN", "ADMIN_LISTEN", "HEARTBEAT_INTERVAL_MS", "MISSED_HEARTBEATS", "READ_TIMEOUT_MS"]) {
+      for (const env of ["LISTEN", "ADMIN_LISTEN", "HEARTBEAT_INTERVAL_MS", "MISSED_HEARTBEATS", "READ_TIMEOUT_MS", "CLUSTER_ID"]) {
         expect(help).toContain(`TALON_COORDINATOR_${env}`)
       }
+      // The state store's settings have flags on the coordinator too.
+      for (const [flag, env] of [
+        ["--state", "TALON_STATE_BACKEND"],
+        ["--etcd-endpoints", "TALON_ETCD_ENDPOINTS"],
+        ["--etcd-prefix", "TALON_ETCD_PREFIX"],
+        ["--unhealthy-after-ms", "TALON_STATE_UNHEALTHY_AFTER_MS"],
+        ["--lease-ttl-ms", "TALON_STATE_LEASE_TTL_MS"],
+        ["--cluster-token-check", "TALON_CLUSTER_TOKEN_CHECK"]
+      ]) {
+        expect(help).toContain(flag)
+        expect(help).toContain(env)
+      }
+    })
+  )
+
+  it.effect("store timings: flag > TALON_STATE_* > derived from the heartbeat settings; etcd named by its endpoints", () =>
+    Effect.gen(function* () {
+      const resolve = (explicit: Partial<CoordinatorOptions>, env: ReadonlyArray<[string, string]> = []) =>
+        Effect.withConfigProvider(
+          Effect.flatMap(resolveCoordinatorOptions(explicit), resolveCoordinatorState),
+          ConfigProvider.fromMap(new Map(env))
+        )
+      // 200 ms x 4 missed: out of placement after 800 ms, record gone after 1600 ms.
+      const derived = yield* resolve({ heartbeatIntervalMs: 200, missedHeartbeats: 4 })
+      expect(derived).toMatchObject({ backend: "memory", heartbeatIntervalMs: 200, unhealthyAfterMs: 800, leaseTtlMs: 1600 })
+      const fromEnv = yield* resolve({ heartbeatIntervalMs: 200, missedHeartbeats: 4 }, [
+        ["TALON_STATE_LEASE_TTL_MS", "5000"],
+        ["TALON_ETCD_ENDPOINTS", "http://127.0.0.1:2379"]
+      ])
+      expect(fromEnv).toMatchObject({ backend: "etcd", unhealthyAfterMs: 800, leaseTtlMs: 5000, etcdEndpoints: ["http://127.0.0.1:2379"] })
+      const flagged = yield* resolve({ heartbeatIntervalMs: 200, missedHeartbeats: 4, state: { leaseTtlMs: 9000 } }, [["TALON_STATE_LEASE_TTL_MS", "5000"]])
+      expect(flagged.leaseTtlMs).toBe(9000)
+      const bad = yield* Effect.flip(resolve({ heartbeatIntervalMs: 200, missedHeartbeats: 4, state: { leaseTtlMs: 500 } }))
+      expect(String(bad)).toContain("heartbeat interval < unhealthy-after < lease TTL")
     })
   )
 

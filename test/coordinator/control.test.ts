@@ -3,6 +3,7 @@
  * vector it handles, sent byte-for-byte; Register/Heartbeat built with the codec;
  * malformed input answered or dropped per connection, never crashing the server.
  */
+import { epochForWire, membershipEpoch } from "../../src/coordinator/state/epoch.js"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
 import { NodeRole, type NodeInfo } from "../../src/core/ids.js"
@@ -103,7 +104,9 @@ describe("coordinator control listener", () => {
         const reply = yield* roundTrip(peer, bytes)
         expect(reply.header.requestId).toBe(requestIdOf(bytes))
         const epoch = yield* c.epoch
-        expect(epoch).toBe(103) // base 100, three joins
+        // The epoch is Talon's content hash of the placement set: the same three workers, the same epoch.
+        expect(epoch).toBe(epochForWire(yield* membershipEpoch(nodes)))
+        expect(epoch).not.toBe(0)
         const expected = Maglev.build(nodes).rank(lookup.block, lookup.k)
         expect(expected).toHaveLength(1)
         expect(controlOf(reply)).toEqual({ _tag: "PlacementResponse", owners: [...expected], epoch })
@@ -127,7 +130,7 @@ describe("coordinator control listener", () => {
       Effect.gen(function* () {
         const peer = yield* Effect.promise(() => RawPeer.connect(port))
         const reply = controlOf(yield* roundTrip(peer, vector("control.placement_lookup")))
-        expect(reply).toEqual({ _tag: "PlacementResponse", owners: [], epoch: 100 })
+        expect(reply).toEqual({ _tag: "PlacementResponse", owners: [], epoch: 0 }) // Talon's epoch of no members
         peer.close()
       })
     )

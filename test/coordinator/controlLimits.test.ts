@@ -48,7 +48,7 @@ const slowCoordinator = <A, E>(
   ).pipe(Layer.provide(memoryBackend(objects, calls)))
   return Effect.scoped(
     Effect.gen(function* () {
-      const c = yield* makeCoordinator({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", epochBase: 100 })
+      const c = yield* makeCoordinator({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0" })
       return yield* body(Number(c.controlAddress.split(":")[1]), calls, c.adminAddress)
     })
   ).pipe(Effect.provide(slow))

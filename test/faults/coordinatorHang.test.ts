@@ -10,7 +10,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Ref } from "effect"
-import { ControlChannel } from "../../src/client/ControlChannel.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
 import type { ControlMessage } from "../../src/protocol/index.js"
 import { coordinatorOn, isRunning, originWith, outputs, pollUntil, randomReader, report, startWorker, tempDir, type WorkerProcess } from "./fixtures/talon.js"

@@ -9,7 +9,6 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Backend } from "../../src/core/ids.js"
 import { LocalCluster, Loadgen, loadSpec } from "../../src/index.js"
-import { parseAddr } from "../../src/loadgen/options.js"
 import { sampleBytes, SEED_BUCKET } from "../../src/origin/seed.js"
 
 const RANGE = 64 * 1024
@@ -33,9 +32,7 @@ describe("Loadgen service against an embedded cluster", () => {
         const cluster = yield* LocalCluster.make({ ephemeral: true, workers: 1, gateway: false })
         const worker = cluster.workers[0]!
         const loadgen = yield* Loadgen
-        const coordinator = parseAddr("--coordinator", cluster.coordinator.controlAddress)
-        if (coordinator._tag === "Left") throw new Error(coordinator.left)
-        const { size } = yield* loadgen.stat(coordinator.right, object)
+        const { size } = yield* loadgen.stat(cluster.coordinator.controlAddress, object)
         expect(size).toBe(1024 * 1024)
 
         const expected = sampleBytes(0, size)

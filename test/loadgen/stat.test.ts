@@ -28,6 +28,15 @@ const withControlServer = <A, E>(answer: (m: ControlMessage) => ControlMessage, 
 
 const object = { backend: Backend.Azure, bucket: "bench", objectPath: "data/blob" }
 
+/** A loopback address nothing listens on (it was free a moment ago). */
+const deadAddress = Effect.async<string>((resume) => {
+  const server = net.createServer()
+  server.listen(0, "127.0.0.1", () => {
+    const port = (server.address() as net.AddressInfo).port
+    server.close(() => resume(Effect.succeed(`127.0.0.1:${port}`)))
+  })
+})
+
 describe("statObject", () => {
   it.live("asks the coordinator for the size with StatObject", () =>
     withControlServer(
@@ -37,7 +46,7 @@ describe("statObject", () => {
           : { _tag: "Ack", ok: false, detail: "unexpected" },
       (port) =>
         Effect.gen(function* () {
-          const stat = yield* statObject({ host: "127.0.0.1", port }, object)
+          const stat = yield* statObject(`127.0.0.1:${port}`, object)
           expect(stat).toEqual({ size: 123456789, version: "v1" })
         })
     ))
@@ -51,4 +60,20 @@ describe("statObject", () => {
           expect(e.message).toContain("object not found: az://bench/data/blob")
         })
     ))
+
+  it.live("--coordinator as a list: a dead first entry is passed over for the next", () =>
+    withControlServer(
+      (m) => (m._tag === "StatObject" ? { _tag: "ObjectStat", size: 4242, version: "v9" } : { _tag: "Ack", ok: false, detail: "unexpected" }),
+      (port) =>
+        Effect.gen(function* () {
+          const dead = yield* deadAddress
+          expect(yield* statObject(`${dead},127.0.0.1:${port}`, object)).toEqual({ size: 4242, version: "v9" })
+        })
+    ))
+
+  it.live("a --coordinator that is not a list of host:port says so", () =>
+    Effect.gen(function* () {
+      const e = yield* Effect.flip(statObject("nonsense", object))
+      expect(e.message).toContain("comma-separated list")
+    }))
 })

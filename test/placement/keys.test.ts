@@ -5,7 +5,7 @@ import fc from "fast-check"
 import { Backend, NodeRole, type BlockId } from "../../src/core/ids.js"
 import { BlockHasher, compareUtf8, Maglev, membershipEpoch, membershipToken, normalizeWorkers, PlacementTable, Rendezvous } from "../../src/placement/index.js"
 
-/** DESIGN.md step 5 spelled out with Buffer.concat and node:crypto: the oracle for BlockHasher. */
+/** Placement step 5 spelled out with Buffer.concat and node:crypto: the oracle for BlockHasher. */
 const field = (s: string): Buffer => {
   const bytes = Buffer.from(s, "utf8")
   const len = Buffer.alloc(8)
@@ -45,7 +45,7 @@ const blockArb: fc.Arbitrary<BlockId> = fc.record({
 })
 
 describe("BlockHasher", () => {
-  it("hashes exactly DESIGN.md's block key layout (checked against node:crypto)", () => {
+  it("hashes exactly Talon's block key layout (checked against node:crypto)", () => {
     const h = new BlockHasher()
     fc.assert(
       fc.property(fc.array(blockArb, { minLength: 1, maxLength: 4 }), (blocks) => {

@@ -4,7 +4,7 @@ import { Maglev } from "../../src/placement/index.js"
 
 /*
  * Fixed (membership, block) → owners pairs. They were NOT produced by this code base: a
- * separate Python 3 script (hashlib + struct, not committed) implements DESIGN.md
+ * separate Python 3 script (hashlib + struct, not committed) implements the placement steps of docs/architecture.md
  * "Placement" steps 1–6 directly — worker permutation from SHA-256("talon-cache-maglev-worker-v1\0"
  * ++ u64le(len) ++ id), the round-robin fill into a 2^k ≥ max(4096, 64n) table, the block
  * hash over "talon-cache-maglev-block-v1\0" ++ tag ++ field(bucket) ++ field(path) ++ u64le(offset)
@@ -89,7 +89,7 @@ const memberships: Record<
   }
 }
 
-describe("Maglev fixed vectors (independent Python implementation of DESIGN.md)", () => {
+describe("Maglev fixed vectors (independent Python implementation)", () => {
   for (const [name, m] of Object.entries(memberships)) {
     it(`${name}: table size, primaries and top-3`, () => {
       // Reversed input: the result must not depend on input order.

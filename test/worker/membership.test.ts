@@ -56,6 +56,10 @@ const fakeCoordinator = async (port = 0) => {
           reply = known.has(m.node)
             ? { _tag: "Ack", ok: true, detail: null }
             : { _tag: "Ack", ok: false, detail: `unknown node ${m.node}` }
+        } else if (m._tag === "NodeStatusHeartbeat") {
+          reply = acceptRegistrations
+            ? { _tag: "Ack", ok: true, detail: null }
+            : { _tag: "Ack", ok: false, detail: "registrations are closed" }
         }
         socket.write(encodeControlFrame(f.header.requestId, reply))
       }
@@ -93,20 +97,25 @@ const setupOrigin = async () => {
 }
 
 describe("worker membership", () => {
-  it("not ready (503, 'worker is not ready') until registered; heartbeats carry the block count; re-registers after a coordinator restart", async () => {
+  const statuses = (seen: ReadonlyArray<ControlMessage>) =>
+    seen.flatMap((m) => (m._tag === "NodeStatusHeartbeat" ? [m.status] : []))
+
+  it("not ready (503, 'worker is not ready') until a status is accepted; statuses carry Talon's fields; survive a coordinator restart", async () => {
     const coord = await fakeCoordinator()
     coord.setAccept(false)
     const origin = await setupOrigin()
     const w = await startWorker(cleanup, origin.layer, {
       id: "w-test",
       coordinator: `127.0.0.1:${coord.port}`,
+      clusterId: "c-test",
+      zone: "z1",
       heartbeatIntervalMs: 50,
       cacheDirs: [await tempDir(cleanup, "talon-cache-")],
       blockSize: 64 * 1024,
       pageSize: 16 * 1024
     })
     const admin = `http://127.0.0.1:${w.worker.adminPort}`
-    await until("a refused Register", () => coord.seen.some((m) => m._tag === "Register"))
+    await until("a refused status", () => statuses(coord.seen).length > 0)
     const notReady = await fetch(`${admin}/readyz`)
     expect(notReady.status).toBe(503)
     expect(await notReady.text()).toContain("registrations are closed")
@@ -117,23 +126,51 @@ describe("worker membership", () => {
 
     coord.setAccept(true)
     await until("ready", async () => (await fetch(`${admin}/readyz`)).status === 200)
-    const register = coord.seen.find((m) => m._tag === "Register" ) as Extract<ControlMessage, { _tag: "Register" }>
-    expect(register.node).toEqual({ id: "w-test", address: w.worker.dataAddress, role: NodeRole.Worker } satisfies NodeInfo)
+    const first = statuses(coord.seen)[0]!
+    expect(first.node).toEqual({ id: "w-test", address: w.worker.dataAddress, role: NodeRole.Worker } satisfies NodeInfo)
+    expect(first).toMatchObject({ clusterId: "c-test", health: "healthy", ready: true, labels: [["zone", "z1"]] })
+    expect(first.incarnationId).toMatch(/^[0-9a-f-]{36}$/)
+    expect(first.metrics.capacityBytes).toBeGreaterThan(0)
+    // Legacy messages are not sent: membership comes from the status.
+    expect(coord.seen.every((m) => m._tag === "NodeStatusHeartbeat")).toBe(true)
 
     c.send(encodeGetRangeFrame(2, { object: { backend: Backend.S3, bucket: "bkt", objectPath: "obj" }, offset: 0, len: 70 * 1024 }))
     expect((await c.next()).header.length).toBe(70 * 1024)
-    await until("a heartbeat with blockCount 2", () =>
-      coord.seen.some((m) => m._tag === "Heartbeat" && m.node === "w-test" && m.blockCount === 2)
-    )
+    await until("a status with blockCount 2", () => statuses(coord.seen).some((s) => s.metrics.blockCount === 2))
+    const seqs = statuses(coord.seen).map((s) => s.heartbeatSeq)
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
+    expect(new Set(seqs).size).toBe(seqs.length)
 
-    // The coordinator restarts on the same port and has forgotten the worker.
+    // The coordinator restarts on the same port: the same incarnation keeps reporting, sequence still rising.
     await coord.stop()
     const again = await fakeCoordinator(coord.port)
-    await until("a Register on the restarted coordinator", () => again.seen.some((m) => m._tag === "Register"))
-    await until("heartbeats resume", () => again.seen.some((m) => m._tag === "Heartbeat" && m.node === "w-test"))
+    await until("statuses resume", () => statuses(again.seen).length > 0)
+    const resumed = statuses(again.seen)[0]!
+    expect(resumed.incarnationId).toBe(first.incarnationId)
+    expect(resumed.heartbeatSeq).toBeGreaterThan(Math.max(...seqs))
     // It stayed ready throughout: the data plane does not depend on the coordinator.
     expect((await fetch(`${admin}/readyz`)).status).toBe(200)
     c.close()
+  })
+
+  it("with a coordinator list, heartbeats go to the first and fail over to the next when it dies", async () => {
+    const a = await fakeCoordinator()
+    const b = await fakeCoordinator()
+    const origin = await setupOrigin()
+    const w = await startWorker(cleanup, origin.layer, {
+      id: "w-list",
+      coordinator: `127.0.0.1:${a.port}, 127.0.0.1:${b.port}`,
+      heartbeatIntervalMs: 50,
+      cacheDirs: [await tempDir(cleanup, "talon-cache-")]
+    })
+    await until("ready via the first", () => w.worker.readiness.ready && statuses(a.seen).length >= 3)
+    expect(statuses(b.seen)).toHaveLength(0)
+    await a.stop()
+    await until("statuses on the second", () => statuses(b.seen).length >= 3)
+    expect(w.worker.readiness.current.coordinator).toBe(`127.0.0.1:${b.port}`)
+    expect(w.worker.readiness.ready).toBe(true)
+    const admin = await fetch(`http://127.0.0.1:${w.worker.adminPort}/readyz`)
+    expect(await admin.text()).toContain(`via 127.0.0.1:${b.port}`)
   })
 
   it("registers with the real coordinator and comes back after the coordinator restarts", async () => {

@@ -1,10 +1,12 @@
 /**
  * State-store settings. Resolution: explicit option (flag, embedding program)
  * > `TALON_STATE_*` / `TALON_ETCD_*` / `TALON_CLUSTER_TOKEN` through Effect
- * Config (environment or the installed ConfigProvider, e.g. the config file)
+ * Config (environment, then the config file), one declaration each (StateStoreSchema)
  * > the defaults here (Talon's: 5 s heartbeat, 15 s unhealthy, 30 s lease).
  */
-import { Config, ConfigError, Effect, Option, Redacted } from "effect"
+import { ConfigError, Effect, Redacted } from "effect"
+import * as K from "../../config/kinds.js"
+import { component, invalid, resolve, setting } from "../../config/Setting.js"
 
 export interface StateTiming {
   /** How often nodes send their status. */
@@ -81,44 +83,138 @@ export const settingsProblem = (s: StateStoreSettings): { readonly path: string;
   return null
 }
 
-const opt = <A>(config: Config.Config<A>) => Effect.map(Config.option(config), Option.getOrUndefined)
+const positiveMs = (n: number) => (Number.isSafeInteger(n) && n > 0 ? undefined : "must be a positive whole number of milliseconds")
 
-/** Fills every setting not given explicitly from the environment/ConfigProvider, then the defaults; validated. */
+/** What the settings are read as: the backend may be left to follow from the endpoints. */
+type StateStoreInput = Omit<StateStoreSettings, "backend"> & { readonly backend: StateStoreSettings["backend"] | undefined }
+
+/** What the settings are read as (exported for the coordinator's flags). */
+export type { StateStoreInput }
+
+export const StateStoreSchema = component<StateStoreInput>({
+  name: "coordinator state store",
+  summary:
+    "Where coordinators keep cluster state (membership records with leases), read by `talon coordinator`; set in the environment or the config file.",
+  settings: {
+    backend: setting(K.optional(K.oneOf("memory", "etcd")), {
+      env: "TALON_STATE_BACKEND",
+      flag: "state",
+      default: undefined,
+      shownDefault: "etcd when endpoints are set, else memory",
+      help: "memory: state lives in this coordinator only; etcd: shared by every coordinator of the cluster (active-active)",
+      example: "etcd"
+    }),
+    heartbeatIntervalMs: setting(K.integer, {
+      env: "TALON_STATE_HEARTBEAT_INTERVAL_MS",
+      default: 5_000,
+      shownDefault: "the coordinator's heartbeat interval",
+      help: "How often nodes send their status, in ms",
+      example: "5000",
+      check: positiveMs
+    }),
+    unhealthyAfterMs: setting(K.integer, {
+      env: "TALON_STATE_UNHEALTHY_AFTER_MS",
+      flag: "unhealthy-after-ms",
+      default: 15_000,
+      shownDefault: "the coordinator's heartbeat interval x missed heartbeats",
+      help: "A node whose last accepted write is older than this is reported unhealthy and leaves placement, in ms",
+      example: "15000",
+      check: positiveMs
+    }),
+    leaseTtlMs: setting(K.integer, {
+      env: "TALON_STATE_LEASE_TTL_MS",
+      flag: "lease-ttl-ms",
+      default: 30_000,
+      shownDefault: "twice unhealthy-after",
+      help: "A node whose last accepted write is older than this disappears (lease expiry; etcd rounds up to whole seconds), in ms",
+      example: "30000",
+      check: positiveMs
+    }),
+    requestTimeoutMs: setting(K.integer, {
+      env: "TALON_STATE_REQUEST_TIMEOUT_MS",
+      flag: "state-request-timeout-ms",
+      default: 3_000,
+      help: "Deadline for one state-store operation, in ms",
+      example: "3000",
+      check: positiveMs
+    }),
+    etcdEndpoints: setting(K.list("URLs"), {
+      env: "TALON_ETCD_ENDPOINTS",
+      flag: "etcd-endpoints",
+      default: [],
+      shownDefault: "none",
+      help: "etcd client URLs, comma-separated; a bare host:port gets http://",
+      example: "http://10.0.0.1:2379,http://10.0.0.2:2379"
+    }),
+    etcdPrefix: setting(K.text, {
+      env: "TALON_ETCD_PREFIX",
+      flag: "etcd-prefix",
+      default: "/talon",
+      help: "Keyspace prefix; records live under <prefix>/clusters/<cluster>/nodes/<role>/<node>",
+      example: "/talon"
+    }),
+    etcdUsername: setting(K.optional(K.text), {
+      env: "TALON_ETCD_USERNAME",
+      flag: "etcd-username",
+      default: undefined,
+      shownDefault: "none",
+      help: "etcd password authentication: the user (with TALON_ETCD_PASSWORD)",
+      example: "talon"
+    }),
+    etcdPassword: setting(K.optional(K.secret), {
+      env: "TALON_ETCD_PASSWORD",
+      default: undefined,
+      shownDefault: "none",
+      help: "etcd password authentication: the password (with TALON_ETCD_USERNAME)",
+      example: "<password>"
+    }),
+    clusterToken: setting(K.optional(K.secret), {
+      env: "TALON_CLUSTER_TOKEN",
+      default: undefined,
+      shownDefault: "none",
+      help: "Shared secret every node presents with its state writes; at least 16 characters",
+      example: "$(openssl rand -hex 32)"
+    }),
+    tokenCheck: setting(K.oneOf("every-write", "takeover-only"), {
+      env: "TALON_CLUSTER_TOKEN_CHECK",
+      flag: "cluster-token-check",
+      default: "every-write",
+      help: "With a token: every-write refuses any write without it; takeover-only demands it only to replace another live incarnation's record",
+      example: "takeover-only"
+    })
+  }
+})
+
+/** StateStoreSchema with some defaults replaced (a component derives timings from its own settings). */
+const withDefaults = (defaults: Partial<StateStoreSettings>) => {
+  const settings: Record<string, unknown> = { ...StateStoreSchema.settings }
+  for (const [key, value] of Object.entries(defaults)) {
+    const s = StateStoreSchema.settings[key as keyof StateStoreInput]
+    if (s !== undefined && value !== undefined) settings[key] = { ...s, default: value, shownDefault: undefined }
+  }
+  return { ...StateStoreSchema, settings: settings as typeof StateStoreSchema.settings }
+}
+
+/**
+ * Fills every setting not given explicitly from the environment, then the
+ * config file, then `defaults`, then the schema's defaults; validated.
+ */
 export const resolveStateStoreSettings = (
-  explicit: Partial<StateStoreSettings> = {}
+  explicit: Partial<StateStoreSettings> = {},
+  defaults: Partial<StateStoreSettings> = {}
 ): Effect.Effect<StateStoreSettings, ConfigError.ConfigError> =>
   Effect.gen(function* () {
-    const endpoints = yield* opt(Config.array(Config.string(), "TALON_ETCD_ENDPOINTS"))
-    const env: Partial<StateStoreSettings> = {
-      backend: yield* opt(Config.literal("memory", "etcd")("TALON_STATE_BACKEND")),
-      heartbeatIntervalMs: yield* opt(Config.integer("TALON_STATE_HEARTBEAT_INTERVAL_MS")),
-      unhealthyAfterMs: yield* opt(Config.integer("TALON_STATE_UNHEALTHY_AFTER_MS")),
-      leaseTtlMs: yield* opt(Config.integer("TALON_STATE_LEASE_TTL_MS")),
-      requestTimeoutMs: yield* opt(Config.integer("TALON_STATE_REQUEST_TIMEOUT_MS")),
-      etcdEndpoints: endpoints?.map((e) => e.trim()),
-      etcdPrefix: yield* opt(Config.string("TALON_ETCD_PREFIX")),
-      etcdUsername: yield* opt(Config.string("TALON_ETCD_USERNAME")),
-      etcdPassword: yield* opt(Config.redacted("TALON_ETCD_PASSWORD")),
-      clusterToken: yield* opt(Config.redacted("TALON_CLUSTER_TOKEN")),
-      tokenCheck: yield* opt(Config.literal("every-write", "takeover-only")("TALON_CLUSTER_TOKEN_CHECK"))
-    }
-    const pick = <K extends keyof StateStoreSettings>(key: K): StateStoreSettings[K] =>
-      (key in explicit ? explicit[key] : (env[key] ?? STATE_DEFAULTS[key])) as StateStoreSettings[K]
+    const input = yield* resolve(withDefaults(defaults), explicit)
     const settings: StateStoreSettings = {
+      ...input,
+      etcdEndpoints: input.etcdEndpoints.map((e) => e.trim()),
       // Naming endpoints without naming a backend selects etcd.
-      backend: explicit.backend ?? env.backend ?? ((explicit.etcdEndpoints ?? env.etcdEndpoints ?? []).length > 0 ? "etcd" : "memory"),
-      heartbeatIntervalMs: pick("heartbeatIntervalMs"),
-      unhealthyAfterMs: pick("unhealthyAfterMs"),
-      leaseTtlMs: pick("leaseTtlMs"),
-      requestTimeoutMs: pick("requestTimeoutMs"),
-      etcdEndpoints: pick("etcdEndpoints"),
-      etcdPrefix: pick("etcdPrefix"),
-      etcdUsername: pick("etcdUsername"),
-      etcdPassword: pick("etcdPassword"),
-      clusterToken: pick("clusterToken"),
-      tokenCheck: pick("tokenCheck")
+      backend: input.backend ?? (input.etcdEndpoints.length > 0 ? "etcd" : "memory")
     }
     const problem = settingsProblem(settings)
-    if (problem !== null) return yield* Effect.fail(ConfigError.InvalidData([problem.path], problem.message))
-    return settings
+    if (problem === null) return settings
+    const blamed = Object.values(StateStoreSchema.settings).find((s) => s.env === problem.path)
+    return yield* Effect.fail(
+      blamed === undefined ? ConfigError.InvalidData([problem.path], `${problem.path}: ${problem.message}`) : invalid(blamed, problem.message)
+    )
   })

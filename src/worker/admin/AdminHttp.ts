@@ -8,7 +8,8 @@ import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Data, Effect, Layer } from "effect"
 import { DataPlane } from "../plane/DataPlane.js"
-import { parseHostPort, WorkerConfig } from "../config.js"
+import { parseHostPort } from "../../transport/address.js"
+import { WorkerConfig } from "../config.js"
 import { renderPrometheus, WorkerMetrics } from "../metrics.js"
 import { WorkerReadiness } from "../membership/Readiness.js"
 import { ServeMode } from "../server/ServeMode.js"
@@ -39,7 +40,7 @@ export class AdminHttp extends Context.Tag("talon/worker/AdminHttp")<AdminHttp, 
       const state = yield* WorkerReadiness
       const plane = yield* DataPlane
       const mode = yield* ServeMode
-      const hp = parseHostPort(cfg.adminAddress)
+      const hp = parseHostPort(cfg.adminAddress, { allowPortZero: true })
       if (hp === undefined) {
         return yield* Effect.fail(new AdminListenError({ address: cfg.adminAddress, detail: "expected host:port" }))
       }

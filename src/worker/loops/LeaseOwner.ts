@@ -19,15 +19,12 @@
  * A loop gives a revoked lease back as soon as no response reads it, and only
  * then can the owner's eviction unlink the file.
  */
-import type { BlockId, ObjectId } from "../../core/ids.js"
-import { describeUnknown, ReadFailed } from "../errors.js"
+import type { BlockId } from "../../core/ids.js"
 import type { WorkerStats } from "../metrics.js"
-import type { MissPathShape } from "../miss/MissPath.js"
-import { objectKey } from "../miss/VersionCache.js"
 import type { DiskStore } from "../store/DiskStore.js"
 import type { Unit } from "../store/entry.js"
 import { blockKey } from "../store/layout.js"
-import { type Grant, isToOwner, LOOP_COUNTERS, type ToLoop, type ToOwner } from "./protocol.js"
+import { type CounterDelta, type Fill, type Grant, LOOP_COUNTERS } from "./protocol.js"
 
 interface Lease {
   readonly id: number
@@ -54,46 +51,36 @@ export interface LoopReport {
   readonly counters: Readonly<Record<(typeof LOOP_COUNTERS)[number], number>>
 }
 
-const asFailure = (e: unknown) => {
-  const f = e instanceof ReadFailed ? e : new ReadFailed({ reason: `internal error: ${describeUnknown(e)}` })
-  return {
-    ok: false,
-    reason: f.reason,
-    ...(f.staleVersion === true ? { staleVersion: true } : {}),
-    ...(f.code !== undefined ? { code: f.code } : {})
-  } as const
-}
-
+/**
+ * The lease table the owner actor (OwnerActor.ts) keeps as its state: every method is
+ * synchronous and called from the actor's fiber only.
+ */
 export class LeaseOwner {
   readonly #store: DiskStore
-  readonly #miss: MissPathShape
   readonly #stats: WorkerStats
-  readonly #ttlMs: number
   readonly #now: () => number
   readonly #leases = new Map<number, Lease>()
   readonly #byLoop = new Map<number, Set<number>>()
-  readonly #senders = new Map<number, (m: ToLoop) => void>()
+  readonly #revokers = new Map<number, (leases: ReadonlyArray<number>) => void>()
   readonly #counters = new Map<number, Record<string, number>>()
   #nextLease = 1
 
-  constructor(store: DiskStore, miss: MissPathShape, stats: WorkerStats, ttlMs: number, now: () => number = Date.now) {
+  constructor(store: DiskStore, stats: WorkerStats, now: () => number = Date.now) {
     this.#store = store
-    this.#miss = miss
     this.#stats = stats
-    this.#ttlMs = ttlMs
     this.#now = now
   }
 
-  /** A loop (re)joined: how to reach it. */
-  attach(loop: number, send: (m: ToLoop) => void): void {
-    this.#senders.set(loop, send)
+  /** A loop (re)joined: how to tell it to give leases back. */
+  attach(loop: number, revoke: (leases: ReadonlyArray<number>) => void): void {
+    this.#revokers.set(loop, revoke)
     if (!this.#byLoop.has(loop)) this.#byLoop.set(loop, new Set())
     if (!this.#counters.has(loop)) this.#counters.set(loop, Object.fromEntries(LOOP_COUNTERS.map((k) => [k, 0])))
   }
 
   /** A loop exited: its pins go (its fds closed with it) and its open connections are gone. */
   detach(loop: number): void {
-    this.#senders.delete(loop)
+    this.#revokers.delete(loop)
     const ids = this.#byLoop.get(loop)
     if (ids !== undefined) for (const id of [...ids]) this.#drop(id, loop)
     const c = this.#counters.get(loop)
@@ -103,36 +90,25 @@ export class LeaseOwner {
     }
   }
 
-  /** Sends to every attached loop (readiness). */
-  broadcast(m: ToLoop): void {
-    for (const send of this.#senders.values()) send(m)
+  /** The loop is attached (a fill that ends after its loop exited must not lease it anything). */
+  attached(loop: number): boolean {
+    return this.#revokers.has(loop)
   }
 
-  handle(loop: number, m: unknown): void {
-    if (!isToOwner(m)) return
-    const send = this.#senders.get(loop)
-    if (send === undefined) return
-    switch (m.t) {
-      case "stat":
-        return void this.#stat(m.object, m.fresh === true).then((r) => send({ talon: 1, t: "stat", id: m.id, ...r }))
-      case "fill":
-        return void this.#fill(loop, m).then((r) => send({ talon: 1, t: "fill", id: m.id, ...r }))
-      case "release":
-        for (const id of m.leases) this.#drop(id, loop)
-        return
-      case "usage":
-        return this.#usage(loop, m.used, m.busy)
-      case "counters": {
-        const c = this.#counters.get(loop)!
-        const stats = this.#stats as unknown as Record<string, number>
-        for (const k of LOOP_COUNTERS) {
-          const d = m.delta[k]
-          if (typeof d !== "number" || !Number.isFinite(d)) continue
-          c[k] = c[k]! + d
-          stats[k] = stats[k]! + d
-        }
-        return
-      }
+  release(loop: number, leases: ReadonlyArray<number>): void {
+    for (const id of leases) this.#drop(id, loop)
+  }
+
+  /** Adds a loop's counter deltas to its report and to the owner's counters. */
+  addCounters(loop: number, delta: CounterDelta): void {
+    const c = this.#counters.get(loop)
+    if (c === undefined) return
+    const stats = this.#stats as unknown as Record<string, number>
+    for (const k of LOOP_COUNTERS) {
+      const d = delta[k]
+      if (typeof d !== "number" || !Number.isFinite(d)) continue
+      c[k] = c[k]! + d
+      stats[k] = stats[k]! + d
     }
   }
 
@@ -211,36 +187,19 @@ export class LeaseOwner {
           else list.push(l.id)
         }
       }
-      for (const [loop, leases] of revoke) this.#senders.get(loop)?.({ talon: 1, t: "revoke", leases })
+      for (const [loop, leases] of revoke) this.#revokers.get(loop)?.(leases)
     }
+  }
+
+  /** Leases the present units of `[first, end)` to `loop` (after a fill), then checks capacity. */
+  lease(loop: number, block: BlockId, first: number, end: number): Grant | null {
+    if (!this.#revokers.has(loop)) return null
+    const grant = this.#grant(loop, block, first, end)
+    this.enforceCapacity()
+    return grant
   }
 
   // ------------------------------------------------------------------ internals
-
-  async #stat(object: ObjectId, fresh: boolean) {
-    const key = objectKey(object)
-    try {
-      const st = fresh ? await this.#miss.revalidate(object, key) : await this.#miss.stat(object, key)
-      const expiresAt = this.#miss.versions.expiresAt(key) ?? this.#now() + this.#ttlMs
-      return { ok: true, size: st.size, version: st.version, expiresAt } as const
-    } catch (e) {
-      return asFailure(e)
-    }
-  }
-
-  async #fill(loop: number, m: Extract<ToOwner, { t: "fill" }>) {
-    this.#makeRoomFor(m)
-    try {
-      await this.#miss.fill(m.block, m.blockLength, m.objectSize, m.first, m.end)
-    } catch (e) {
-      return asFailure(e)
-    }
-    // The loop may have exited while the fill ran: then nobody would ever release these pins.
-    if (!this.#senders.has(loop)) return { ok: false, reason: "the serving loop exited" } as const
-    const grant = this.#grant(loop, m.block, m.first, m.end)
-    this.enforceCapacity()
-    return { ok: true, grant } as const
-  }
 
   /** Pins each present unit of `[first, end)` once for `loop`; units evicted since the fill are left out. */
   #grant(loop: number, block: BlockId, first: number, end: number): Grant | null {
@@ -271,7 +230,7 @@ export class LeaseOwner {
   }
 
   /** Revocations ahead of a fill, so its commit finds room instead of evicting the unit it just wrote. */
-  #makeRoomFor(m: Extract<ToOwner, { t: "fill" }>): void {
+  makeRoomFor(m: Fill): void {
     const key = blockKey(m.block)
     const ps = this.#store.pageSize
     let extra = 0
@@ -282,7 +241,7 @@ export class LeaseOwner {
   }
 
   /** What a loop served from (refresh their place in the owner's LRU: a pin and release is a touch) and is reading now. */
-  #usage(loop: number, used: ReadonlyArray<number>, busy: ReadonlyArray<number>): void {
+  usage(loop: number, used: ReadonlyArray<number>, busy: ReadonlyArray<number>): void {
     const now = this.#now()
     const scratch: Array<Unit> = []
     for (const id of used) {

@@ -13,7 +13,7 @@
  *   The fd is closed before the release is sent, so the owner can never
  *   unlink a file this loop could still be sending from.
  */
-import type { Grant, ToOwner } from "./protocol.js"
+import type { Grant } from "./protocol.js"
 import { Entry, Unit } from "../store/entry.js"
 import { closeQuietly, openFd } from "../store/fsx.js"
 
@@ -26,7 +26,8 @@ export class LeasedUnit extends Unit {
 export class LeaseStore {
   readonly #index = new Map<string, Entry>()
   readonly #leases = new Map<number, LeasedUnit>()
-  readonly #send: (message: ToOwner) => void
+  /** Gives leases back to the owner. */
+  readonly #release: (leases: ReadonlyArray<number>) => void
   readonly #maxLeases: number
   /** Bumped by every `touched()` report; a pin stamps the unit with it. */
   #epoch = 1
@@ -34,8 +35,8 @@ export class LeaseStore {
   #flushQueued = false
   #closed = false
 
-  constructor(send: (message: ToOwner) => void, maxLeases: number) {
-    this.#send = send
+  constructor(release: (leases: ReadonlyArray<number>) => void, maxLeases: number) {
+    this.#release = release
     this.#maxLeases = Math.max(1, maxLeases)
   }
 
@@ -221,7 +222,7 @@ export class LeaseStore {
       this.#flushQueued = false
       const leases = this.#releases
       this.#releases = []
-      if (leases.length > 0 && !this.#closed) this.#send({ talon: 1, t: "release", leases })
+      if (leases.length > 0 && !this.#closed) this.#release(leases)
     })
   }
 }

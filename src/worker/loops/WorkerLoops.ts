@@ -5,8 +5,13 @@
  * forks N serving loops (loops/child.ts) that each run the ordinary
  * DataServer → ServeMode → DataPlane stack over a leased view of the store.
  *
- *   primary = BlockStore + MissPath (fills) + LeaseOwner + Membership + AdminHttp
- *   loop ×N = DataServer ← ServeMode ← DataPlane, ReadPath ← LeaseStore, OwnerChannel
+ *   primary = BlockStore + MissPath (fills) + owner actor (LeaseOwner table) + Membership + AdminHttp
+ *   loop ×N = DataServer ← ServeMode ← DataPlane, ReadPath ← LeaseStore, a Remote.ref to the owner
+ *
+ * The owner is an actor (OwnerActor.ts) served on each loop's cluster IPC channel
+ * (src/actor/Remote.ts); each loop serves its own actor there for the owner's revokes and
+ * readiness. No fds cross the channel: a loop opens leased files by path, and connections reach
+ * it through node:cluster's own handle passing.
  *
  * Connections reach the loops through Node's cluster module: round-robin
  * (the primary accepts and hands each connection to the next loop) or shared
@@ -20,12 +25,14 @@
 import cluster, { type Worker as ClusterWorker } from "node:cluster"
 import * as net from "node:net"
 import { fileURLToPath } from "node:url"
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Exit, Layer, Runtime, Scope } from "effect"
+import { type ActorError, type ActorRef, Channel, Remote } from "../../actor/index.js"
 import type { BackendStore } from "../../backend/BackendStore.js"
 import { AdminHttp } from "../admin/AdminHttp.js"
-import { parseHostPort, resolveWorkerSettings, WorkerConfig, type WorkerSettings } from "../config.js"
+import { parseHostPort } from "../../transport/address.js"
+import { resolveWorkerSettings, WorkerConfig, type WorkerSettings } from "../config.js"
 import { Membership } from "../membership/Membership.js"
-import { type ReadyState, WorkerReadiness } from "../membership/Readiness.js"
+import { WorkerReadiness } from "../membership/Readiness.js"
 import { WorkerMetrics } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
 import { DataPlane } from "../plane/DataPlane.js"
@@ -35,7 +42,8 @@ import { ServeMode } from "../server/ServeMode.js"
 import { BlockStore } from "../store/BlockStore.js"
 import { Worker, type WorkerShape } from "../Worker.js"
 import { LeaseOwner } from "./LeaseOwner.js"
-import { LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, type ToLoop } from "./protocol.js"
+import { makeOwnerActor } from "./OwnerActor.js"
+import { LOOP_ACTOR, LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, LoopMessage, Ready, type Readiness, Revoke } from "./protocol.js"
 
 export type Scheduling = "round-robin" | "shared"
 
@@ -105,15 +113,18 @@ const LoopsListener = Layer.scopedContext(
       // Frozen by Node at the first fork of this process; later WorkerLoops in the same process share it.
       cluster.schedulingPolicy = (DEFAULT_SCHEDULING as Scheduling) === "shared" ? cluster.SCHED_NONE : cluster.SCHED_RR
     }
-    const owner = new LeaseOwner(store, miss, stats, cfg.versionTtlMs)
-    const readyMessage = (): ToLoop => ({
-      talon: 1,
-      t: "ready",
-      ready: state.ready,
-      registered: state.registered,
-      detail: state.detail
+    const owner = new LeaseOwner(store, stats)
+    const readiness = (): Readiness => ({ ready: state.ready, registered: state.registered, detail: state.detail })
+    const actor = yield* makeOwnerActor({ table: owner, miss, ttlMs: cfg.versionTtlMs, readiness })
+    const runtime = yield* Effect.runtime<never>()
+    /** Each running loop's actor, reached over its IPC channel. */
+    const loopRefs = new Map<number, ActorRef<LoopMessage, ActorError>>()
+    const tell = (ref: ActorRef<LoopMessage, ActorError>, msg: LoopMessage) => void Runtime.runFork(runtime)(Effect.ignore(ref.tell(msg)))
+    const unsubscribe = state.subscribe(() => {
+      const ready = new Ready({ readiness: readiness() })
+      for (const ref of loopRefs.values()) tell(ref, ready)
     })
-    watchReadiness(state, () => owner.broadcast(readyMessage()))
+    yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
 
     const running = new Map<number, { readonly worker: ClusterWorker; readonly index: number }>()
     let stopping = false
@@ -127,19 +138,19 @@ const LoopsListener = Layer.scopedContext(
       cluster.setupPrimary({ exec: childEntry, args: [], execArgv: [], silent: false })
       const w = cluster.fork({ [LOOP_SETTINGS_ENV]: settingsJson, [LOOP_INDEX_ENV]: String(index) })
       running.set(w.id, { worker: w, index })
-      owner.attach(w.id, (m) => {
-        if (w.isConnected()) w.send(m)
-      })
-      w.on("message", (m: unknown) => {
-        if (typeof m === "object" && m !== null && (m as { t?: unknown }).t === "hello") {
-          w.send(readyMessage())
-          return
-        }
-        owner.handle(w.id, m)
-      })
+      // The owner actor served on the loop's IPC channel, and the loop's actor reached over it.
+      const channel = Channel.fromProcess(w.process)
+      const scope = Effect.runSync(Scope.make())
+      const loopRef = Runtime.runSync(runtime)(
+        Scope.extend(Effect.zipLeft(Remote.ref(channel, { name: LOOP_ACTOR, protocol: LoopMessage }), Remote.serve(actor, channel)), scope)
+      )
+      loopRefs.set(w.id, loopRef)
+      owner.attach(w.id, (leases) => tell(loopRef, new Revoke({ leases })))
       w.once("exit", (code, signal) => {
         running.delete(w.id)
+        loopRefs.delete(w.id)
         owner.detach(w.id)
+        Effect.runFork(Scope.close(scope, Exit.void))
         if (stopping) return
         restarts++
         Effect.runFork(
@@ -232,7 +243,7 @@ const LoopsListener = Layer.scopedContext(
 /** `host:0` → `host:<a port free right now>` (checked by binding it); any other address as is, once known bindable. */
 const concreteAddress = (address: string) =>
   Effect.async<string, LoopsStartError>((resume) => {
-    const hp = parseHostPort(address)
+    const hp = parseHostPort(address, { allowPortZero: true })
     if (hp === undefined) return resume(Effect.fail(new LoopsStartError({ detail: `--data-addr ${address}: expected host:port` })))
     const probe = net.createServer()
     probe.once("error", (e) => resume(Effect.fail(new LoopsStartError({ detail: `cannot listen on ${address}: ${e.message}` }))))
@@ -241,23 +252,6 @@ const concreteAddress = (address: string) =>
       probe.close(() => resume(Effect.succeed(`${hp.host.includes(":") ? `[${hp.host}]` : hp.host}:${port}`)))
     })
   })
-
-/** Tells the loops whenever Membership flips readiness (ReadyState is a plain record it mutates). */
-const watchReadiness = (state: ReadyState, changed: () => void): void => {
-  for (const key of ["ready", "registered", "detail"] as const) {
-    let value = state[key]
-    Object.defineProperty(state, key, {
-      configurable: true,
-      enumerable: true,
-      get: () => value,
-      set: (v: never) => {
-        if (value === v) return
-        value = v
-        changed()
-      }
-    })
-  }
-}
 
 /** A worker of N loops: `store` is the owner's (the only index of the cache dirs), `stats` the owner's counters plus everything the loops reported. */
 export interface WorkerLoopsShape extends WorkerShape {

@@ -4,7 +4,9 @@
  * LeaseStore, with version lookups and fills delegated to the owner.
  * Exits when the owner goes away (cluster does that on IPC disconnect).
  */
+import cluster from "node:cluster"
 import { Cause, Context, Effect, Exit, Fiber, Layer } from "effect"
+import { Channel } from "../../actor/index.js"
 import { WorkerConfig, type WorkerSettings } from "../config.js"
 import { WorkerReadiness } from "../membership/Readiness.js"
 import { WorkerMetrics } from "../metrics.js"
@@ -14,8 +16,8 @@ import { ReadPath, ReadPathImpl } from "../ReadPath.js"
 import { DataServer } from "../server/DataServer.js"
 import { ServeMode } from "../server/ServeMode.js"
 import { LeaseStore } from "./LeaseStore.js"
-import { counterDeltas, makeLoopMissPath, OwnerChannel, type IpcPort } from "./OwnerChannel.js"
-import { LOOP_INDEX_ENV, LOOP_SETTINGS_ENV } from "./protocol.js"
+import { counterDeltas, makeLoopMissPath, ownerRef, serveLoop, tellOwner } from "./OwnerClient.js"
+import { Counters, LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, Release, Usage } from "./protocol.js"
 
 /** How often a loop reports its counters and the leases it served (the owner's LRU). */
 const REPORT_MS = 1000
@@ -25,37 +27,33 @@ const LoopServices = Layer.scopedContext(
     const cfg = yield* WorkerConfig
     const stats = yield* WorkerMetrics
     const ready = yield* WorkerReadiness
-    if (typeof process.send !== "function") {
+    const loop = cluster.worker?.id
+    if (typeof process.send !== "function" || loop === undefined) {
       return yield* Effect.dieMessage("a worker loop must be forked by its owner (no IPC channel)")
     }
-    const port = process as unknown as IpcPort
-    const channel = yield* Effect.acquireRelease(
-      Effect.sync(() => new OwnerChannel(port)),
-      (c) => Effect.sync(() => c.close())
-    )
+    const channel = Channel.fromProcess(process)
+    const owner = yield* ownerRef(channel)
     const store = yield* Effect.acquireRelease(
-      Effect.sync(() => new LeaseStore((m) => channel.send(m), cfg.maxOpenFiles)),
+      Effect.sync(() => new LeaseStore((leases) => tellOwner(owner, new Release({ loop, leases })), cfg.maxOpenFiles)),
       (s) => Effect.sync(() => s.close())
     )
-    channel.store = store
-    channel.ready = ready
-    const miss = makeLoopMissPath(channel, store, cfg.versionTtlMs)
+    const miss = makeLoopMissPath(owner, loop, store, cfg.versionTtlMs)
     const reader = new ReadPathImpl(store, miss, stats, cfg.blockSize, cfg.pageSize, cfg.capacity)
     const deltas = counterDeltas(stats)
     const report = () => {
       const delta = deltas()
-      if (delta !== undefined) channel.send({ talon: 1, t: "counters", delta })
+      if (delta !== undefined) tellOwner(owner, new Counters({ loop, delta }))
       // Sent even when empty: `busy` is a snapshot, and an empty one clears the last.
       const { used, busy } = store.usage()
-      channel.send({ talon: 1, t: "usage", used, busy })
+      tellOwner(owner, new Usage({ loop, used, busy }))
     }
     const timer = setInterval(report, REPORT_MS)
     timer.unref()
     yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(timer)))
-    // Asks for the owner's readiness (messages sent before this listener existed would be lost),
-    // and waits for it before the DataServer listens.
-    port.send({ t: "hello" })
-    yield* Effect.promise(() => channel.firstReady)
+    // The owner's readiness comes before the DataServer listens, so a loop never answers "not ready" by mistake.
+    yield* serveLoop(channel, owner, loop, store, ready).pipe(
+      Effect.catchAll((e) => Effect.dieMessage(`worker loop ${loop}: the owner did not answer its hello: ${e.message}`))
+    )
     return Context.make(MissPath, miss).pipe(Context.add(ReadPath, reader))
   })
 )

@@ -1,16 +1,19 @@
 /**
- * Messages between the index owner (the cluster primary) and its serving
- * loops (cluster children), over Node's IPC channel (JSON). Every message
- * carries `talon: 1` so it can never be mistaken for cluster's own traffic.
+ * The actors of `--loops N` and their messages (Schema classes, carried by src/actor/Remote.ts over
+ * the cluster IPC channel): the index owner (the cluster primary) is the actor `OWNER_ACTOR`,
+ * each serving loop (a cluster child) is a `LOOP_ACTOR` on its own channel. A loop names itself
+ * in every message by its cluster worker id.
  *
  * A *lease* is one pin the owner holds on a committed unit (page or whole
  * block) on behalf of one loop. Every grant is a new lease with a new id and
- * is matched by exactly one `release` of that id; leases are never merged, so
+ * is matched by exactly one release of that id; leases are never merged, so
  * a release racing a new grant of the same unit can never drop a pin that is
  * still needed.
  */
-import type { BlockId, ObjectId } from "../../core/ids.js"
-import type { BlockMeta } from "../store/layout.js"
+import { Schema } from "effect"
+
+export const OWNER_ACTOR = "talon.worker/lease-owner"
+export const LOOP_ACTOR = "talon.worker/loop"
 
 /** Child-side counters a loop reports to the owner as deltas (the owner's /metrics shows the sums). */
 export const LOOP_COUNTERS = [
@@ -24,58 +27,120 @@ export const LOOP_COUNTERS = [
   "connectionsDropped"
 ] as const
 export type LoopCounter = (typeof LOOP_COUNTERS)[number]
-export type CounterDelta = Partial<Record<LoopCounter, number>>
+
+const CounterDelta = Schema.partial(Schema.Struct(Object.fromEntries(LOOP_COUNTERS.map((k) => [k, Schema.Number])) as Record<LoopCounter, typeof Schema.Number>))
+export type CounterDelta = typeof CounterDelta.Type
+
+const ObjectIdSchema = Schema.Struct({ backend: Schema.Literal(0, 1, 2), bucket: Schema.String, objectPath: Schema.String })
+const BlockIdSchema = Schema.Struct({ object: ObjectIdSchema, offset: Schema.Number, blockSize: Schema.Number, version: Schema.String })
+const Leases = Schema.Array(Schema.Int)
 
 /** What a loop may hold: the block's directory and meta, and one lease per granted unit. */
-export interface Grant {
-  readonly key: string
-  readonly meta: BlockMeta
+export const Grant = Schema.Struct({
+  key: Schema.String,
+  meta: Schema.Struct({ id: BlockIdSchema, length: Schema.Number, pageSize: Schema.Number, objectSize: Schema.Number }),
   /** The block directory (unit files are `meta`-derived names inside it). */
-  readonly path: string
+  path: Schema.String,
   /** `[unit index, lease id]` for every unit pinned for the loop. */
-  readonly units: ReadonlyArray<readonly [number, number]>
-}
+  units: Schema.Array(Schema.Tuple(Schema.Int, Schema.Int))
+})
+export type Grant = typeof Grant.Type
 
-export type ToOwner =
-  /** `fresh`: ask the origin now rather than answer from the cached version (a pinned read's check). */
-  | { readonly talon: 1; readonly t: "stat"; readonly id: number; readonly object: ObjectId; readonly fresh?: boolean }
-  | {
-      readonly talon: 1
-      readonly t: "fill"
-      readonly id: number
-      readonly block: BlockId
-      readonly blockLength: number
-      readonly objectSize: number
-      readonly first: number
-      readonly end: number
-    }
-  | { readonly talon: 1; readonly t: "release"; readonly leases: ReadonlyArray<number> }
-  /** Leases served from since the last report (the owner refreshes their LRU position), and those being read now. */
-  | { readonly talon: 1; readonly t: "usage"; readonly used: ReadonlyArray<number>; readonly busy: ReadonlyArray<number> }
-  | { readonly talon: 1; readonly t: "counters"; readonly delta: CounterDelta }
-
-export interface Failure {
-  readonly ok: false
-  readonly reason: string
-  readonly staleVersion?: boolean
+/** A stat or fill the owner could not do; the loop turns it back into its ReadFailed. */
+export class LoopReadFailed extends Schema.TaggedError<LoopReadFailed>()("LoopReadFailed", {
+  reason: Schema.String,
+  staleVersion: Schema.optional(Schema.Boolean),
   /** The typed error class (DataErrorCode), when the failure has one. */
-  readonly code?: number
+  code: Schema.optional(Schema.Int)
+}) {
+  override get message(): string {
+    return this.reason
+  }
 }
 
-export type ToLoop =
-  | ({ readonly talon: 1; readonly t: "stat"; readonly id: number } & (
-      | { readonly ok: true; readonly size: number; readonly version: string; readonly expiresAt: number }
-      | Failure
-    ))
-  | ({ readonly talon: 1; readonly t: "fill"; readonly id: number } & ({ readonly ok: true; readonly grant: Grant | null } | Failure))
-  /** Give these leases back as soon as no response is reading them (the owner needs the room). */
-  | { readonly talon: 1; readonly t: "revoke"; readonly leases: ReadonlyArray<number> }
-  | { readonly talon: 1; readonly t: "ready"; readonly ready: boolean; readonly registered: boolean; readonly detail: string }
+export const Readiness = Schema.Struct({ ready: Schema.Boolean, registered: Schema.Boolean, detail: Schema.String })
+export type Readiness = typeof Readiness.Type
 
-export const isToOwner = (m: unknown): m is ToOwner =>
-  typeof m === "object" && m !== null && (m as { talon?: unknown }).talon === 1 && typeof (m as { t?: unknown }).t === "string"
+// ------------------------------------------------------------------ loop → owner
 
-export const isToLoop = isToOwner as unknown as (m: unknown) => m is ToLoop
+/** The version the loop should serve; `fresh`: ask the origin now (a pinned read's check). */
+export class Stat extends Schema.TaggedRequest<Stat>()("Stat", {
+  failure: LoopReadFailed,
+  success: Schema.Struct({ size: Schema.Number, version: Schema.String, expiresAt: Schema.Number }),
+  payload: { loop: Schema.Int, object: ObjectIdSchema, fresh: Schema.Boolean }
+}) {}
+
+/** Make units `[first, end)` of a block present and lease them to the loop (null: none left to lease). */
+export class Fill extends Schema.TaggedRequest<Fill>()("Fill", {
+  failure: LoopReadFailed,
+  success: Schema.NullOr(Grant),
+  payload: {
+    loop: Schema.Int,
+    block: BlockIdSchema,
+    blockLength: Schema.Number,
+    objectSize: Schema.Number,
+    first: Schema.Int,
+    end: Schema.Int
+  }
+}) {}
+
+/**
+ * Leases the units of `[first, end)` that are present, for the loop: what a Fill replies once its
+ * data is in. The owner sends it to itself so the lease table changes on its own fiber; a loop
+ * sending it only leases itself what is already there.
+ */
+export class Lease extends Schema.TaggedRequest<Lease>()("Lease", {
+  failure: Schema.Never,
+  success: Schema.NullOr(Grant),
+  payload: { loop: Schema.Int, block: BlockIdSchema, first: Schema.Int, end: Schema.Int }
+}) {}
+
+export class Release extends Schema.TaggedRequest<Release>()("Release", {
+  failure: Schema.Never,
+  success: Schema.Void,
+  payload: { loop: Schema.Int, leases: Leases }
+}) {}
+
+/** Leases served from since the last report (the owner refreshes their LRU position), and those being read now. */
+export class Usage extends Schema.TaggedRequest<Usage>()("Usage", {
+  failure: Schema.Never,
+  success: Schema.Void,
+  payload: { loop: Schema.Int, used: Leases, busy: Leases }
+}) {}
+
+export class Counters extends Schema.TaggedRequest<Counters>()("Counters", {
+  failure: Schema.Never,
+  success: Schema.Void,
+  payload: { loop: Schema.Int, delta: CounterDelta }
+}) {}
+
+/** A loop started: the owner's readiness now (later changes come as `Ready`). */
+export class Hello extends Schema.TaggedRequest<Hello>()("Hello", {
+  failure: Schema.Never,
+  success: Readiness,
+  payload: { loop: Schema.Int }
+}) {}
+
+export const OwnerMessage = Schema.Union(Stat, Fill, Lease, Release, Usage, Counters, Hello)
+export type OwnerMessage = typeof OwnerMessage.Type
+
+// ------------------------------------------------------------------ owner → loop
+
+/** Give these leases back as soon as no response is reading them (the owner needs the room). */
+export class Revoke extends Schema.TaggedRequest<Revoke>()("Revoke", {
+  failure: Schema.Never,
+  success: Schema.Void,
+  payload: { leases: Leases }
+}) {}
+
+export class Ready extends Schema.TaggedRequest<Ready>()("Ready", {
+  failure: Schema.Never,
+  success: Schema.Void,
+  payload: { readiness: Readiness }
+}) {}
+
+export const LoopMessage = Schema.Union(Revoke, Ready)
+export type LoopMessage = typeof LoopMessage.Type
 
 /** The env var carrying a loop's settings (JSON) from the primary to its children. */
 export const LOOP_SETTINGS_ENV = "TALON_WORKER_LOOP_SETTINGS"

@@ -1,24 +1,37 @@
 /**
- * Cluster membership of a worker: Register with the coordinator (ready only
- * after the first Ack{ok:true}), then Heartbeat{node, blockCount} on an
- * interval. A heartbeat answered Ack{ok:false} (the coordinator restarted and
- * forgot us) or lost with the connection makes the next tick re-register.
- * With no coordinator configured the worker is standalone and ready at once.
+ * Cluster membership of a worker: a NodeStatusHeartbeat (control tag 9,
+ * Talon's status with a random incarnation per start and a rising sequence)
+ * every heartbeat interval. The coordinator setting may list several
+ * coordinators: heartbeats go to one, and when it fails (unreachable, timed
+ * out, or it refused the status) the same status goes to the next in the
+ * list, which then stays the target. Any coordinator of the cluster writes
+ * the same store, so it does not matter which one hears it.
+ *
+ * Readiness (a SubscriptionRef, see Readiness.ts) turns ready at the first
+ * accepted status and stays ready while no coordinator answers: the data
+ * plane does not depend on the coordinator. With no coordinator configured
+ * the worker is standalone and ready at once.
  */
-import { Context, Duration, Effect, Layer, Schedule } from "effect"
-import { ControlChannel } from "../../client/ControlChannel.js"
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { ControlChannel } from "../../transport/ControlChannel.js"
+import { formatHostPort, parseHostPortList } from "../../transport/address.js"
 import { NodeRole, type NodeInfo } from "../../core/ids.js"
-import type { ControlMessage } from "../../protocol/index.js"
+import type { NodeStatus } from "../../protocol/status.js"
 import { WorkerConfig } from "../config.js"
+import { WorkerMetrics } from "../metrics.js"
 import { DataServer } from "../server/DataServer.js"
 import { BlockStore } from "../store/BlockStore.js"
 import { WorkerReadiness } from "./Readiness.js"
+import { newIdentity, workerStatus, type WorkerIdentity } from "./status.js"
 
 export interface MembershipShape {
-  /** What this worker registers as. */
+  /** What this worker reports as. */
   readonly node: NodeInfo
-  /** Coordinator address, or undefined when standalone. */
+  /** The coordinators heartbeats may go to, in failover order (empty when standalone). */
+  readonly coordinators: ReadonlyArray<string>
+  /** The coordinator list as configured (comma-separated), or undefined when standalone. */
   readonly coordinator: string | undefined
+  readonly identity: WorkerIdentity | undefined
 }
 
 export class Membership extends Context.Tag("talon/worker/Membership")<Membership, MembershipShape>() {
@@ -28,69 +41,86 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
       const cfg = yield* WorkerConfig
       const server = yield* DataServer
       const store = yield* BlockStore
-      const state = yield* WorkerReadiness
+      const stats = yield* WorkerMetrics
+      const readiness = yield* WorkerReadiness
       const node: NodeInfo = {
         id: cfg.id !== "" ? cfg.id : `worker-${server.address}`,
         address: cfg.advertiseAddress !== "" ? cfg.advertiseAddress : server.address,
         role: NodeRole.Worker
       }
-      state.nodeId = node.id
-      if (cfg.coordinator === "") {
-        state.ready = true
-        state.detail = "standalone (no coordinator configured)"
+      const list = cfg.coordinator.trim() === "" ? [] : (parseHostPortList(cfg.coordinator) ?? [])
+      const coordinators = list.map((hp) => formatHostPort(hp.host, hp.port))
+      if (coordinators.length === 0) {
+        yield* readiness.update({ nodeId: node.id, ready: true, detail: "standalone (no coordinator configured)" })
         yield* Effect.logInfo(`worker ${node.id} standalone: no coordinator, ready`)
-        return { node, coordinator: undefined }
+        return { node, coordinators, coordinator: undefined, identity: undefined }
       }
-      const channel = yield* ControlChannel.make(cfg.coordinator, {
-        requestTimeout: Duration.millis(Math.max(1000, cfg.heartbeatIntervalMs * 2)),
-        retries: 0
-      })
-      state.detail = `registering with the coordinator at ${cfg.coordinator}`
+      const identity = newIdentity(cfg.clusterId, node, cfg.zone, yield* Clock.currentTimeMillis)
+      const timeout = Duration.millis(Math.max(1000, cfg.heartbeatIntervalMs * 2))
+      const channels: Array<ControlChannel> = []
+      for (const address of coordinators) channels.push(yield* ControlChannel.make(address, { requestTimeout: timeout, retries: 0 }))
+      yield* readiness.update({ nodeId: node.id, detail: `sending status to ${coordinators.join(", ")}` })
 
-      const expectAck = (what: string, reply: ControlMessage) =>
-        reply._tag === "Ack"
-          ? reply.ok
-            ? Effect.void
-            : Effect.fail(`${what} refused by the coordinator: ${reply.detail ?? "no detail"}`)
-          : Effect.fail(`${what}: the coordinator answered ${reply._tag}, expected Ack`)
-
-      const register = channel.request({ _tag: "Register", node }).pipe(
-        Effect.mapError((e) => e.message),
-        Effect.flatMap((reply) => expectAck("Register", reply)),
-        Effect.tap(() =>
-          Effect.suspend(() => {
-            const first = !state.ready
-            state.ready = true
-            state.registered = true
-            state.detail = `registered with ${cfg.coordinator} as ${node.id}`
-            return Effect.logInfo(`worker ${node.id} ${first ? "registered" : "re-registered"} with ${cfg.coordinator} (data ${node.address})`)
-          })
+      const send = (channel: ControlChannel, status: NodeStatus): Effect.Effect<void, string> =>
+        channel.request({ _tag: "NodeStatusHeartbeat", status }).pipe(
+          Effect.mapError((e) => e.message),
+          Effect.flatMap((reply) =>
+            reply._tag !== "Ack"
+              ? Effect.fail(`${channel.address} answered ${reply._tag}, expected Ack`)
+              : reply.ok
+                ? Effect.void
+                : Effect.fail(`${channel.address} refused the status: ${reply.detail ?? "no detail"}`)
+          )
         )
-      )
 
-      const heartbeat = Effect.suspend(() =>
-        channel.request({ _tag: "Heartbeat", node: node.id, blockCount: store.blockCount })
-      ).pipe(
-        Effect.mapError((e) => e.message),
-        Effect.flatMap((reply) => expectAck("Heartbeat", reply))
-      )
-
+      let target = 0
+      let seq = 0
       let lastProblem = ""
-      const tick = Effect.suspend(() => (state.registered ? heartbeat : register)).pipe(
-        Effect.tap(() => Effect.sync(() => (lastProblem = ""))),
-        Effect.catchAll((problem) =>
-          Effect.suspend(() => {
-            // Whatever went wrong, the next tick registers again: Register is idempotent.
-            state.registered = false
-            if (!state.ready) state.detail = `not registered yet: ${problem}`
-            if (problem === lastProblem) return Effect.void
-            lastProblem = problem
-            return Effect.logWarning(`worker ${node.id}: ${problem}; will register again`)
+      /** The status to the current target, then to each other coordinator in turn until one accepts it. */
+      const beat = Effect.gen(function* () {
+        const s = store.stats()
+        const status = workerStatus(identity, ++seq, yield* Clock.currentTimeMillis, stats, {
+          blockCount: store.blockCount,
+          residentBytes: s.residentBytes,
+          capacityBytes: s.perDir.reduce((n, d) => n + d.capacity, 0)
+        })
+        const problems: Array<string> = []
+        for (let i = 0; i < channels.length; i++) {
+          const index = (target + i) % channels.length
+          const channel = channels[index]!
+          const sent = yield* Effect.either(send(channel, status))
+          if (sent._tag === "Left") {
+            problems.push(sent.left)
+            continue
+          }
+          const before = readiness.current
+          if (index !== target || !before.registered) {
+            const verb = !before.ready ? "joined" : index !== target ? `failed over to ${channel.address}` : "rejoined"
+            yield* Effect.logInfo(`worker ${node.id} ${verb} (cluster ${identity.clusterId}, data ${node.address}, coordinator ${channel.address})`)
+          }
+          target = index
+          lastProblem = ""
+          yield* readiness.update({
+            ready: true,
+            registered: true,
+            coordinator: channel.address,
+            detail: `member of cluster ${identity.clusterId} as ${node.id} via ${channel.address}`
           })
-        )
-      )
-      yield* Effect.forkScoped(Effect.repeat(tick, Schedule.spaced(Duration.millis(cfg.heartbeatIntervalMs))))
-      return { node, coordinator: cfg.coordinator }
+          return
+        }
+        const problem = problems.join("; ")
+        const current = readiness.current
+        yield* readiness.update({
+          registered: false,
+          detail: current.ready ? `serving; no coordinator accepted the last status: ${problem}` : `not a member yet: ${problem}`
+        })
+        if (problem !== lastProblem) {
+          lastProblem = problem
+          yield* Effect.logWarning(`worker ${node.id}: no coordinator accepted its status (${problem}); retrying every ${cfg.heartbeatIntervalMs} ms`)
+        }
+      })
+      yield* Effect.forkScoped(Effect.repeat(beat, Schedule.spaced(Duration.millis(cfg.heartbeatIntervalMs))))
+      return { node, coordinators, coordinator: coordinators.join(","), identity }
     })
   )
 }

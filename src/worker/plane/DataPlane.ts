@@ -1,5 +1,5 @@
-import type * as net from "node:net"
 import { Context } from "effect"
+import type { Adopt, Connection } from "../server/SocketServer.js"
 
 /**
  * The promise a writer returns when the bytes were fully handed to the kernel before the call
@@ -106,21 +106,22 @@ export interface DataPlaneShape {
   readonly name: "native" | "portable"
   /** Why this plane runs (e.g. "native addon loaded" or "native addon failed to load: ..."). */
   readonly reason: string
-  readonly attach: (socket: net.Socket) => ConnectionWriter
+  /** The connection's writer; a plane that makes syscalls takes the fd from `connection.fd`. */
+  readonly attach: (connection: Connection) => ConnectionWriter
   /**
    * Present when the plane reads connections itself (native: recv on the fd when the shared
    * epoll says it is readable) instead of through libuv's 'data' events. The socket must have
    * been accepted paused (`pauseOnConnect`) and must never be resumed: libuv and the plane
    * must not both read it. `writer` is what `attach` returned for the socket.
    */
-  readonly read?: (socket: net.Socket, writer: ConnectionWriter, sink: ReadSink) => ConnectionReader
+  readonly read?: (connection: Connection, writer: ConnectionWriter, sink: ReadSink) => ConnectionReader
   /**
-   * Present when the plane can also accept a listening server's connections, all that are
+   * Present when the plane can also accept on the socket server's listening fd, all that are
    * pending at once (libuv accepts one per loop turn). `onSocket` gets paused sockets, as
    * a `pauseOnConnect` server's listener does. Returns how to stop (before the server
-   * closes), or undefined when the server has no listening fd of its own.
+   * closes), or undefined when it cannot.
    */
-  readonly adoptListener?: (server: net.Server, onSocket: (socket: net.Socket) => void) => (() => void) | undefined
+  readonly adoptListener?: Adopt
   /** Present when the plane can answer hits itself: a new table for one data server, or undefined when none is left. */
   readonly hitTable?: () => HitTable | undefined
 }

@@ -169,6 +169,6 @@ export const makePortablePlane = (options: PortableOptions = {}): DataPlaneShape
   return {
     name: "portable",
     reason: options.reason ?? "portable plane selected",
-    attach: (socket) => new PortableWriter(socket, pool)
+    attach: (connection) => new PortableWriter(connection.socket, pool)
   }
 }

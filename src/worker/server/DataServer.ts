@@ -1,42 +1,30 @@
 /**
- * The data listener: framed protocol over TCP, one FrameDecoder per
- * connection, replies through the DataPlane writer in the ServeMode's order.
- *
- * Protocol violations (bad magic or version, an unknown type, a length over
- * its type's cap) end that connection, checked as soon as the 16 header bytes
- * are in, before the body is buffered: nothing after the bad header is parsed,
- * the requests before it still get their replies, a body over its cap is told
- * so in an error frame, and then the worker closes. A connection that
- * sits on a partial frame for the read timeout is dropped too. Other
- * connections are unaffected. Once a reply header is on the wire a failure
- * can only close the connection (the client sees a short body).
+ * The data listener: the framed protocol over the worker's SocketServer (SocketServer.ts, the
+ * @effect/platform interface), one serve loop per connection (serveConnection.ts), replies
+ * through the DataPlane writer in the ServeMode's order. The serve mode and the data plane are
+ * layers under it; the socket server is built for the plane (paused sockets for a plane that
+ * reads them itself, the plane's batch accept on the listening fd).
  */
-import * as net from "node:net"
+import * as SocketServer from "@effect/platform/SocketServer"
 import { Context, Data, Effect, Layer, Option } from "effect"
-import {
-  capFor,
-  DEFAULT_CAPS,
-  encodeErrorFrame,
-  HEADER_LEN,
-  isMsgType,
-  MAGIC,
-  msgTypeName,
-  type MsgType,
-  PROTOCOL_VERSION,
-  type FrameCaps
-} from "../../protocol/index.js"
-import { DataPlane, type ConnectionWriter, type DataPlaneShape, type HitTable } from "../plane/DataPlane.js"
+import * as net from "node:net"
+import { DataPlane } from "../plane/DataPlane.js"
 import { setSendBuffer } from "../plane/Native.js"
 import { loadNativeAddon } from "../plane/NativeAddon.js"
-import { parseHostPort, WorkerConfig } from "../config.js"
-import { WorkerMetrics, type WorkerStats } from "../metrics.js"
+import { parseHostPort } from "../../transport/address.js"
+import { WorkerConfig } from "../config.js"
+import { WorkerMetrics } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
 import { WorkerReadiness } from "../membership/Readiness.js"
 import { ReadPath } from "../ReadPath.js"
 import { BlockStore } from "../store/BlockStore.js"
 import { HitPublisher } from "./HitPublisher.js"
-import { ServeMode, type ServeModeShape } from "./ServeMode.js"
-import { RequestHandler, type Reply } from "./RequestHandler.js"
+import { ServeMode } from "./ServeMode.js"
+import { RequestHandler } from "./RequestHandler.js"
+import { serveConnection } from "./serveConnection.js"
+import * as DataSocket from "./SocketServer.js"
+
+export { WORKER_CAPS } from "./frames.js"
 
 export class DataServerListenError extends Data.TaggedError("DataServerListenError")<{
   readonly address: string
@@ -56,95 +44,99 @@ export interface DataServerShape {
   readonly connections: () => number
 }
 
-/** Request bodies a worker accepts: nothing it serves needs more than 64 KiB (a Put is refused anyway). */
-export const WORKER_CAPS: FrameCaps = {
-  ...DEFAULT_CAPS,
-  control: 64 * 1024,
-  get: 64 * 1024,
-  getRange: 64 * 1024,
-  put: 64 * 1024,
-  delete: 64 * 1024
-}
-
-export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServer, DataServerShape>() {
-  static readonly layer = Layer.scoped(
-    DataServer,
-    Effect.gen(function* () {
-      const cfg = yield* WorkerConfig
-      const plane = yield* DataPlane
-      const mode = yield* ServeMode
-      const stats = yield* WorkerMetrics
-      const miss = yield* MissPath
-      const readiness = yield* WorkerReadiness
-      const handler = new RequestHandler(yield* ReadPath, miss, readiness, stats)
-      // The plane's hit table, over this process's own store (a --loops serving loop leases its owner's: none).
-      const store = Option.getOrUndefined(yield* Effect.serviceOption(BlockStore))
-      const table = cfg.hitTable && store !== undefined ? plane.hitTable?.() : undefined
-      if (table !== undefined && store !== undefined) {
-        const publisher = new HitPublisher(table, store, miss.versions, readiness)
-        handler.hits = publisher
-        stats.offloaded = table.counts
-        yield* Effect.addFinalizer(() =>
-          Effect.sync(() => {
-            // Counts stay readable after the table is gone.
-            stats.offloaded = Float64Array.from(table.counts)
-            publisher.close()
-          })
-        )
-      }
-      const hp = parseHostPort(cfg.dataAddress)
-      if (hp === undefined) {
-        return yield* Effect.fail(new DataServerListenError({ address: cfg.dataAddress, detail: "expected host:port" }))
-      }
-      const sizeSendBuffer = yield* sendBufferSizer(cfg.sendBuffer)
-      const sockets = new Set<net.Socket>()
-      // allowHalfOpen: a client that half-closes after its last request still gets every reply.
+/** Listens on `--data-addr` the way the plane needs (a listen failure is a DataServerListenError). */
+const dataSocketServer = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const cfg = yield* WorkerConfig
+    const plane = yield* DataPlane
+    const hp = parseHostPort(cfg.dataAddress, { allowPortZero: true })
+    if (hp === undefined) {
+      return yield* Effect.fail(new DataServerListenError({ address: cfg.dataAddress, detail: "expected host:port" }))
+    }
+    return DataSocket.layer({
+      host: hp.host,
+      port: hp.port,
+      backlog: 4096,
       // A plane that reads connections itself gets them paused: libuv must never read them.
-      const onConnection = (socket: net.Socket) => {
-        sockets.add(socket)
-        socket.once("close", () => sockets.delete(socket))
-        sizeSendBuffer?.(socket)
-        serveConnection(socket, {
-          plane,
-          writer: plane.attach(socket),
-          handler,
-          mode,
-          stats,
-          readTimeoutMs: cfg.readTimeoutMs,
-          maxInflight: cfg.maxInflightPerConnection,
-          hits: table
-        })
-      }
-      const server = net.createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: plane.read !== undefined }, onConnection)
-      let stopAdopting: (() => void) | undefined
-      const bound = yield* Effect.acquireRelease(
-        Effect.async<net.AddressInfo, DataServerListenError>((resume) => {
-          const onError = (e: Error) =>
-            resume(Effect.fail(new DataServerListenError({ address: cfg.dataAddress, detail: e.message })))
-          server.once("error", onError)
-          server.listen({ host: hp.host, port: hp.port, backlog: 4096 }, () => {
-            server.off("error", onError)
-            stopAdopting = plane.adoptListener?.(server, onConnection)
-            resume(Effect.succeed(server.address() as net.AddressInfo))
-          })
-        }),
-        () =>
-          Effect.async<void>((resume) => {
-            stopAdopting?.()
-            server.close(() => resume(Effect.void))
-            for (const s of sockets) s.destroy()
-          })
+      pauseOnConnect: plane.read !== undefined,
+      ...(plane.adoptListener !== undefined ? { adopt: plane.adoptListener } : {})
+    }).pipe(
+      Layer.catchAll((e) =>
+        Layer.fail(new DataServerListenError({ address: cfg.dataAddress, detail: e.cause instanceof Error ? e.cause.message : String(e.cause) }))
       )
-      const host = bound.family === "IPv6" ? `[${bound.address}]` : bound.address
-      yield* Effect.logInfo(`worker data listener on ${host}:${bound.port} (${plane.name} plane, ${mode.name} mode)`)
-      return {
-        host: bound.address,
-        port: bound.port,
-        address: `${host}:${bound.port}`,
-        connections: () => sockets.size
-      } satisfies DataServerShape
+    )
+  })
+)
+
+const make = Effect.gen(function* () {
+  const cfg = yield* WorkerConfig
+  const plane = yield* DataPlane
+  const mode = yield* ServeMode
+  const stats = yield* WorkerMetrics
+  const miss = yield* MissPath
+  const readiness = yield* WorkerReadiness
+  const sockets = yield* SocketServer.SocketServer
+  const handler = new RequestHandler(yield* ReadPath, miss, readiness, stats)
+  // The plane's hit table, over this process's own store (a --loops serving loop leases its owner's: none).
+  const store = Option.getOrUndefined(yield* Effect.serviceOption(BlockStore))
+  const table = cfg.hitTable && store !== undefined ? plane.hitTable?.() : undefined
+  if (table !== undefined && store !== undefined) {
+    const publisher = new HitPublisher(table, store, miss.versions, readiness)
+    handler.hits = publisher
+    stats.offloaded = table.counts
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        // Counts stay readable after the table is gone.
+        stats.offloaded = Float64Array.from(table.counts)
+        publisher.close()
+      })
+    )
+  }
+  const sizeSendBuffer = yield* sendBufferSizer(cfg.sendBuffer)
+  let open = 0
+  // One fiber per connection, alive until its socket closes (interrupting it destroys the socket).
+  const serve = Effect.flatMap(DataSocket.Connection.current, (connection) =>
+    Effect.async<void>((resume) => {
+      const socket = connection.socket
+      if (socket.destroyed) return resume(Effect.void)
+      open++
+      socket.once("close", () => {
+        open--
+        resume(Effect.void)
+      })
+      sizeSendBuffer?.(socket)
+      serveConnection(connection, {
+        plane,
+        writer: plane.attach(connection),
+        handler,
+        mode,
+        stats,
+        readTimeoutMs: cfg.readTimeoutMs,
+        maxInflight: cfg.maxInflightPerConnection,
+        hits: table
+      })
+      // Interrupted (the server is stopping): the connection goes with it, whichever socket server runs it.
+      return Effect.sync(() => void socket.destroy())
     })
   )
+  yield* Effect.forkScoped(sockets.run(() => serve))
+  const address = sockets.address
+  if (address._tag !== "TcpAddress") return yield* Effect.dieMessage(`the data listener must be TCP, got ${address.path}`)
+  const host = net.isIPv6(address.hostname) ? `[${address.hostname}]` : address.hostname
+  yield* Effect.logInfo(`worker data listener on ${host}:${address.port} (${plane.name} plane, ${mode.name} mode)`)
+  return {
+    host: address.hostname,
+    port: address.port,
+    address: `${host}:${address.port}`,
+    connections: () => open
+  } satisfies DataServerShape
+})
+
+export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServer, DataServerShape>() {
+  /** Serves over the SocketServer in context (ours, or @effect/platform-node's NodeSocketServer). */
+  static readonly layerOver = Layer.scoped(DataServer, make)
+  /** Serves over a SocketServer listening on `--data-addr`, built for the plane. */
+  static readonly layer = DataServer.layerOver.pipe(Layer.provide(dataSocketServer))
 }
 
 /**
@@ -166,318 +158,5 @@ const sendBufferSizer = (bytes: number): Effect.Effect<((socket: net.Socket) => 
     } catch {
       // A socket already closed by its peer: nothing to size.
     }
-  })
-}
-
-interface ConnectionDeps {
-  /** When it has `read`, the plane reads the socket (which was accepted paused); else libuv's 'data' events. */
-  readonly plane?: DataPlaneShape
-  readonly writer: ConnectionWriter
-  readonly handler: RequestHandler
-  readonly mode: ServeModeShape
-  readonly stats: WorkerStats
-  readonly readTimeoutMs: number
-  readonly maxInflight: number
-  /** Where the plane may answer this connection's hits itself while the loop is idle (native plane). */
-  readonly hits?: HitTable
-}
-
-const u32be = (b: Uint8Array, o: number): number => ((b[o]! << 24) >>> 0) + ((b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!)
-
-/** `bodyLength` of a header that is not this protocol's (bad magic or version, unknown type). */
-const NOT_A_FRAME = -1
-/** `bodyLength` of a well-formed header whose body is over its type's cap. */
-const OVER_CAP = -2
-
-/** Length of the body announced by the header at `b[p, p+16)`, or a negative code for a header that ends the connection. */
-const bodyLength = (b: Uint8Array, p: number): number => {
-  if (((b[p]! << 8) | b[p + 1]!) !== MAGIC || b[p + 2] !== PROTOCOL_VERSION) return NOT_A_FRAME
-  const type = b[p + 3]!
-  if (!isMsgType(type)) return NOT_A_FRAME
-  const length = u32be(b, p + 12)
-  return length > capFor(WORKER_CAPS, type) ? OVER_CAP : length
-}
-
-/** The error frame for the OVER_CAP header at `b[p, p+16)`. */
-const overCapNotice = (b: Uint8Array, p: number): Uint8Array => {
-  const type = b[p + 3]! as MsgType
-  const length = u32be(b, p + 12)
-  const cap = capFor(WORKER_CAPS, type)
-  return encodeErrorFrame(
-    type,
-    u32be(b, p + 8),
-    `${msgTypeName(type)} body of ${length} bytes is over the worker's cap of ${cap} bytes; closing the connection`
-  )
-}
-
-/** Every success header is written here just before its writer call (writers copy what they keep). */
-const HEADER = Buffer.alloc(HEADER_LEN)
-HEADER[0] = MAGIC >>> 8
-HEADER[1] = MAGIC & 0xff
-HEADER[2] = PROTOCOL_VERSION
-
-const replyHeader = (type: number, requestId: number, length: number): void => {
-  const h = HEADER
-  h[3] = type
-  h[8] = requestId >>> 24
-  h[9] = (requestId >>> 16) & 0xff
-  h[10] = (requestId >>> 8) & 0xff
-  h[11] = requestId & 0xff
-  h[12] = length >>> 24
-  h[13] = (length >>> 16) & 0xff
-  h[14] = (length >>> 8) & 0xff
-  h[15] = length & 0xff
-}
-
-/** A partial frame kept between reads is copied here; past this size its buffer is not kept. */
-const CARRY_KEEP = 4096
-
-/**
- * Serves one accepted socket until it closes. Plain callbacks: this is the per-request hot loop.
- * Frames are cut straight out of each chunk read (no frame objects, no payload views); only a
- * frame split across reads is copied, into the connection's carry buffer.
- */
-export const serveConnection = (socket: net.Socket, deps: ConnectionDeps): void => {
-  const { writer, handler, stats, hits } = deps
-  const ownsReads = deps.plane?.read !== undefined
-  /** The bytes of an incomplete frame (header first; its body once the header passed the checks). */
-  let carry: Buffer | undefined
-  let carryLen = 0
-  /** Total bytes of the frame in `carry` once its header is in, else 0. */
-  let carryNeed = 0
-  let paused = false
-  let ended = false
-  let dead = false
-  stats.connectionsOpen++
-  stats.connectionsTotal++
-
-  const drop = () => {
-    if (dead) return
-    dead = true
-    stats.connectionsDropped++
-    socket.destroy()
-  }
-
-  /**
-   * Closes after the last reply. libuv: a FIN (end). A plane-read socket is destroyed instead:
-   * libuv never sees its end of stream, so an ended socket would stay open; its queued bytes
-   * still leave before the FIN (only unread input would turn a close into a reset, and this
-   * runs after the end of stream was read).
-   */
-  const finish = () => {
-    dead = true
-    if (ownsReads) socket.destroy()
-    else socket.end()
-  }
-
-  const maybeFinish = () => {
-    if (ended && !dead && conn.pending() === 0) finish()
-  }
-
-  /** A frame broke the protocol: nothing after it is parsed; the requests before it still get their replies. */
-  let refused = false
-
-  /**
-   * Refuses the connection at the frame header at `b[p, p+16)` (`why`: its bodyLength code): a
-   * body over its type's cap is told so in an error frame (a well-formed reply); bad magic,
-   * version or an unknown type get none (the peer does not speak this protocol, and no Talon
-   * decoder reads such a frame back), as Talon's reference server does. Input is then read and
-   * discarded.
-   */
-  const refuse = (b: Buffer, p: number, why: number) => {
-    if (refused || dead) return
-    refused = true
-    stats.connectionsDropped++
-    if (why === OVER_CAP) conn.push({ _tag: "Frame", bytes: overCapNotice(b, p), closeAfter: false })
-    if (paused) {
-      paused = false
-      if (reader !== undefined) reader.resume()
-      else socket.resume()
-    }
-    closeIfRefused()
-  }
-
-  /** After a refusal, once every reply is out: FIN; a plane-read socket is destroyed at the peer's end (or its read timeout). */
-  const closeIfRefused = () => {
-    if (!refused || dead || conn.pending() > 0) return
-    dead = true
-    socket.end()
-  }
-
-  const send = (reply: Reply): Promise<void> => {
-    if (reply._tag === "File") {
-      replyHeader(reply.type, reply.requestId, reply.range.length)
-      return writer.writeFile(HEADER, reply.segments)
-    }
-    const p = writer.writeFrame(reply.bytes)
-    if (!reply.closeAfter) return p
-    return p.then(() => {
-      dead = true
-      // A plane-read socket keeps reading (and discarding) to the peer's end of stream, then is destroyed.
-      socket.end()
-    })
-  }
-
-  const conn = deps.mode.open({
-    writer,
-    send,
-    done: (reply) => handler.done(reply),
-    onSettled: () => {
-      if (paused && conn.pending() < deps.maxInflight / 2 && !dead) {
-        paused = false
-        if (reader !== undefined) reader.resume()
-        else socket.resume()
-      }
-      maybeFinish()
-      closeIfRefused()
-      offload()
-    },
-    onWriteFailure: () => {
-      dead = true
-      socket.destroy()
-    }
-  })
-
-  /** True while onBytes walks a read's frames: replies settling mid-walk must not hand the connection to the plane. */
-  let walking = false
-
-  /**
-   * Idle: the plane may answer the next reads' hits itself (until it hands bytes back to onBytes).
-   * Never mid-walk: frames after the current one are not answered yet, and a hit the plane answered
-   * before them would leave first (out of order) or cut into a reply still being sent.
-   */
-  const offload = () => {
-    if (hits !== undefined && !walking && !paused && !dead && !refused && !ended && carryLen === 0 && conn.pending() === 0) reader?.offload?.(hits)
-  }
-
-  const pause = () => {
-    paused = true
-    if (reader !== undefined) reader.pause()
-    else socket.pause()
-  }
-
-  /** Serves one whole frame at `b[p, p+16+length)`; false when nothing after it may be read as a frame. */
-  const frame = (b: Buffer, p: number, length: number): boolean => {
-    const type = b[p + 3]!
-    const reply = handler.handleAt(type, u32be(b, p + 8), b, p + HEADER_LEN, p + HEADER_LEN + length)
-    conn.push(reply)
-    // Nothing after a Put can be trusted to be a frame.
-    if (reply instanceof Promise || reply._tag === "File" || !reply.closeAfter) return true
-    if (reader === undefined) pause()
-    return false
-  }
-
-  const onBytes = (b: Buffer, start: number, end: number) => {
-    if (dead || refused) return
-    walking = true
-    let whole: boolean
-    try {
-      whole = walk(b, start, end)
-    } finally {
-      walking = false
-    }
-    // Stopped early (a frame still incomplete, a dropped connection, a Put): nothing to pause or hand over.
-    if (!whole || dead) return
-    if (!paused && conn.pending() >= deps.maxInflight) pause()
-    else offload()
-  }
-
-  /** Serves the whole frames in `b[start, end)` and keeps a trailing partial one; true when it read to the end. */
-  const walk = (b: Buffer, start: number, end: number): boolean => {
-    let p = start
-    if (carryLen > 0) {
-      const c = carry!
-      if (carryNeed === 0) {
-        const take = Math.min(HEADER_LEN - carryLen, end - p)
-        b.copy(c, carryLen, p, p + take)
-        carryLen += take
-        p += take
-        if (carryLen < HEADER_LEN) return false
-        const length = bodyLength(c, 0)
-        if (length < 0) {
-          refuse(c, 0, length)
-          return false
-        }
-        carryNeed = HEADER_LEN + length
-        if (carryNeed > c.length) {
-          const grown = Buffer.allocUnsafe(carryNeed)
-          c.copy(grown, 0, 0, carryLen)
-          carry = grown
-        }
-      }
-      const take = Math.min(carryNeed - carryLen, end - p)
-      b.copy(carry!, carryLen, p, p + take)
-      carryLen += take
-      p += take
-      if (carryLen < carryNeed) return false
-      const whole = carry!
-      const length = carryNeed - HEADER_LEN
-      carryLen = 0
-      carryNeed = 0
-      if (whole.length > CARRY_KEEP) carry = undefined
-      if (!frame(whole, 0, length)) return false
-    }
-    while (end - p >= HEADER_LEN) {
-      const length = bodyLength(b, p)
-      if (length < 0) {
-        refuse(b, p, length)
-        return false
-      }
-      if (end - p - HEADER_LEN < length) break
-      const more = frame(b, p, length)
-      p += HEADER_LEN + length
-      if (!more) return false
-    }
-    if (p < end) {
-      const rest = end - p
-      if (carry === undefined) carry = Buffer.allocUnsafe(Math.max(256, rest))
-      if (rest >= HEADER_LEN) {
-        // The header passed its checks in the loop above: size the carry for the whole frame.
-        carryNeed = HEADER_LEN + bodyLength(b, p)
-        if (carry.length < carryNeed) carry = Buffer.allocUnsafe(carryNeed)
-      } else if (carry.length < HEADER_LEN) carry = Buffer.allocUnsafe(256)
-      b.copy(carry, 0, p, end)
-      carryLen = rest
-    }
-    return true
-  }
-
-  const onEnd = () => {
-    // Half-close: queued replies still go out, then the connection closes.
-    ended = true
-    // A Put answered: its reply is out and the peer is done; nothing more to read.
-    if (dead && ownsReads) socket.destroy()
-    maybeFinish()
-  }
-
-  const reader = deps.plane?.read?.(socket, writer, { bytes: onBytes, end: onEnd, error: drop })
-  offload()
-  if (reader === undefined) {
-    socket.on("data", (chunk: Buffer) => onBytes(chunk, 0, chunk.length))
-    socket.on("end", onEnd)
-    socket.resume()
-  }
-  socket.setTimeout(deps.readTimeoutMs)
-  let readsAtTimeout = 0
-  socket.on("timeout", () => {
-    if (reader !== undefined) {
-      // A Put was answered and the peer never closed: nothing more is coming.
-      if (dead) return void socket.destroy()
-      // libuv sees no reads on a plane-read socket, so its idle timer never restarts by itself:
-      // restart it here, and drop only a connection that sat a whole period on a partial frame.
-      const reads = reader.reads()
-      const idle = reads === readsAtTimeout
-      readsAtTimeout = reads
-      if (idle && carryLen > 0 && !paused) drop()
-      else socket.setTimeout(deps.readTimeoutMs)
-      return
-    }
-    if (carryLen > 0 && !paused) drop()
-  })
-  socket.on("error", () => {})
-  socket.once("close", () => {
-    dead = true
-    conn.close()
-    stats.connectionsOpen--
   })
 }

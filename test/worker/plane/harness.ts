@@ -4,6 +4,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { ConnectionWriter, DataPlaneShape, FileSegment } from "../../../src/worker/plane/DataPlane.js"
+import { Connection } from "../../../src/worker/server/SocketServer.js"
 
 export interface TestFile {
   readonly path: string
@@ -108,7 +109,7 @@ export const serve = (
     const server = net.createServer({ allowHalfOpen: true }, (socket) => {
       sockets.add(socket)
       socket.on("close", () => sockets.delete(socket))
-      const writer = plane.attach(socket)
+      const writer = plane.attach(new Connection(socket))
       const result = onConnection(socket, writer, index++)
       result.catch(() => {})
       results.push(result)

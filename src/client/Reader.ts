@@ -1,0 +1,253 @@
+/**
+ * Reads: placement, pinned requests, replica fallback.
+ *
+ * A read is planned into per-block pieces (plan.ts). Each piece goes to its
+ * block's replicas in Maglev rank order over the membership in hand; when every
+ * replica fails the membership is refreshed and the piece tried once more before
+ * the read fails with every attempt listed.
+ *
+ * One read, one version: every request is a GetCachedRange naming the version
+ * the read's stat returned, so workers whose views of the object differ still
+ * answer with bytes of that one version, or with VersionMismatch when the origin
+ * no longer has it. `read` then stats the object again and reads it whole again
+ * (at most `VERSION_ATTEMPTS` times) and fails with the typed `VersionChanged`
+ * after that; `readStream` and `readRaw` fail with it at once (bytes of the old
+ * version may already be with the caller).
+ *
+ * The piece path is plain callbacks (the gateway's relay runs on it); the only
+ * fibers it starts — a membership fetch when none is usable — run in the
+ * client's scope.
+ */
+import { Cause, Effect, Exit, FiberSet, Stream } from "effect"
+import type { BlockId } from "../core/ids.js"
+import { objectIdToPath, objectIdToUri } from "../core/objectId.js"
+import { DataErrorCode } from "../protocol/index.js"
+import { ClientConfig } from "./ClientConfig.js"
+import { CoordinatorUnavailable, InvalidRequest, NoWorkers, ReadFailed, VersionChanged, type FailedAttempt, type TalonClientError } from "./errors.js"
+import { type Membership, MembershipCache } from "./MembershipCache.js"
+import { planPieces, type ReadRequestPiece } from "./plan.js"
+import type { Payload } from "./SlabPool.js"
+import { type ObjectInfo, StatCache } from "./StatCache.js"
+import { type ObjectTarget, parseTarget } from "./target.js"
+import type { CancelFetch } from "./WorkerPool.js"
+import { Workers } from "./Workers.js"
+
+export type RawRead =
+  | { readonly ok: true; readonly payloads: ReadonlyArray<Payload> }
+  | { readonly ok: false; readonly error: TalonClientError }
+
+type PieceResult = { readonly ok: true; readonly payload: Payload } | { readonly ok: false; readonly error: TalonClientError }
+
+/** Whole-read attempts, each pinned to a freshly stat'ed version, before VersionChanged. */
+const VERSION_ATTEMPTS = 3
+const MAX_RANK_ENTRIES = 16_384
+const noop: CancelFetch = () => {}
+
+const badRange = (offset: number, length: number): InvalidRequest | undefined =>
+  !Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(length) || length < 0
+    ? new InvalidRequest({ detail: `offset and length must be non-negative integers (got ${offset}, ${length})` })
+    : undefined
+
+export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
+  scoped: Effect.gen(function* () {
+    const options = yield* ClientConfig
+    const membership = yield* MembershipCache
+    const stats = yield* StatCache
+    const { pool } = yield* Workers
+    const run = yield* FiberSet.makeRuntime<never>()
+
+    /** The membership without a runtime call while it is usable; otherwise fetched on a fiber of the client's scope. */
+    const withMembership = (refresh: boolean, onError: (e: TalonClientError) => void, k: (m: Membership) => void): void => {
+      const m = refresh ? undefined : membership.fresh()
+      if (m !== undefined) return k(m)
+      run(Effect.exit(membership.get(refresh))).addObserver((exit) => {
+        const result = Exit.flatten(exit)
+        if (Exit.isSuccess(result)) return k(result.value)
+        const failure = Cause.failureOption(result.cause)
+        onError(
+          failure._tag === "Some"
+            ? failure.value
+            : new CoordinatorUnavailable({ coordinator: options.coordinator, detail: `membership lookup interrupted: ${Cause.pretty(result.cause)}` })
+        )
+      })
+    }
+
+    // Replica order per block, remembered per membership (hashing a block id is most of a small read's CPU).
+    const owners = (m: Membership, block: BlockId): ReadonlyArray<string> => {
+      const key = `${objectIdToPath(block.object)}\0${block.offset}\0${block.blockSize}\0${block.version}`
+      const hit = m.ranks.get(key)
+      if (hit !== undefined) return hit
+      if (m.ranks.size >= MAX_RANK_ENTRIES) m.ranks.clear()
+      const ranked = m.placement.rank(block, options.replicas)
+      m.ranks.set(key, ranked)
+      return ranked
+    }
+
+    /** One piece, with replica fallback and one refresh-and-retry; `done` once unless cancelled. */
+    const fetchPieceRaw = (piece: ReadRequestPiece, done: (r: PieceResult) => void): CancelFetch => {
+      const attempts: Array<FailedAttempt> = []
+      let cancelled = false
+      let current: CancelFetch = noop
+      const fail = (error: TalonClientError) => {
+        if (!cancelled) done({ ok: false, error })
+      }
+      const tryOwners = (m: Membership, retried: boolean): void => {
+        if (cancelled) return
+        const ranked = owners(m, piece.block)
+        if (ranked.length === 0) return fail(new NoWorkers({ coordinator: options.coordinator }))
+        const attempt = (i: number): void => {
+          if (cancelled) return
+          if (i >= ranked.length) {
+            if (!retried) return withMembership(true, fail, (next) => tryOwners(next, true))
+            return fail(
+              new ReadFailed({
+                object: objectIdToUri(piece.block.object),
+                offset: piece.offset,
+                length: piece.length,
+                detail: attempts[attempts.length - 1]?.detail ?? "no replica answered",
+                attempts
+              })
+            )
+          }
+          const id = ranked[i]!
+          current = pool.fetch(m.addresses.get(id) ?? id, piece.block.object, piece.offset, piece.length, (r) => {
+            current = noop
+            if (cancelled) {
+              if (r.ok) r.payload.release()
+              return
+            }
+            if (r.ok) return done(r)
+            if (r.error._tag === "WorkerRejected" && r.error.code === DataErrorCode.VersionMismatch) {
+              // The worker asked the origin: another replica cannot have bytes of a version the origin dropped.
+              return fail(
+                new VersionChanged({
+                  object: objectIdToUri(piece.block.object),
+                  version: piece.block.version,
+                  attempts: 1,
+                  detail: `${r.error.address}: ${r.error.detail}`
+                })
+              )
+            }
+            attempts.push({ address: r.error.address, detail: r.error.detail })
+            attempt(i + 1)
+          }, piece.block.version)
+        }
+        attempt(0)
+      }
+      withMembership(false, fail, (m) => tryOwners(m, false))
+      return () => {
+        cancelled = true
+        current()
+      }
+    }
+
+    const fetchPiece = (piece: ReadRequestPiece): Effect.Effect<Payload, TalonClientError> =>
+      Effect.async<Payload, TalonClientError>((resume) => {
+        const cancel = fetchPieceRaw(piece, (r) => resume(r.ok ? Effect.succeed(r.payload) : Effect.fail(r.error)))
+        return Effect.sync(cancel)
+      })
+
+    const plan = (info: ObjectInfo, offset: number, length: number) =>
+      planPieces(info, offset, length, options.blockSize, options.maxRequestBytes)
+
+    const validate = (target: ObjectTarget, offset: number, length: number): Effect.Effect<ObjectInfo, TalonClientError> =>
+      Effect.suspend(() => {
+        const bad = badRange(offset, length)
+        return bad !== undefined ? Effect.fail(bad) : Effect.flatMap(parseTarget(target), stats.stat)
+      })
+
+    /** One attempt of `read`: every piece of exactly `info.version`. */
+    const readVersion = (info: ObjectInfo, offset: number, length: number): Effect.Effect<Uint8Array, TalonClientError> =>
+      Effect.suspend(() => {
+        const out = new Uint8Array(Math.max(0, Math.min(offset + length, info.size) - offset))
+        return Effect.as(
+          Effect.forEach(
+            plan(info, offset, length),
+            (piece) =>
+              Effect.map(fetchPiece(piece), (payload) => {
+                let at = piece.resultOffset
+                for (const v of payload.views) {
+                  out.set(v, at)
+                  at += v.length
+                }
+                payload.release()
+              }),
+            { concurrency: options.parallelism, discard: true }
+          ),
+          out
+        )
+      })
+
+    /** `[offset, offset+length)` clamped at the object's end, in one buffer, all of one version. */
+    const read = (target: ObjectTarget, offset: number, length: number): Effect.Effect<Uint8Array, TalonClientError> =>
+      Effect.gen(function* () {
+        let info = yield* validate(target, offset, length)
+        for (let attempt = 1; ; attempt++) {
+          const r = yield* Effect.either(readVersion(info, offset, length))
+          if (r._tag === "Right") return r.right
+          if (r.left._tag !== "VersionChanged") return yield* Effect.fail(r.left)
+          if (attempt >= VERSION_ATTEMPTS) return yield* Effect.fail(new VersionChanged({ ...r.left, attempts: attempt }))
+          info = yield* stats.restat(info.object)
+        }
+      })
+
+    const readStream = (target: ObjectTarget, offset: number, length: number): Stream.Stream<Uint8Array, TalonClientError> =>
+      Stream.unwrap(
+        Effect.map(validate(target, offset, length), (info) =>
+          Stream.fromIterable(plan(info, offset, length)).pipe(
+            Stream.mapEffect((piece) => Effect.map(fetchPiece(piece), (p) => new Uint8Array(p.copyOut())), {
+              concurrency: options.parallelism
+            }),
+            Stream.rechunk(1)
+          )
+        )
+      )
+
+    const readRaw = (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void): CancelFetch => {
+      const bad = badRange(offset, length)
+      if (bad !== undefined) {
+        done({ ok: false, error: bad })
+        return noop
+      }
+      const pieces = plan(info, offset, length)
+      if (pieces.length === 0) {
+        done({ ok: true, payloads: [] })
+        return noop
+      }
+      const payloads: Array<Payload | undefined> = new Array(pieces.length)
+      const cancels: Array<CancelFetch> = []
+      let next = 0
+      let remaining = pieces.length
+      let finished = false
+      const finish = (result: RawRead) => {
+        if (finished) return
+        finished = true
+        for (const c of cancels) c()
+        if (!result.ok) for (const p of payloads) p?.release()
+        done(result)
+      }
+      const launch = (): void => {
+        if (finished || next >= pieces.length) return
+        const i = next++
+        cancels.push(
+          fetchPieceRaw(pieces[i]!, (r) => {
+            if (!r.ok) return finish(r)
+            if (finished) return r.payload.release()
+            payloads[i] = r.payload
+            if (--remaining === 0) return finish({ ok: true, payloads: payloads as Array<Payload> })
+            launch()
+          })
+        )
+      }
+      for (let k = 0; k < options.parallelism; k++) launch()
+      return () => {
+        if (finished) return
+        finished = true
+        for (const c of cancels) c()
+        for (const p of payloads) p?.release()
+      }
+    }
+
+    return { read, readStream, readRaw }
+  })
+}) {}

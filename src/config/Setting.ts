@@ -1,0 +1,121 @@
+/**
+ * One declaration per setting, one schema per component. Everything that reads,
+ * checks or documents a setting (Effect `Config` resolution, the @effect/cli flags and
+ * their `--help`, docs/configuration.md) is derived from these, so the four cannot
+ * disagree. Resolution: explicit value (a flag, or a program embedding the component)
+ * > `TALON_*` through Effect `Config` (the environment, then the `--config` file: see
+ * src/cli/configFile.ts) > default.
+ */
+import { Config, ConfigError, Effect, Either, Option } from "effect"
+import type { Kind } from "./kinds.js"
+
+export interface Setting<A> {
+  readonly kind: Kind<A>
+  /** The environment variable; the config-file key is derived from it (TALON_WORKER_CAPACITY = [worker] capacity). */
+  readonly env: string
+  /** Command-line flag without dashes; absent for settings read only from the environment or file (secrets). */
+  readonly flag?: string | undefined
+  /** A flag that takes no value: its presence sets this value (`--seed`, `--no-hit-table`). */
+  readonly presence?: A | undefined
+  readonly default: A
+  /** The default as docs and `--help` show it, when the value alone would mislead (computed defaults). */
+  readonly shownDefault?: string | undefined
+  readonly help: string
+  /** An example value, quoted in error messages. */
+  readonly example: string
+  /** A rule on the value: undefined when it holds, else what is wrong ("must be positive"). */
+  readonly check?: ((value: A) => string | undefined) | undefined
+}
+
+export const setting = <A>(kind: Kind<A>, spec: Omit<Setting<A>, "kind">): Setting<A> => ({ kind, ...spec })
+
+export type Schema<T> = { readonly [K in keyof T]-?: Setting<T[K]> }
+
+export interface Component<T> {
+  /** Heading of its section in docs/configuration.md. */
+  readonly name: string
+  readonly summary: string
+  readonly settings: Schema<T>
+  /** Rules across settings: the first broken one, with the setting to blame. */
+  readonly check?: ((settings: T) => { readonly key: keyof T; readonly message: string } | undefined) | undefined
+}
+
+export const component = <T>(c: Component<T>): Component<T> => c
+
+export const keysOf = <T>(schema: Schema<T>): ReadonlyArray<keyof T & string> => Object.keys(schema) as Array<keyof T & string>
+
+/** `TALON_WORKER_CAPACITY (--capacity)`: how messages name a setting, so a user finds it whichever way they set it. */
+export const nameOf = (s: Setting<unknown>): string => (s.flag === undefined ? s.env : `${s.env} (--${s.flag})`)
+
+const shownExample = (s: Setting<unknown>) => `e.g. ${s.env}=${s.example}${s.flag === undefined ? "" : ` or --${s.flag} ${s.example}`}`
+
+/** The error for a setting: its names, what was wrong, an example. */
+export const invalid = (s: Setting<any>, why: string, path: ReadonlyArray<string> = [s.env]): ConfigError.ConfigError =>
+  ConfigError.InvalidData([...path], `${nameOf(s)}: ${why}; ${shownExample(s)}`)
+
+/** The messages of a ConfigError, one per failure (they name their settings). */
+export const messagesOf = (e: ConfigError.ConfigError): ReadonlyArray<string> =>
+  ConfigError.reduceWithContext(e, undefined, {
+    andCase: (_, l, r) => [...l, ...r],
+    orCase: (_, l, r) => [...l, ...r],
+    invalidDataCase: (_, path, message) => [message.startsWith("TALON_") || path.length === 0 ? message : `${path.join(".")}: ${message}`],
+    missingDataCase: (_, path, message) => [`${path.join(".")}: ${message}`],
+    sourceUnavailableCase: (_, path, message) => [`${path.join(".")}: ${message}`],
+    unsupportedCase: (_, path, message) => [`${path.join(".")}: ${message}`]
+  })
+
+/** The setting as an Effect `Config`: parsed and checked, failures naming it. */
+export const configOf = <A>(s: Setting<A>): Config.Config<A> =>
+  Config.string(s.env).pipe(
+    Config.mapOrFail((raw) =>
+      Either.flatMap(
+        // mapOrFail prefixes the variable's name to the path itself.
+        Either.mapLeft(s.kind.parse(raw), (why) => invalid(s, why, [])),
+        (value) => {
+          const problem = s.check?.(value)
+          return problem === undefined ? Either.right(value) : Either.left(invalid(s, `${problem}, got ${JSON.stringify(raw)}`, []))
+        }
+      )
+    )
+  )
+
+/** Checks every setting's own rule, then the component's cross-setting rules. */
+export const validate = <T>(c: Component<T>, values: T): Either.Either<T, ConfigError.ConfigError> => {
+  for (const key of keysOf(c.settings)) {
+    const s = c.settings[key]
+    const problem = s.check?.(values[key])
+    if (problem !== undefined) return Either.left(invalid(s, `${problem}, got ${s.kind.show(values[key])}`))
+  }
+  const broken = c.check?.(values)
+  return broken === undefined ? Either.right(values) : Either.left(invalid(c.settings[broken.key], broken.message))
+}
+
+/** Every setting at its default. */
+export const defaultsOf = <T>(c: Component<T>): T => {
+  const out: Partial<T> = {}
+  for (const key of keysOf(c.settings)) out[key] = c.settings[key].default
+  return out as T
+}
+
+/** explicit > `TALON_*` (environment, then file) > default, validated. */
+export const resolve = <T>(c: Component<T>, explicit: Partial<T> = {}): Effect.Effect<T, ConfigError.ConfigError> =>
+  Effect.gen(function* () {
+    const out: Partial<T> = {}
+    for (const key of keysOf(c.settings)) {
+      const given = explicit[key]
+      if (given !== undefined) {
+        out[key] = given
+        continue
+      }
+      const s = c.settings[key]
+      out[key] = Option.getOrElse(yield* Config.option(configOf(s)), () => s.default)
+    }
+    return yield* validate(c, out as T)
+  })
+
+/** Exactly these values over the defaults, ignoring the environment (tests, embedding). */
+export const resolveOnly = <T>(c: Component<T>, values: Partial<T>): Either.Either<T, ConfigError.ConfigError> => {
+  const out: T = { ...defaultsOf(c) }
+  for (const key of keysOf(c.settings)) if (values[key] !== undefined) out[key] = values[key] as T[typeof key]
+  return validate(c, out)
+}

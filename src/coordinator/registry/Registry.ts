@@ -1,0 +1,184 @@
+/**
+ * The coordinator's membership registry: one actor owns this coordinator's
+ * view of the cluster. Every write goes to the `ClusterStateStore` (so every
+ * coordinator on the same store serves the same members and epoch, with no
+ * leader); the view comes from the store's snapshot and watch
+ * (`followMembership`), with this coordinator's own accepted writes laid over
+ * it until the watch delivers them. The latest view is also published on a
+ * `SubscriptionRef`, so queries read it without queueing behind writes.
+ */
+import { Clock, Duration, Effect, Schedule, Stream, SubscriptionRef, type Scope } from "effect"
+import { Actor, type ActorRef } from "../../actor/index.js"
+import type { NodeStatus } from "../../protocol/status.js"
+import type { ClusterStateStoreShape } from "../state/ClusterStateStore.js"
+import { membershipEpoch } from "../state/epoch.js"
+import { followMembership, type Membership } from "../state/MembershipView.js"
+import type { StateStoreError } from "../state/errors.js"
+import { invalidRegistration, isLegacy, legacyStatus } from "./legacy.js"
+import { Heartbeat, Register, RegistryProtocol, ReportStatus, Snapshot, Sweep, type RegistryAck, type RegistryMessage } from "./protocol.js"
+import { emptyView, mergeView, pendingWrites, revisionNumber, type LocalWrite, type RegistryView } from "./view.js"
+
+export interface RegistryCounters {
+  registrations: number
+  heartbeats: number
+  statusHeartbeats: number
+  rejectedHeartbeats: number
+  /** Nodes that left placement (silent past unhealthy-after, lease expiry, or removal). */
+  expirations: number
+  storeWriteFailures: number
+}
+
+export interface RegistryOptions {
+  readonly clusterId: string
+  /** Records the registry accepts at most, so made-up registrations cannot grow the store without bound. */
+  readonly maxMembers?: number
+  /** Mailbox bound; a write arriving at a full mailbox is refused at once. */
+  readonly capacity?: number
+  /** How often health is re-derived when nothing else changes; default the store's heartbeat interval. */
+  readonly sweepIntervalMs?: number
+}
+
+export interface Registry {
+  readonly actor: ActorRef<RegistryMessage>
+  /** The latest view; changes on every write, store event and sweep. */
+  readonly view: SubscriptionRef.SubscriptionRef<RegistryView>
+  readonly counters: RegistryCounters
+  readonly clusterId: string
+  readonly store: ClusterStateStoreShape
+}
+
+interface State {
+  readonly local: ReadonlyMap<string, LocalWrite>
+  /** Placement ids at the last publish, to count departures. */
+  readonly placed: ReadonlySet<string>
+}
+
+const ack = (ok: boolean, detail: string | null = null): RegistryAck => ({ ok, detail })
+
+export const DEFAULT_MAX_MEMBERS = 10_000
+
+export const makeRegistry = (
+  store: ClusterStateStoreShape,
+  options: RegistryOptions
+): Effect.Effect<Registry, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { clusterId } = options
+    const maxMembers = options.maxMembers ?? DEFAULT_MAX_MEMBERS
+    const unhealthyAfterMs = store.settings.unhealthyAfterMs
+    const counters: RegistryCounters = {
+      registrations: 0,
+      heartbeats: 0,
+      statusHeartbeats: 0,
+      rejectedHeartbeats: 0,
+      expirations: 0,
+      storeWriteFailures: 0
+    }
+    const followed = yield* followMembership(store, clusterId)
+    const view = yield* SubscriptionRef.make(emptyView)
+
+    /** Recomputes the view from the store's latest and the local writes, and publishes it. */
+    const publish = (state: State): Effect.Effect<State> =>
+      Effect.gen(function* () {
+        const latest: Membership = yield* SubscriptionRef.get(followed)
+        const local = pendingWrites(latest, state.local)
+        const now = yield* Clock.currentTimeMillis
+        const merged = mergeView(latest, local, now, unhealthyAfterMs)
+        const next: RegistryView = { ...merged, epoch: yield* membershipEpoch(merged.placement) }
+        const placed = new Set(next.placement.map((n) => n.id))
+        if (latest.ready) for (const id of state.placed) if (!placed.has(id)) counters.expirations++
+        yield* SubscriptionRef.set(view, next)
+        return { local, placed: latest.ready ? placed : state.placed }
+      })
+
+    // Talon's NodeStatusHeartbeat carries no token, so nodes cannot present one: the coordinator
+    // writes with its own TALON_CLUSTER_TOKEN, and the token check stays on the coordinator side.
+    const write = (state: State, status: NodeStatus): Effect.Effect<readonly [RegistryAck, State]> =>
+      store.put(status, { token: store.settings.clusterToken }).pipe(
+        Effect.zip(Clock.currentTimeMillis),
+        Effect.flatMap(([result, now]) => {
+          if (result.disposition !== "applied") return Effect.succeed([ack(true), state] as const)
+          const local = new Map(state.local)
+          local.set(status.node.id, { node: { status, updatedAtUnixMs: now }, revision: revisionNumber(result.revision) })
+          return Effect.map(publish({ ...state, local }), (s) => [ack(true), s] as const)
+        }),
+        Effect.catchAll((e: StateStoreError) =>
+          Effect.sync(() => {
+            counters.storeWriteFailures++
+            return [ack(false, e.message), state] as const
+          })
+        )
+      )
+
+    const current = (id: string) => Effect.map(SubscriptionRef.get(view), (v) => v.nodes.find((n) => n.status.node.id === id))
+
+    const actor = yield* Actor.make({
+      name: `coordinator-registry(${clusterId})`,
+      protocol: RegistryProtocol,
+      capacity: options.capacity ?? 4096,
+      initial: { local: new Map(), placed: new Set() } as State,
+      handlers: {
+        ReportStatus: (state, { status }) =>
+          Effect.gen(function* () {
+            if (status.clusterId !== clusterId) {
+              counters.rejectedHeartbeats++
+              return [
+                ack(false, `node status belongs to cluster ${JSON.stringify(status.clusterId)}, this coordinator serves ${JSON.stringify(clusterId)}; set the worker's cluster id to match`),
+                state
+              ] as const
+            }
+            const known = yield* current(status.node.id)
+            if (known === undefined && (yield* SubscriptionRef.get(view)).nodes.length >= maxMembers) {
+              counters.rejectedHeartbeats++
+              return [ack(false, `status refused: the cluster already has ${maxMembers} nodes; retry after some expire`), state] as const
+            }
+            const reply = yield* write(state, status)
+            if (reply[0].ok) counters.statusHeartbeats++
+            else counters.rejectedHeartbeats++
+            return reply
+          }),
+        Register: (state, { node }) =>
+          Effect.gen(function* () {
+            const refused = invalidRegistration(node)
+            if (refused !== undefined) return [ack(false, refused), state] as const
+            const known = yield* current(node.id)
+            if (known === undefined && (yield* SubscriptionRef.get(view)).nodes.length >= maxMembers) {
+              return [ack(false, `Register refused: the coordinator already tracks ${maxMembers} nodes; retry after some expire`), state] as const
+            }
+            if (known !== undefined && !isLegacy(known.status)) {
+              // A node that sends status heartbeats owns its record; a Register must not displace it.
+              counters.registrations++
+              return [ack(true), state] as const
+            }
+            const now = yield* Clock.currentTimeMillis
+            const status = legacyStatus(clusterId, node, known?.status.metrics.blockCount ?? 0, now, known?.status)
+            const reply = yield* write(state, status)
+            if (reply[0].ok) counters.registrations++
+            return reply
+          }),
+        Heartbeat: (state, { node, blockCount }) =>
+          Effect.gen(function* () {
+            const known = yield* current(node)
+            if (known === undefined) {
+              counters.rejectedHeartbeats++
+              return [ack(false, `node ${node} is not registered (expired or never registered); register again`), state] as const
+            }
+            counters.heartbeats++
+            if (!isLegacy(known.status)) return [ack(true), state] as const
+            const now = yield* Clock.currentTimeMillis
+            return yield* write(state, legacyStatus(clusterId, known.status.node, blockCount, now, known.status))
+          }),
+        Sweep: (state) => Effect.map(publish(state), (s) => [undefined, s] as const),
+        Snapshot: (state) => Effect.map(SubscriptionRef.get(view), (v) => [v, state] as const)
+      }
+    })
+
+    // Every change the store delivers, and the passage of time (health turns on silence), sweeps.
+    const sweep = actor.tell(new Sweep()).pipe(Effect.ignore)
+    yield* Stream.runForEach(followed.changes, () => sweep).pipe(Effect.forkScoped)
+    const every = options.sweepIntervalMs ?? store.settings.heartbeatIntervalMs
+    yield* sweep.pipe(Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, every)))), Effect.forkScoped)
+
+    return { actor, view, counters, clusterId, store }
+  })
+
+export { Heartbeat, Register, ReportStatus, Snapshot, Sweep }

@@ -1,0 +1,34 @@
+/** The coordinator's cluster view as its admin API serves it (`GET /api/v1/cluster`, JSON). */
+export interface ClusterMember {
+  readonly id: string
+  readonly address: string
+  readonly role: "worker" | "coordinator"
+  /** Random per node start; `legacy-register` for a node that only sends Register/Heartbeat. */
+  readonly incarnationId: string
+  readonly heartbeatSeq: number
+  readonly health: "healthy" | "degraded" | "unhealthy" | "unknown"
+  readonly zone: string | null
+  /** When the node's incarnation started (the Unix epoch for a legacy registration). */
+  readonly registeredAt: string
+  readonly lastHeartbeatAt: string
+  /** How long ago the last heartbeat (or registration) arrived, in ms. */
+  readonly lastHeartbeatAgeMs: number
+  readonly blockCount: number
+}
+
+export interface ClusterStatus {
+  readonly clusterId: string
+  /** False while the state store cannot be followed (then /readyz is 503). */
+  readonly ready: boolean
+  readonly notReadyReason?: string
+  readonly stateBackend: "memory" | "etcd"
+  /** The content epoch's low 53 bits, as the wire carries it. */
+  readonly epoch: number
+  /** The full 64-bit content epoch, hex. */
+  readonly epochHex: string
+  readonly controlAddress: string
+  readonly heartbeatIntervalMs: number
+  /** A node silent this long leaves the membership. */
+  readonly livenessWindowMs: number
+  readonly members: ReadonlyArray<ClusterMember>
+}

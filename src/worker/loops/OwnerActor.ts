@@ -1,0 +1,88 @@
+/**
+ * The index owner of `--loops N` as an actor (src/actor): its state is the lease table
+ * (LeaseOwner), its messages the loops' (protocol.ts), served to each loop over that loop's IPC
+ * channel with `Remote.serve`, so a loop holds an `ActorRef` to it exactly like a local one.
+ *
+ * Stats and fills wait on the origin, so they reply `Actor.later`: the mailbox moves on while they
+ * run, and a fill's leases are taken by a `Lease` message the actor sends itself once the data is
+ * in, so the lease table only ever changes on the actor's fiber. (The primary's own bookkeeping,
+ * attach/detach of loops and the capacity timer, calls the table directly: all of it synchronous,
+ * on the one JS thread, never in the middle of a handler.)
+ */
+import { Effect, type Scope } from "effect"
+import { Actor, type ActorRef } from "../../actor/index.js"
+import { describeUnknown, ReadFailed } from "../errors.js"
+import type { MissPathShape } from "../miss/MissPath.js"
+import { objectKey } from "../miss/VersionCache.js"
+import type { LeaseOwner } from "./LeaseOwner.js"
+import { Lease, LoopReadFailed, OWNER_ACTOR, OwnerMessage, type Readiness } from "./protocol.js"
+
+/** Messages waiting for the owner; more is a MailboxFull the asking loop reports as a failed read. */
+const MAILBOX = 16384
+
+const asFailure = (e: unknown): LoopReadFailed => {
+  const f = e instanceof ReadFailed ? e : new ReadFailed({ reason: `internal error: ${describeUnknown(e)}` })
+  return new LoopReadFailed({
+    reason: f.reason,
+    ...(f.staleVersion === true ? { staleVersion: true } : {}),
+    ...(f.code !== undefined ? { code: f.code } : {})
+  })
+}
+
+export interface OwnerActorOptions {
+  readonly table: LeaseOwner
+  readonly miss: MissPathShape
+  readonly ttlMs: number
+  /** The worker's readiness now (a loop's `Hello` answer). */
+  readonly readiness: () => Readiness
+  readonly now?: () => number
+}
+
+export const makeOwnerActor = (options: OwnerActorOptions): Effect.Effect<ActorRef<OwnerMessage>, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { table, miss, ttlMs } = options
+    const now = options.now ?? Date.now
+    let self: ActorRef<OwnerMessage> | undefined
+    const same = <A>(reply: A) => Effect.succeed([reply, table] as const)
+
+    const ref = yield* Actor.make({
+      name: OWNER_ACTOR,
+      protocol: OwnerMessage,
+      capacity: MAILBOX,
+      initial: table,
+      handlers: {
+        Stat: (_, m) => {
+          const key = objectKey(m.object)
+          const stat = Effect.tryPromise({
+            try: async () => {
+              const st = m.fresh ? await miss.revalidate(m.object, key) : await miss.stat(m.object, key)
+              return { size: st.size, version: st.version, expiresAt: miss.versions.expiresAt(key) ?? now() + ttlMs }
+            },
+            catch: asFailure
+          })
+          return same(Actor.later(stat))
+        },
+        Fill: (_, m) => {
+          table.makeRoomFor(m)
+          const fill = Effect.tryPromise({
+            try: () => miss.fill(m.block, m.blockLength, m.objectSize, m.first, m.end),
+            catch: asFailure
+          }).pipe(
+            Effect.zipRight(
+              Effect.suspend(() => self!.ask(new Lease({ loop: m.loop, block: m.block, first: m.first, end: m.end }))).pipe(
+                Effect.mapError((e) => new LoopReadFailed({ reason: e.message }))
+              )
+            )
+          )
+          return same(Actor.later(fill))
+        },
+        Lease: (_, m) => same(table.lease(m.loop, m.block, m.first, m.end)),
+        Release: (_, m) => same(table.release(m.loop, m.leases)),
+        Usage: (_, m) => same(table.usage(m.loop, m.used, m.busy)),
+        Counters: (_, m) => same(table.addCounters(m.loop, m.delta)),
+        Hello: () => same(options.readiness())
+      }
+    })
+    self = ref
+    return ref
+  })

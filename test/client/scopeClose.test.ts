@@ -1,0 +1,86 @@
+/**
+ * Closing the client's scope stops everything the client started: its background
+ * refresh fiber, shared fetches, timers and sockets. Checked the way a user would
+ * notice a leak: a separate Node process (real coordinator and worker sockets in
+ * this one) reads through a client, lets the background refresh run, closes the
+ * scope, and must then exit on its own.
+ */
+import { spawn } from "node:child_process"
+import { createHash, randomBytes } from "node:crypto"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { NodeRole } from "../../src/core/ids.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
+import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
+import { testCoordinator } from "../coordinator/fixtures/harness.js"
+import { FakeWorker } from "./fixtures/fakeWorker.js"
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
+const BLOCK = 64 * 1024
+const data = randomBytes(4 * BLOCK + 99)
+const store = new Map<string, MemoryObject>([["/s3/bucket/exit.bin", { bytes: data, version: "v1" }]])
+
+/** Runs the fixture to its own exit (killed, and the test failed, if it is still running after `limitMs`). */
+const runChild = (args: ReadonlyArray<string>, limitMs: number) =>
+  Effect.async<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; killed: boolean }>((resume) => {
+    const child = spawn(process.execPath, ["--import", "tsx", path.join(repo, "test/client/fixtures/closeAndExit.ts"), ...args], {
+      cwd: repo,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    let killed = false
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
+    const timer = setTimeout(() => {
+      killed = true
+      child.kill("SIGKILL")
+    }, limitMs)
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer)
+      resume(Effect.succeed({ code, signal, stdout, stderr, killed }))
+    })
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      child.kill("SIGKILL")
+    })
+  })
+
+describe("closing the client's scope", () => {
+  it.live(
+    "leaves nothing running: the process that used the client exits on its own",
+    () =>
+      testCoordinator(
+        { heartbeatIntervalMs: 60_000 },
+        (c) =>
+          Effect.gen(function* () {
+            const worker = yield* Effect.acquireRelease(
+              Effect.promise(() => FakeWorker.start(store)),
+              (w) => Effect.promise(() => w.stop())
+            )
+            const control = yield* ControlChannel.make(c.controlAddress)
+            yield* control.request({ _tag: "Register", node: { id: "worker-0", address: worker.address, role: NodeRole.Worker } })
+            // Two coordinator entries, so the client holds a control connection and the failover state too.
+            const run = yield* runChild([`${c.controlAddress},${c.controlAddress}`, "s3://bucket/exit.bin", String(BLOCK)], 120_000)
+            expect(run.killed, `still running after 120 s:\n${run.stdout}\n${run.stderr}`).toBe(false)
+            expect(run.code, run.stderr).toBe(0)
+            const result = JSON.parse(run.stdout.trim().split("\n").pop()!) as {
+              sha256: string
+              length: number
+              refreshed: boolean
+              resources: ReadonlyArray<string>
+            }
+            expect(result.length).toBe(data.length)
+            expect(result.sha256).toBe(createHash("sha256").update(data).digest("hex"))
+            expect(result.refreshed).toBe(true)
+            // Right after the scope closed: no timer and no socket of the client is left (stdio pipes are the process's own).
+            expect(result.resources.filter((r) => r === "Timeout" || r.startsWith("TCP"))).toEqual([])
+            expect(worker.served.length).toBeGreaterThan(0)
+          }),
+        store
+      ),
+    180_000
+  )
+})

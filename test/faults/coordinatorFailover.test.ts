@@ -1,0 +1,148 @@
+/**
+ * Two coordinators, the first killed with SIGKILL while a client configured with
+ * both reads: coordinators and workers as real processes, the origin stub in this
+ * process. Each worker process registers with the first coordinator itself; this
+ * test registers the same workers (same ids and data addresses) with the second
+ * and heartbeats them there, so both list the same membership. No read may fail,
+ * every byte must match the origin, and the client's counters and its log (through
+ * the logger this test installs) must say it moved to the second coordinator.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Logger, Ref, Schedule } from "effect"
+import { makeTalonClient } from "../../src/client/TalonClient.js"
+import { NodeRole } from "../../src/core/ids.js"
+import type { ControlMessage } from "../../src/protocol/index.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
+import {
+  coordinatorOn,
+  isRunning,
+  kill9,
+  originWith,
+  outputs,
+  pollUntil,
+  randomReader,
+  report,
+  startWorker,
+  tempDir,
+  type WorkerProcess
+} from "./fixtures/talon.js"
+
+const MiB = 1024 * 1024
+const BLOCK = MiB
+const HEARTBEAT_MS = 300
+const SIZES = { "a.bin": 8 * MiB + 11, "b.bin": 6 * MiB + 5, "late.bin": 3 * MiB + 7 }
+const READ_URIS = ["s3://faults/a.bin", "s3://faults/b.bin"]
+
+describe("fault: the client's first coordinator killed with -9", () => {
+  it.live(
+    "the client moves to the second coordinator: zero failed reads, and its counters and log say so",
+    () => {
+      const logs: Array<string> = []
+      const logger = Logger.make(({ logLevel, message }) => {
+        logs.push(`${logLevel.label} ${Array.isArray(message) ? message.join(" ") : String(message)}`)
+      })
+      return Effect.scoped(
+        Effect.gen(function* () {
+          const dir = yield* tempDir
+          const origin = yield* originWith(dir, SIZES)
+          const first = yield* coordinatorOn(origin, HEARTBEAT_MS)
+          const second = yield* coordinatorOn(origin, HEARTBEAT_MS)
+          const firstChild = yield* first.start
+          const secondChild = yield* second.start
+          const workers: Array<WorkerProcess> = []
+          for (const id of ["worker-a", "worker-b"]) {
+            workers.push(yield* startWorker(dir, origin, { id, coordinator: first.address, blockSize: BLOCK, heartbeatMs: HEARTBEAT_MS }))
+          }
+          const diagnostics = () =>
+            outputs([["first", firstChild] as const, ["second", secondChild] as const, ...workers.map((w) => [w.id, w.child] as const)])
+
+          const probe = (address: string) =>
+            Effect.map(ControlChannel.make(address, { retries: 0, requestTimeout: "2 seconds", connectTimeout: "1 second" }), (channel) =>
+              channel.request({ _tag: "MembershipQuery" }).pipe(
+                Effect.map((m: ControlMessage) => (m._tag === "MembershipList" ? m.nodes.map((n) => n.id).sort() : []))
+              )
+            )
+          const listedFirst = yield* probe(first.address)
+          const listedSecond = yield* probe(second.address)
+          const both = (ids: ReadonlyArray<string>) => ids.length === 2
+          yield* pollUntil(listedFirst, both, 120_000, () => `workers did not register:\n${diagnostics()}`, 100)
+
+          // The same workers on the second coordinator: Register once, then Heartbeat (Register again when refused).
+          const secondControl = yield* ControlChannel.make(second.address, { retries: 0, requestTimeout: "2 seconds" })
+          const keepRegistered = (w: WorkerProcess) =>
+            secondControl.request({ _tag: "Heartbeat", node: w.id, blockCount: 0 }).pipe(
+              Effect.filterOrFail((r) => r._tag === "Ack" && r.ok, () => "not registered"),
+              Effect.catchAll(() =>
+                secondControl.request({ _tag: "Register", node: { id: w.id, address: w.address, role: NodeRole.Worker } })
+              ),
+              Effect.ignore
+            )
+          yield* Effect.forEach(workers, keepRegistered, { discard: true }).pipe(
+            Effect.repeat(Schedule.spaced(`${HEARTBEAT_MS} millis`)),
+            Effect.forkScoped
+          )
+          yield* pollUntil(listedSecond, both, 60_000, () => `workers not listed by the second coordinator:\n${diagnostics()}`, 100)
+
+          const client = yield* makeTalonClient({
+            coordinator: `${first.address},${second.address}`,
+            blockSize: BLOCK,
+            replicas: 2,
+            membershipTtlMs: 1000,
+            statTtlMs: 500,
+            connectTimeoutMs: 500,
+            requestTimeoutMs: 10_000
+          })
+          for (const uri of READ_URIS) {
+            expect(Buffer.from(yield* client.read(uri, 0, origin.objects.get(uri)!.length)).equals(origin.objects.get(uri)!)).toBe(true)
+          }
+          expect(client.controlPlane()).toMatchObject({ coordinator: first.address, coordinatorFailovers: 0 })
+
+          const seed = Date.now() >>> 0
+          const reader = yield* randomReader(client.read, origin.objects, READ_URIS, { seed, maxLength: 2 * BLOCK, pauseMs: 5 })
+          yield* reader.more(20, "before the kill")
+
+          // ---- kill -9 the first coordinator ----
+          const killedAt = Date.now()
+          expect((yield* kill9(firstChild)).signal).toBe("SIGKILL")
+          const readsAtKill = (yield* Ref.get(reader.stats)).reads
+          yield* pollUntil(
+            Effect.sync(() => client.controlPlane()),
+            (c) => c.coordinator === second.address,
+            60_000,
+            () => `the client never moved: ${JSON.stringify(client.controlPlane())}`
+          )
+          const movedMs = Date.now() - killedAt
+          // Past both TTLs several times over: membership and stats now come from the second coordinator.
+          yield* pollUntil(Ref.get(reader.stats), () => Date.now() - killedAt >= 3000, 60_000, () => "reader stalled after the kill")
+          yield* reader.more(20, "after the move")
+          const late = origin.objects.get("s3://faults/late.bin")!
+          expect(yield* client.stat("s3://faults/late.bin")).toMatchObject({ size: late.length })
+          expect(Buffer.from(yield* client.read("s3://faults/late.bin", 0, late.length)).equals(late)).toBe(true)
+          expect((yield* client.members(true)).map((n) => n.id).sort()).toEqual(["worker-a", "worker-b"])
+          yield* Fiber.interrupt(reader.fiber)
+
+          const final = yield* Ref.get(reader.stats)
+          expect(final.errors).toEqual([])
+          expect(final.wrong).toBe(0)
+          const cp = client.controlPlane()
+          expect(cp.coordinator).toBe(second.address)
+          expect(cp.coordinatorFailovers).toBe(1)
+          expect(cp.coordinatorReachable).toBe(true)
+          // Confirmed by the second coordinator since the kill, not carried over from the first.
+          expect(cp.membershipAgeMs!).toBeLessThan(Date.now() - killedAt)
+          const moved = logs.filter((l) => l.includes(`coordinator ${first.address} does not answer`) && l.includes(`moved to coordinator ${second.address}`))
+          expect(moved, logs.join("\n")).toHaveLength(1)
+          expect(moved[0]!.startsWith("WARN")).toBe(true)
+          for (const w of workers) expect(isRunning(w.child)).toBe(true)
+          yield* report(
+            `coordinator failover (seed ${seed}): ${final.reads} reads (${final.reads - readsAtKill} after the kill), ` +
+              `${(final.bytes / MiB).toFixed(1)} MiB checked, 0 failed, 0 wrong; client on the second coordinator ${movedMs} ms after the kill; ` +
+              `coordinator failures ${cp.coordinatorFailures}, stats from workers ${cp.workerStats}, stale stats ${cp.staleStats}, ` +
+              `stale-membership uses ${cp.staleMembershipUses}`
+          )
+        })
+      ).pipe(Effect.provide(Logger.add(logger)))
+    },
+    240_000
+  )
+})
