@@ -21,20 +21,21 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { median, roundOrder, spread } from "./lib/rounds.js"
 import { Backend, type BlockId } from "../src/core/ids.js"
-import { Either } from "effect"
-import { parseSize } from "../src/core/size.js"
+import { Flag, parseFlags } from "./lib/driver.js"
 import { Fetcher } from "../src/worker/miss/MissPath.js"
 import { checkFile, hasher, loadHasher } from "../src/worker/store/checksum.js"
 import { DiskStore } from "../src/worker/store/DiskStore.js"
 
-const arg = (name: string, fallback: string): string => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1]! : fallback
-}
-const ROUNDS = Number(arg("rounds", "6"))
-const PAGES = Number(arg("pages", "48"))
-const PAGE = Either.getOrThrowWith(parseSize(arg("page-size", "1M")), (why) => new Error(`--page-size: ${why}`))
-const BASE = arg("dir", os.tmpdir())
+const flags = await parseFlags("store-durability", "What durable, verified cache files cost: fill with and without fsync, hashing, verify and size checks.", {
+  rounds: Flag.number("rounds", 6, "Paired rounds of the fill comparison."),
+  pages: Flag.number("pages", 48, "Pages filled per run."),
+  pageSize: Flag.size("page-size", "1M", "Page size."),
+  dir: Flag.text("dir", os.tmpdir(), "Directory on the filesystem to measure (the cache dir's).")
+})
+const ROUNDS = flags.rounds
+const PAGES = flags.pages
+const PAGE = flags.pageSize
+const BASE = flags.dir
 const CHUNK = 64 * 1024
 
 const source = Buffer.alloc(PAGES * PAGE)
