@@ -34,6 +34,7 @@ const flags = await parseFlags("loadgen-vs-pound", "talon loadgen vs the C pound
   cooldown: Flag.number("cooldown", 1, "Pause between runs, seconds."),
   spin: Flag.bool("spin", "pound busy-polls instead of sleeping in epoll_wait."),
   noWrite: Flag.bool("no-write", "Print only; do not write bench/data/loadgen_vs_pound.json."),
+  refTalon: Flag.text("ref-talon", "", "bin/talon.mjs of another checkout: adds its loadgen as arm loadgen-ref (a paired old-vs-new check)."),
   machine: Flag.machine()
 })
 const { rounds, seconds, warmup, conns, depth, cooldown, spin } = flags
@@ -71,6 +72,24 @@ const withClientCost = (m: Omit<Metrics, "client_us_per_req" | "client_reads_per
 })
 
 const loadavg = (): number => Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0])
+
+const loadgenMetrics = (j: Record<string, number>): Metrics =>
+  withClientCost({
+    rps: j["rps"]!,
+    mib_s: j["mib_s"]!,
+    p50_us: j["p50_us"]!,
+    p99_us: j["p99_us"]!,
+    p999_us: j["p999_us"]!,
+    max_us: j["max_us"]!,
+    samples: j["samples"]!,
+    errors: j["errors"]!,
+    server_cpu_percent: j["cpu_percent"]!,
+    server_kernel_share: j["kernel_share"]!,
+    server_cpu_us_per_req: j["cpu_us_per_req"]!,
+    client_cores: j["client_cores"]!,
+    client_reads_per_req: j["client_reads_per_req"]!,
+    client_writes_per_req: j["client_writes_per_req"]!
+  })
 
 const lastJson = (out: string): Record<string, number> => JSON.parse(out.trim().split("\n").pop()!) as Record<string, number>
 
@@ -116,27 +135,17 @@ const main = Effect.gen(function* () {
     run: () =>
       Proc.run("talon loadgen", [...talonBin(), "loadgen", ...common, ...target], { cpus: "1" }).pipe(
         Effect.map(lastJson),
-        Effect.map((j) => withClientCost({
-          rps: j["rps"]!,
-          mib_s: j["mib_s"]!,
-          p50_us: j["p50_us"]!,
-          p99_us: j["p99_us"]!,
-          p999_us: j["p999_us"]!,
-          max_us: j["max_us"]!,
-          samples: j["samples"]!,
-          errors: j["errors"]!,
-          server_cpu_percent: j["cpu_percent"]!,
-          server_kernel_share: j["kernel_share"]!,
-          server_cpu_us_per_req: j["cpu_us_per_req"]!,
-          client_cores: j["client_cores"]!,
-          client_reads_per_req: j["client_reads_per_req"]!,
-          client_writes_per_req: j["client_writes_per_req"]!
-        }))
+        Effect.map(loadgenMetrics)
       )
   }
 
+  const arms = [pound, loadgen]
+  if (flags.refTalon !== "") {
+    const refBin = [process.execPath, "--no-memory-reducer", flags.refTalon]
+    arms.push({ name: "loadgen-ref", run: () => Proc.run("reference talon loadgen", [...refBin, "loadgen", ...common, ...target], { cpus: "1" }).pipe(Effect.map(lastJson), Effect.map(loadgenMetrics)) })
+  }
   const load1Before = loadavg()
-  const report = yield* runRounds([pound, loadgen], {
+  const report = yield* runRounds(arms, {
     rounds,
     coolDown: `${cooldown} seconds`,
     baseline: "pound",
@@ -156,6 +165,12 @@ const main = Effect.gen(function* () {
     console.log(
       `| ${m} | ${report.summary["pound"]![m]!.median} | ${report.summary["loadgen"]![m]!.median} | ${ratio[m]!.median.toFixed(3)} | ${ratio[m]!.perRound.map((v) => v.toFixed(3)).join(" ")} |`
     )
+  }
+  const ref = report.ratios["loadgen-ref"]
+  if (ref !== undefined) {
+    const perRound = ratio["rps"]!.perRound.map((v, i) => v / ref["rps"]!.perRound[i]!)
+    console.log(`\nloadgen / loadgen-ref rps per round (each against the same round's pound): ${perRound.map((v) => v.toFixed(3)).join(" ")}`)
+    console.log(`loadgen-ref/pound rps median ${ref["rps"]!.median.toFixed(3)}; client µs/req median: loadgen ${report.summary["loadgen"]!["client_us_per_req"]!.median}, loadgen-ref ${report.summary["loadgen-ref"]!["client_us_per_req"]!.median}`)
   }
   const verdict = ratio["rps"]!.median >= 0.9 ? "PASS" : "FAIL"
   console.log(`\nloadgen/pound rps, median of per-round ratios: ${ratio["rps"]!.median.toFixed(3)} (target ≥ 0.9): ${verdict}`)
