@@ -50,6 +50,10 @@ loadgen *args:
 bench-charts *args:
     npx tsx bench/bench-charts.ts "$@"
 
+# Render docs/configuration.md from the settings' declarations (--check: fail when stale).
+config-docs *args:
+    npx tsx scripts/config-docs.ts "$@"
+
 # Native vs portable, pipelined vs multiplexed, 1 vs 2 loops, against the C ceiling server (C pound client; tools/ref where ../shared is absent).
 dataplane-bench *args:
     npx tsx bench/dataplane-bench.ts "$@"

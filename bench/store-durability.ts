@@ -22,9 +22,10 @@ import * as path from "node:path"
 import { median, roundOrder, spread } from "./lib/rounds.js"
 import { Backend, type BlockId } from "../src/core/ids.js"
 import { Flag, parseFlags } from "./lib/driver.js"
-import { Fetcher } from "../src/worker/miss/MissPath.js"
+import { fetchRun, type RangeFetch } from "../src/worker/miss/fetchRun.js"
 import { checkFile, hasher, loadHasher } from "../src/worker/store/checksum.js"
 import { DiskStore } from "../src/worker/store/DiskStore.js"
+import { blockKey } from "../src/worker/store/layout.js"
 
 const flags = await parseFlags("store-durability", "What durable, verified cache files cost: fill with and without fsync, hashing, verify and size checks.", {
   rounds: Flag.number("rounds", 6, "Paired rounds of the fill comparison."),
@@ -46,12 +47,12 @@ const fillOnce = async (fsync: boolean): Promise<number> => {
   const dir = await fsp.mkdtemp(path.join(BASE, "talon-durability-"))
   try {
     const store = await DiskStore.open({ dirs: [dir], capacity: 4 * PAGES * PAGE, pageSize: PAGE, fsync })
-    const fetcher = new Fetcher(store, PAGE, async (_o, _v, offset, length, sink) => {
+    const fetchRange: RangeFetch = async (_o, _v, offset, length, sink) => {
       for (let at = offset; at < offset + length; at += CHUNK) await sink(source.subarray(at, Math.min(at + CHUNK, offset + length)))
-    })
+    }
     const id: BlockId = { object: { backend: Backend.S3, bucket: "b", objectPath: "o" }, offset: 0, blockSize: PAGES * PAGE, version: "v" }
     const started = performance.now()
-    await fetcher.ensure(id, PAGES * PAGE, PAGES * PAGE, 0, PAGES)
+    await fetchRun({ store, pageSize: PAGE, fetchRange }, id, blockKey(id), PAGES * PAGE, PAGES * PAGE, 0, PAGES, () => {})
     const ms = (performance.now() - started) / PAGES
     await store.close()
     return ms

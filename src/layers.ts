@@ -60,9 +60,20 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     imports: ["core", "protocol", "placement", "transport", "config", "backend", "http", "actor", "client"],
     holds: "the S3/Azure front end over the cache"
   },
-  origin: { imports: ["core", "http", "actor"], holds: "the origin stub, a fake S3/Azure server for tests and `talon up`" },
+  origin: { imports: ["core", "config", "http", "actor"], holds: "the origin stub, a fake S3/Azure server for tests and `talon up`" },
   loadgen: { imports: library, holds: "the load generator" },
   cluster: { imports: [...library, "origin"], holds: "`talon up`: a whole local cluster" },
   cli: { imports: [...library, "origin", "cluster", "loadgen"], holds: "the `talon` command" },
   root: { imports: [...library, "origin", "cluster", "loadgen"], holds: "the package entry (src/index.ts)" }
+}
+
+/**
+ * Files that sit in a higher layer than their folder. The settings registry and the
+ * configuration docs renderer gather every component's settings (and the config file's
+ * sections), so they stand with the command line, above the components whose settings they
+ * list; nothing but scripts and tests import them.
+ */
+export const FILE_LAYERS: Readonly<Record<string, string>> = {
+  "src/config/registry.ts": "cli",
+  "src/config/docs.ts": "cli"
 }

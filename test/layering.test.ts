@@ -2,7 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { LAYERS } from "../src/layers.js"
+import { FILE_LAYERS, LAYERS } from "../src/layers.js"
 import { checkSources, formatViolation, readSources, tableProblems } from "./layering/checker.js"
 
 const repo = path.resolve(import.meta.dirname, "..")
@@ -11,13 +11,13 @@ const dependencies = new Set(Object.keys(pkg.dependencies))
 
 describe("module layers (src/layers.ts)", () => {
   it("the table names only layers and has no cycle", () => {
-    expect(tableProblems(LAYERS)).toEqual([])
+    expect(tableProblems(LAYERS, FILE_LAYERS)).toEqual([])
   })
 
   it("every import under src/ is one its layer allows", () => {
     const sources = readSources(repo)
     expect(sources.length).toBeGreaterThan(100)
-    expect(checkSources(sources, LAYERS, dependencies).map(formatViolation)).toEqual([])
+    expect(checkSources(sources, LAYERS, dependencies, FILE_LAYERS).map(formatViolation)).toEqual([])
   })
 
   it("every src/ file stays under 400 lines (but the generated SHA-256 table)", () => {
@@ -54,6 +54,20 @@ describe("module layers (src/layers.ts)", () => {
       `src/core/planted.ts:1 imports "fast-check": fast-check is not in package.json "dependencies": an installed talon-ts would not find it`,
       `src/protocol/planted.ts:1 imports "../../package.json": imports package.json, outside src/: the published package holds only what src/ builds to`,
       `src/newfolder/x.ts: folder src/newfolder has no entry in src/layers.ts; add one saying what it may import`
+    ])
+  })
+
+  it("places the files FILE_LAYERS names above their folder, both ways", () => {
+    const planted = [
+      { file: "src/worker/planted.ts", text: `import { ALL_COMPONENTS } from "../config/registry.js"\nexport const n = ALL_COMPONENTS.length\n` },
+      { file: "src/config/registry.ts", text: `import { WorkerSchema } from "../worker/config.js"\nexport const s = WorkerSchema\n` }
+    ]
+    expect(checkSources(planted, LAYERS, dependencies, FILE_LAYERS).map(formatViolation)).toEqual([
+      expect.stringMatching(/^src\/worker\/planted\.ts:1 imports "\.\.\/config\/registry\.js": worker \(.+\) may import only .+, not cli$/)
+    ])
+    // Without the placement the registry would be config importing worker: a cycle.
+    expect(checkSources(planted.slice(1), LAYERS, dependencies).map(formatViolation)).toEqual([
+      expect.stringMatching(/^src\/config\/registry\.ts:1 imports "\.\.\/worker\/config\.js": config \(.+\) may import only core, transport, not worker$/)
     ])
   })
 

@@ -87,20 +87,32 @@ const waitUntil = (what: string, cond: () => boolean, timeoutMs: number, proc?: 
 const status = (url: string): Effect.Effect<number> =>
   Effect.promise(() => fetch(url, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status, () => 0))
 
-const clusterMembers = (url: string): Effect.Effect<ReadonlyArray<{ nodeId: string; role: string; lastHeartbeatAgeMs: number }>> =>
+interface Member {
+  readonly id: string
+  readonly role: string
+  readonly health: string
+  readonly lastHeartbeatAgeMs: number
+}
+
+const clusterMembers = (url: string): Effect.Effect<ReadonlyArray<Member>> =>
   Effect.promise(() =>
     fetch(url, { signal: AbortSignal.timeout(2_000) })
-      .then((r) => r.json() as Promise<{ members?: ReadonlyArray<{ nodeId: string; role: string; lastHeartbeatAgeMs: number }> }>)
+      .then((r) => r.json() as Promise<{ members?: ReadonlyArray<Member> }>)
       .then((j) => j.members ?? [], () => [])
   )
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
 
-/** Recovery after a fault at `at`: until the last error, or the end of the longest stall that began after it. */
-const recoveryMs = (f: ReaderFinal, at: number): number => {
-  const lastError = Math.max(at, ...f.error_times.filter((t) => t >= at))
-  const stallEnd = Math.max(at, ...f.stalls.filter((s) => s.from + s.ms >= at).map((s) => s.from + s.ms))
-  return Math.max(lastError, stallEnd) - at
+/**
+ * What the client felt after a fault at `at`: errors after it (how long until the last), and the
+ * longest stall (no read completing) that overlapped the first 10 s after it.
+ */
+const felt = (f: ReaderFinal, at: number): string => {
+  const errs = f.error_times.filter((t) => t >= at)
+  const stall = f.stalls.filter((s) => s.from + s.ms >= at && s.from <= at + 10_000).reduce((m, s) => (s.ms > m.ms ? s : m), { from: at, ms: 0 })
+  const parts = [`longest stall ${seconds(stall.ms)}${stall.ms > 0 ? ` from +${seconds(Math.max(0, stall.from - at))}` : ""}`]
+  if (errs.length > 0) parts.unshift(`errors until +${seconds(Math.max(...errs) - at)}`)
+  return parts.join(", ")
 }
 
 export const haScenarios = (
@@ -135,7 +147,7 @@ export const haScenarios = (
         scenario: "kill -9 coordinator-1 under load",
         errors: f.errors,
         wrongBytes: f.wrong_bytes,
-        recovery: `${seconds(recoveryMs(f, at))} (longest stall)`,
+        recovery: felt(f, at),
         throughput: `${f.ok} verified reads`
       })
       if (f.errors > 0) console.log(`  client errors, e.g. ${f.error_samples.join("; ")}`)
@@ -166,15 +178,15 @@ export const haScenarios = (
       // The workers must still be members once every record written before the cut has outlived its lease.
       yield* sleep(Math.max(o.settleSeconds, leaseMs / 1000 + 2))
       const members = yield* clusterMembers(admin("coordinator-1", "/api/v1/cluster"))
-      const workers = members.filter((m) => m.role === "worker" || m.nodeId.startsWith("worker"))
+      const workers = members.filter((m) => m.role === "worker" && m.health === "healthy")
       const f = yield* r.finish
       yield* heal(topo.host(victim))
-      console.log(`  ${victim} unready after ${unreadyAfter} ms (lease ${leaseMs} ms); coordinator-1 lists ${workers.map((w) => `${w.nodeId} (${w.lastHeartbeatAgeMs} ms)`).join(", ")}`)
+      console.log(`  ${victim} unready after ${unreadyAfter} ms (lease ${leaseMs} ms); coordinator-1 lists ${workers.map((w) => `${w.id} (last heartbeat ${w.lastHeartbeatAgeMs} ms ago)`).join(", ")}`)
       rows.push({
         scenario: `cut ${victim} off from etcd`,
         errors: f.errors,
         wrongBytes: f.wrong_bytes,
-        recovery: unreadyAfter < 0 ? "never unready" : `unready after ${seconds(unreadyAfter)} (lease ${seconds(leaseMs)}); ${workers.length}/3 workers live`,
+        recovery: unreadyAfter < 0 ? "never unready" : `unready after ${seconds(unreadyAfter)} (lease ${seconds(leaseMs)}); ${workers.length}/3 workers healthy on coordinator-1 after ${seconds(leaseMs + 2000)}`,
         throughput: `${f.ok} verified reads`
       })
       yield* waitHttp(`${victim} (healed)`, admin(victim, "/readyz"), { okStatus: 200 })
@@ -193,7 +205,7 @@ export const haScenarios = (
         scenario: "kill -9 worker-3 under load",
         errors: f.errors,
         wrongBytes: f.wrong_bytes,
-        recovery: seconds(recoveryMs(f, at)),
+        recovery: felt(f, at),
         throughput: `${f.ok} verified reads`
       })
     }

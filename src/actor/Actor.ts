@@ -145,6 +145,11 @@ export const make = <Msg extends AnyMessage, S, R = never>(
           else yield* Effect.logDebug(`actor ${name}: told ${item.msg._tag} failed: ${describeDefect(exit.cause)}`)
           continue
         }
+        if (stopped !== undefined && Cause.isInterruptedOnly(exit.cause)) {
+          // The scope closed while a handler was running: that is shutdown, not a crash.
+          if (item.reply) Deferred.unsafeDone(item.reply, Exit.fail(stopped))
+          return
+        }
         if (item.reply) {
           const crashed = new ActorCrashed({ actor: name, request: item.msg._tag, defect: describeDefect(exit.cause) })
           Deferred.unsafeDone(item.reply, Exit.fail(crashed))

@@ -111,15 +111,23 @@ export const readConfigFile = (file: string): Effect.Effect<ConfigProvider.Confi
     })
     const flat = flattenConfig(doc)
     if ("error" in flat) return yield* Effect.fail(new ConfigFileError({ path: file, detail: flat.error }))
-    // "_" joins nested Config paths (Config.nested("TALON_ORIGIN")) the way the environment provider does.
-    return ConfigProvider.fromMap(flat.settings, { pathDelim: "_" })
+    return providerOf(flat.settings)
   })
+
+/** A provider answering the flattened `TALON_*` names of a file. */
+export const providerOf = (settings: ReadonlyMap<string, string>): ConfigProvider.ConfigProvider =>
+  // "_" joins nested Config paths (Config.nested("TALON_ORIGIN")) the way the environment provider does.
+  ConfigProvider.fromMap(new Map(settings), { pathDelim: "_" })
+
+/** What every component reads: `env` first, then the file. */
+export const layered = (env: ConfigProvider.ConfigProvider, file: ConfigProvider.ConfigProvider): ConfigProvider.ConfigProvider =>
+  env.pipe(ConfigProvider.orElse(() => file))
 
 /** Environment first, then the file: what every component's Config reads. */
 export const layer = (file: string): Layer.Layer<never, ConfigFileError> =>
   Layer.unwrapEffect(
     Effect.map(readConfigFile(file), (fromFile) =>
-      Layer.setConfigProvider(ConfigProvider.fromEnv().pipe(ConfigProvider.orElse(() => fromFile)))
+      Layer.setConfigProvider(layered(ConfigProvider.fromEnv(), fromFile))
     )
   )
 

@@ -14,12 +14,13 @@
  * once a second while no coordinator answers), so reads find a fresh one without
  * waiting; closing the client's scope stops it.
  */
-import { Deferred, Duration, Effect, FiberId, FiberSet } from "effect"
+import { Deferred, Duration, Effect, FiberSet } from "effect"
 import { NodeRole, type NodeInfo } from "../core/ids.js"
 import { Maglev } from "../placement/index.js"
 import { ClientConfig } from "./ClientConfig.js"
 import { Coordinators } from "./Coordinators.js"
 import { CoordinatorUnavailable, type TalonClientError } from "./errors.js"
+import { runShared } from "./shared.js"
 import { Workers } from "./Workers.js"
 
 export interface Membership {
@@ -93,29 +94,16 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
     })
 
     /** One refresh at a time, shared by every caller waiting for it. */
-    const startRefresh = (): Deferred.Deferred<Membership, TalonClientError> => {
-      if (refreshing !== undefined) return refreshing
-      const created = Deferred.unsafeMake<Membership, TalonClientError>(FiberId.none)
-      refreshing = created
-      lastRefreshAt = Date.now()
-      run(
-        fetchMembership.pipe(
-          Effect.exit,
-          Effect.flatMap((exit) => {
-            refreshing = undefined
-            return Deferred.done(created, exit)
-          }),
-          // Closing the client's scope interrupts a refresh; its waiters hear why instead of hanging.
-          Effect.onInterrupt(() =>
-            Effect.suspend(() => {
-              refreshing = undefined
-              return Deferred.fail(created, new CoordinatorUnavailable({ coordinator: options.coordinator, detail: "the client was closed" }))
-            })
-          )
-        )
-      )
-      return created
-    }
+    const startRefresh = (): Deferred.Deferred<Membership, TalonClientError> =>
+      refreshing ??
+      runShared(run, fetchMembership, {
+        started: (pending) => {
+          refreshing = pending
+          lastRefreshAt = Date.now()
+        },
+        ended: () => (refreshing = undefined),
+        closed: () => new CoordinatorUnavailable({ coordinator: options.coordinator, detail: "the client was closed" })
+      })
 
     /**
      * A refresh is due past half the TTL, or at once while no coordinator answers; either way

@@ -9,7 +9,7 @@
  * at most `staleLimitMs`. Past half its TTL a cached stat is refreshed in the
  * background by a fiber of the client's scope.
  */
-import { Deferred, Effect, FiberId, FiberSet } from "effect"
+import { Deferred, Effect, FiberSet } from "effect"
 import type { BlockId, ObjectId } from "../core/ids.js"
 import { objectIdToPath, objectIdToUri } from "../core/objectId.js"
 import type { ControlMessage } from "../protocol/index.js"
@@ -17,6 +17,7 @@ import { ClientConfig } from "./ClientConfig.js"
 import { Coordinators } from "./Coordinators.js"
 import { CoordinatorUnavailable, ObjectNotFound, type TalonClientError } from "./errors.js"
 import { MembershipCache } from "./MembershipCache.js"
+import { runShared } from "./shared.js"
 import { Workers } from "./Workers.js"
 
 export interface ObjectInfo {
@@ -121,28 +122,13 @@ export class StatCache extends Effect.Service<StatCache>()("talon/client/StatCac
     }
 
     /** One StatObject per object in flight, shared by its callers so an interrupted one cannot fail the others. */
-    const fetchStat = (object: ObjectId, key: string): Deferred.Deferred<ObjectInfo, TalonClientError> => {
-      const pending = inFlight.get(key)
-      if (pending !== undefined) return pending
-      const created = Deferred.unsafeMake<ObjectInfo, TalonClientError>(FiberId.none)
-      inFlight.set(key, created)
-      run(
-        askStat(object, key).pipe(
-          Effect.exit,
-          Effect.flatMap((exit) => {
-            inFlight.delete(key)
-            return Deferred.done(created, exit)
-          }),
-          Effect.onInterrupt(() =>
-            Effect.suspend(() => {
-              inFlight.delete(key)
-              return Deferred.fail(created, new CoordinatorUnavailable({ coordinator: options.coordinator, detail: "the client was closed" }))
-            })
-          )
-        )
-      )
-      return created
-    }
+    const fetchStat = (object: ObjectId, key: string): Deferred.Deferred<ObjectInfo, TalonClientError> =>
+      inFlight.get(key) ??
+      runShared(run, askStat(object, key), {
+        started: (pending) => inFlight.set(key, pending),
+        ended: () => inFlight.delete(key),
+        closed: () => new CoordinatorUnavailable({ coordinator: options.coordinator, detail: "the client was closed" })
+      })
 
     /** The cached stat while trusted, without a runtime call; past half its TTL one refresh starts in the background. */
     const freshStat = (object: ObjectId): ObjectInfo | undefined => {

@@ -1,24 +1,13 @@
-import { Command, Options } from "@effect/cli"
-import { Console, Effect, Option } from "effect"
+import { Command } from "@effect/cli"
+import { Console, Effect } from "effect"
+import { explicitFrom, flaggedKeys, flagsOf } from "../config/cli.js"
+import { resolve } from "../config/Setting.js"
 import { SAMPLE_KEY, SEED_BUCKET } from "../origin/seed.js"
+import { UpSchema, type UpSettings } from "./config.js"
 import { LocalCluster, type LocalClusterShape } from "./LocalCluster.js"
 
-const dir = Options.directory("dir").pipe(
-  Options.optional,
-  Options.withDescription("Where origin data and cache dirs live (kept). Default: a temp dir removed on exit.")
-)
-const keep = Options.boolean("keep").pipe(Options.withDescription("Keep the temp dir after exit."))
-const workers = Options.integer("workers").pipe(
-  Options.withDefault(2),
-  Options.withDescription("How many workers to start.")
-)
-const ephemeral = Options.boolean("ephemeral").pipe(
-  Options.withDescription("Bind every listener on a free port instead of the defaults (9100, 7000/8000, 7001+/8001+).")
-)
-const pageSize = Options.integer("page-size").pipe(
-  Options.optional,
-  Options.withDescription("Worker page size in bytes (0 = whole blocks; default 1 MiB).")
-)
+/** One flag per setting, each generated from its declaration in ./config.ts. */
+const upOptions = flagsOf(UpSchema, flaggedKeys(UpSchema))
 
 const gatewayHowTo = (gateway: LocalClusterShape["gateway"]): Array<string> => {
   if (gateway === undefined) return []
@@ -39,15 +28,16 @@ const gatewayHowTo = (gateway: LocalClusterShape["gateway"]): Array<string> => {
   ]
 }
 
-export const up = Command.make("up", { dir, keep, workers, ephemeral, pageSize }, (o) =>
+export const up = Command.make("up", upOptions, (flags) =>
   Effect.scoped(
     Effect.gen(function* () {
+      const o = yield* resolve(UpSchema, explicitFrom<UpSettings, keyof UpSettings>(flags))
       const cluster = yield* LocalCluster.make({
-        dir: Option.getOrUndefined(o.dir),
+        dir: o.dir,
         keep: o.keep,
         workers: o.workers,
         ephemeral: o.ephemeral,
-        worker: Option.match(o.pageSize, { onNone: () => ({}), onSome: (pageSize) => ({ pageSize }) })
+        worker: o.pageSize === undefined ? {} : { pageSize: o.pageSize }
       })
       const coord = cluster.coordinator.controlAddress
       const lines = [
@@ -62,7 +52,7 @@ export const up = Command.make("up", { dir, keep, workers, ephemeral, pageSize }
         ...cluster.workers.map(
           (w) => `  ${w.node.id.padEnd(13)} data ${w.dataAddress}, admin http://${w.adminAddress} (${w.dataPlane} plane, ${w.serveMode})`
         ),
-        `  data dir      ${cluster.dir}${o.dir._tag === "Some" || o.keep ? " (kept)" : " (removed on exit)"}`,
+        `  data dir      ${cluster.dir}${o.dir !== undefined || o.keep ? " (kept)" : " (removed on exit)"}`,
         "",
         "Read through the cache:",
         `  npx talon read s3://${SEED_BUCKET}/${SAMPLE_KEY} --offset 0 --length 64 --coordinator ${coord} | xxd | head`,

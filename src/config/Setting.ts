@@ -90,6 +90,16 @@ export const validate = <T>(c: Component<T>, values: T): Either.Either<T, Config
   return broken === undefined ? Either.right(values) : Either.left(invalid(c.settings[broken.key], broken.message))
 }
 
+/** `c` with some defaults replaced, for a caller that derives them from its own settings. */
+export const withDefaults = <T>(c: Component<T>, defaults: Partial<T>): Component<T> => {
+  const settings: { -readonly [K in keyof T]-?: Setting<T[K]> } = { ...c.settings }
+  for (const key of keysOf(c.settings)) {
+    const value = defaults[key]
+    if (value !== undefined) settings[key] = { ...c.settings[key], default: value as T[typeof key], shownDefault: undefined }
+  }
+  return { ...c, settings }
+}
+
 /** Every setting at its default. */
 export const defaultsOf = <T>(c: Component<T>): T => {
   const out: Partial<T> = {}

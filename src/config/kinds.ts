@@ -49,8 +49,8 @@ export const size: Kind<number> = {
   show: showSize
 }
 
-const TRUE = ["true", "yes", "on", "1"]
-const FALSE = ["false", "no", "off", "0"]
+const TRUE = ["true", "yes", "y", "on", "1"]
+const FALSE = ["false", "no", "n", "off", "0"]
 
 export const boolean: Kind<boolean> = {
   type: "boolean",

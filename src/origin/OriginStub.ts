@@ -3,7 +3,9 @@
  * with injectable faults and request counters. Scoped: the server stops when the
  * layer's scope closes.
  */
-import { Config, type ConfigError, Context, Data, Effect, Layer } from "effect"
+import { type ConfigError, Context, Data, Effect, Layer } from "effect"
+import { resolve } from "../config/Setting.js"
+import { DEFAULT_UPLOAD_TTL_MS, OriginSchema } from "./config.js"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { StubState } from "./context.js"
@@ -31,7 +33,7 @@ export interface OriginStubConfig {
   readonly uploadTtlMs?: number
 }
 
-export const DEFAULT_UPLOAD_TTL_MS = 24 * 3600 * 1000
+export { DEFAULT_UPLOAD_TTL_MS }
 
 export class OriginStubError extends Data.TaggedError("OriginStubError")<{ readonly message: string }> {}
 
@@ -110,10 +112,8 @@ export class OriginStub extends Context.Tag("talon/OriginStub")<OriginStub, Orig
   )
 }
 
-/** `TALON_ORIGIN_ROOT`, `_HOST`, `_PORT`, `_UPLOAD_TTL_MS` (defaults `./.talon/origin`, 127.0.0.1, 9100, 24 h). */
-export const OriginStubConfigFromEnv: Config.Config<OriginStubConfig> = Config.all({
-  root: Config.string("ROOT").pipe(Config.withDefault(".talon/origin")),
-  host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
-  port: Config.port("PORT").pipe(Config.withDefault(9100)),
-  uploadTtlMs: Config.integer("UPLOAD_TTL_MS").pipe(Config.withDefault(DEFAULT_UPLOAD_TTL_MS))
-}).pipe(Config.nested("TALON_ORIGIN"))
+/** Root, host, port and upload TTL as `talon origin` resolves them (OriginSchema: TALON_ORIGIN_*, the config file, defaults). */
+export const OriginStubConfigFromEnv: Effect.Effect<OriginStubConfig, ConfigError.ConfigError> = Effect.map(
+  resolve(OriginSchema),
+  (s) => ({ root: s.root, host: s.host, port: s.port, uploadTtlMs: s.uploadTtlMs })
+)

@@ -1,62 +1,19 @@
 /**
  * `talon origin`: run the origin stub until interrupted.
- * Every option falls back to `TALON_ORIGIN_<NAME>` (e.g. TALON_ORIGIN_PORT), then a default.
+ * Every option falls back to `TALON_ORIGIN_<NAME>` (e.g. TALON_ORIGIN_PORT), then the config
+ * file, then a default (./config.ts).
  */
-import { Command, Options } from "@effect/cli"
-import { Config, Console, Effect, Layer } from "effect"
+import { Command } from "@effect/cli"
+import { Console, Effect, Layer } from "effect"
+import { explicitFrom, flaggedKeys, flagsOf } from "../config/cli.js"
+import { resolve } from "../config/Setting.js"
+import { OriginSchema, type OriginSettings } from "./config.js"
 import type { FaultsPatch, LatencyModel } from "./faults.js"
-import { DEFAULT_UPLOAD_TTL_MS, OriginStub } from "./OriginStub.js"
+import { OriginStub } from "./OriginStub.js"
 import { seed as seedSamples } from "./seed.js"
 
-const env = (name: string) => `TALON_ORIGIN_${name}`
-
-const root = Options.directory("root").pipe(
-  Options.withDescription("Directory holding buckets/containers (one subdirectory each)."),
-  Options.withDefault(".talon/origin"),
-  Options.withFallbackConfig(Config.string(env("ROOT")))
-)
-const host = Options.text("host").pipe(
-  Options.withDefault("127.0.0.1"),
-  Options.withFallbackConfig(Config.string(env("HOST")))
-)
-const port = Options.integer("port").pipe(
-  Options.withDescription("TCP port; 0 picks a free one."),
-  Options.withDefault(9100),
-  Options.withFallbackConfig(Config.integer(env("PORT")))
-)
-const seed = Options.boolean("seed").pipe(
-  Options.withDescription("Create bucket/container `talon` with sample objects (kept if already present)."),
-  Options.withFallbackConfig(Config.boolean(env("SEED")))
-)
-const latencyMs = Options.float("latency-ms").pipe(
-  Options.withDescription("Injected per-request latency: the fixed delay, or the median/minimum of --latency-tail."),
-  Options.withDefault(0),
-  Options.withFallbackConfig(Config.number(env("LATENCY_MS")))
-)
-const latencyTail = Options.choice("latency-tail", ["none", "lognormal", "pareto"]).pipe(
-  Options.withDescription("Heavy-tailed latency: lognormal (sigma 1) or pareto (alpha 1.5) around --latency-ms."),
-  Options.withDefault("none" as const),
-  Options.withFallbackConfig(Config.literal("none", "lognormal", "pareto")(env("LATENCY_TAIL")))
-)
-const failureRate = Options.float("failure-rate").pipe(
-  Options.withDescription("Fraction of requests that fail (0..1)."),
-  Options.withDefault(0),
-  Options.withFallbackConfig(Config.number(env("FAILURE_RATE")))
-)
-const failureMode = Options.choice("failure-mode", ["503", "reset", "truncate"]).pipe(
-  Options.withDescription("503 SlowDown/ServerBusy, a TCP reset, or (GETs) a body cut off halfway."),
-  Options.withDefault("503" as const),
-  Options.withFallbackConfig(Config.literal("503", "reset", "truncate")(env("FAILURE_MODE")))
-)
-const bandwidth = Options.integer("bandwidth").pipe(
-  Options.withDescription("Per-response body rate cap in bytes/s (0 = unlimited)."),
-  Options.withDefault(0),
-  Options.withFallbackConfig(Config.integer(env("BANDWIDTH")))
-)
-const faultSeed = Options.integer("fault-seed").pipe(
-  Options.withDefault(1),
-  Options.withFallbackConfig(Config.integer(env("FAULT_SEED")))
-)
+/** One flag per setting, each generated from its declaration in ./config.ts. */
+const originOptions = flagsOf(OriginSchema, flaggedKeys(OriginSchema))
 
 const latencyModel = (ms: number, tail: "none" | "lognormal" | "pareto"): LatencyModel =>
   ms <= 0
@@ -69,9 +26,10 @@ const latencyModel = (ms: number, tail: "none" | "lognormal" | "pareto"): Latenc
 
 export const origin = Command.make(
   "origin",
-  { root, host, port, seed, latencyMs, latencyTail, failureRate, failureMode, bandwidth, faultSeed },
-  (o) =>
+  originOptions,
+  (flags) =>
     Effect.gen(function* () {
+      const o = yield* resolve(OriginSchema, explicitFrom<OriginSettings, keyof OriginSettings>(flags))
       if (o.seed) {
         const r = yield* seedSamples(o.root)
         const written = r.objects.filter((x) => x.written).length
@@ -84,7 +42,6 @@ export const origin = Command.make(
         bandwidthBytesPerSec: o.bandwidth,
         seed: o.faultSeed
       }
-      const uploadTtlMs = yield* Config.integer("TALON_ORIGIN_UPLOAD_TTL_MS").pipe(Config.withDefault(DEFAULT_UPLOAD_TTL_MS))
       yield* Effect.gen(function* () {
         const stub = yield* OriginStub
         yield* Console.log(`talon origin listening on ${stub.url}`)
@@ -92,6 +49,6 @@ export const origin = Command.make(
         yield* Console.log(`  Azure: ${stub.azureUrl} (any account key)`)
         yield* Console.log(`  admin: ${stub.url}/_talon/stats, ${stub.url}/_talon/faults`)
         return yield* Effect.never
-      }).pipe(Effect.provide(Layer.fresh(OriginStub.layer({ root: o.root, host: o.host, port: o.port, faults, uploadTtlMs }))))
+      }).pipe(Effect.provide(Layer.fresh(OriginStub.layer({ root: o.root, host: o.host, port: o.port, faults, uploadTtlMs: o.uploadTtlMs }))))
     })
 ).pipe(Command.withDescription("Run the local origin stub: S3 and Azure Blob REST over a directory, with injectable faults."))

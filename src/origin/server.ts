@@ -135,6 +135,8 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
   const ctx: Ctx = { req, res, method, query: target.query, requestId, state, kind }
 
   state.stats.requests[kind]++
+  state.stats.begin(kind)
+  res.once("close", () => state.stats.end(kind))
   if (azure) state.stats.azure++
   else state.stats.s3++
 

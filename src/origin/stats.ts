@@ -10,7 +10,12 @@ export interface OriginStats {
   /** Object bytes stored by PUTs (decoded, after aws-chunked framing). */
   readonly bytesReceived: number
   readonly faults: { readonly delayed: number; readonly failed: number; readonly reset: number }
+  /** Requests of each kind being answered now, and the most there have been at once (since the last reset). */
+  readonly inflight: Readonly<Record<RequestKind, number>>
+  readonly peakInflight: Readonly<Record<RequestKind, number>>
 }
+
+const zero = (): Record<RequestKind, number> => ({ head: 0, get: 0, list: 0, put: 0, delete: 0, other: 0 })
 
 export class StatsCounter {
   requests: Record<RequestKind, number> = { head: 0, get: 0, list: 0, put: 0, delete: 0, other: 0 }
@@ -21,6 +26,18 @@ export class StatsCounter {
   delayed = 0
   failed = 0
   reset = 0
+  inflight = zero()
+  peakInflight = zero()
+
+  /** A request of `kind` starts being answered; `end` when its response is closed. */
+  begin(kind: RequestKind): void {
+    const now = ++this.inflight[kind]
+    if (now > this.peakInflight[kind]) this.peakInflight[kind] = now
+  }
+
+  end(kind: RequestKind): void {
+    this.inflight[kind]--
+  }
 
   snapshot(): OriginStats {
     const r = { ...this.requests }
@@ -30,12 +47,16 @@ export class StatsCounter {
       byProtocol: { s3: this.s3, azure: this.azure },
       bytesServed: this.bytesServed,
       bytesReceived: this.bytesReceived,
-      faults: { delayed: this.delayed, failed: this.failed, reset: this.reset }
+      faults: { delayed: this.delayed, failed: this.failed, reset: this.reset },
+      inflight: { ...this.inflight },
+      peakInflight: { ...this.peakInflight }
     }
   }
 
   clear(): void {
     this.requests = { head: 0, get: 0, list: 0, put: 0, delete: 0, other: 0 }
+    // Requests still being answered stay counted: their `end` is still to come.
+    this.peakInflight = { ...this.inflight }
     this.s3 = this.azure = this.bytesServed = this.bytesReceived = this.delayed = this.failed = this.reset = 0
   }
 }

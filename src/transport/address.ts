@@ -40,8 +40,9 @@ export const decodeHostPort = (address: string, options: HostPortOptions = {}): 
     if (!NAME.test(host)) return bad("a host is a name or IP address (letters, digits, '.', '-', '_')")
   }
   const min = options.allowPortZero === true ? 0 : 1
-  if (!/^\d{1,5}$/.test(portText) || Number(portText) < min || Number(portText) > 65535) {
-    return bad(`the port must be a number from ${min} to 65535`)
+  // No leading zeros: an address reads back exactly as it was written (`a:01` is not `a:1`).
+  if (!/^(0|[1-9]\d{0,4})$/.test(portText) || Number(portText) < min || Number(portText) > 65535) {
+    return bad(`the port must be a number from ${min} to 65535 (no sign, no leading zeros)`)
   }
   return Either.right({ host, port: Number(portText) })
 }

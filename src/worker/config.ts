@@ -117,6 +117,7 @@ export const WorkerSchema = component<WorkerSettings>({
       env: "TALON_WORKER_CACHE_DIRS",
       flag: "cache-dir",
       default: [path.join(os.tmpdir(), "talon-worker-cache")],
+      shownDefault: "$TMPDIR/talon-worker-cache",
       help: "Cache directory; repeat the flag for several (each has its own --capacity). The variable and file separate dirs with commas",
       example: "/var/cache/talon",
       check: (dirs) => (dirs.length > 0 ? undefined : "needs at least one directory")

@@ -10,7 +10,8 @@ import { createHash, randomBytes } from "node:crypto"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit, Scope } from "effect"
+import { makeTalonClient } from "../../src/client/TalonClient.js"
 import { NodeRole } from "../../src/core/ids.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
@@ -82,5 +83,31 @@ describe("closing the client's scope", () => {
         store
       ),
     180_000
+  )
+
+  it.live("a client used after its scope closed fails at once with a typed error, it never hangs", () =>
+    testCoordinator(
+      { heartbeatIntervalMs: 60_000 },
+      (c) =>
+        Effect.gen(function* () {
+          const worker = yield* Effect.acquireRelease(
+            Effect.promise(() => FakeWorker.start(store)),
+            (w) => Effect.promise(() => w.stop())
+          )
+          const control = yield* ControlChannel.make(c.controlAddress)
+          yield* control.request({ _tag: "Register", node: { id: "worker-0", address: worker.address, role: NodeRole.Worker } })
+          const scope = yield* Scope.make()
+          const client = yield* makeTalonClient({ coordinator: c.controlAddress, blockSize: BLOCK }).pipe(Scope.extend(scope))
+          expect(Buffer.from(yield* client.read("s3://bucket/exit.bin", 0, data.length)).equals(data)).toBe(true)
+          yield* Scope.close(scope, Exit.void)
+          const unknown = yield* Effect.flip(client.stat("s3://bucket/never-stat-ed.bin"))
+          expect(unknown._tag).toBe("CoordinatorUnavailable")
+          expect(unknown.message).toContain("the client was closed")
+          // The object's stat is cached: the read gets as far as the (closed) worker pool and fails typed.
+          const read = yield* Effect.flip(client.read("s3://bucket/exit.bin", 0, 10))
+          expect(["ReadFailed", "CoordinatorUnavailable"]).toContain(read._tag)
+        }),
+      store
+    )
   )
 })

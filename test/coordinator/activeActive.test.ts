@@ -11,6 +11,9 @@ import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import type { ClusterStatus } from "../../src/protocol/clusterStatus.js"
+import { NodeRole } from "../../src/core/ids.js"
+import { emptyMetrics, NODE_STATUS_SCHEMA_VERSION, type NodeStatus } from "../../src/protocol/status.js"
+import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { EtcdCluster, etcdAvailable } from "./state/etcdHarness.js"
 import {
   coordinatorOn,
@@ -24,7 +27,9 @@ import {
 } from "../faults/fixtures/talon.js"
 import type { Child } from "../cluster/fixtures/processes.js"
 
-const T = 240_000
+const T = 480_000
+/** First answers wait for processes that may still be compiling from source on a loaded machine. */
+const START_MS = 180_000
 const HEARTBEAT_MS = 200
 
 const etcdScoped = Effect.acquireRelease(
@@ -48,6 +53,22 @@ const gauge = (c: CoordinatorProcess, name: string) =>
     const line = body.split("\n").find((l) => l.startsWith(`${name} `))
     return line === undefined ? Number.NaN : Number(line.slice(name.length + 1))
   })
+
+const statusOf = (id: string): NodeStatus => ({
+  schemaVersion: NODE_STATUS_SCHEMA_VERSION,
+  clusterId: "aa",
+  node: { id, address: "127.0.0.1:9", role: NodeRole.Worker },
+  incarnationId: randomUUID(),
+  adminAddress: null,
+  buildVersion: "test",
+  startedAtUnixMs: Date.now(),
+  reportedAtUnixMs: Date.now(),
+  heartbeatSeq: 1,
+  health: "healthy",
+  ready: true,
+  metrics: emptyMetrics,
+  labels: []
+})
 
 const ids = (s: ClusterStatus) => s.members.map((m) => m.id).join(",")
 
@@ -81,7 +102,7 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
 
           // w1 talks only to a, w2 only to b: both coordinators list both, with one epoch.
           const both = (s: ClusterStatus) => ids(s) === "w1,w2"
-          const sa = yield* pollUntil(status(a), both, 60_000, () => `a never listed w1,w2\n${why()}`)
+          const sa = yield* pollUntil(status(a), both, START_MS, () => `a never listed w1,w2\n${why()}`)
           const sb = yield* pollUntil(status(b), (s) => both(s) && s.epoch === sa.epoch, 60_000, () => `b disagrees with a\n${why()}`)
           expect(sa.epochHex).toBe(sb.epochHex)
           expect(sa.epoch).not.toBe(0)
@@ -105,7 +126,7 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
           // b restarts (kill -9, then again on the same ports): it reports the epoch it reported before.
           yield* kill9(children[1]![1])
           children.push(["coordinator b (restarted)", yield* b.start])
-          const again = yield* pollUntil(status(b), one, 60_000, () => `restarted b never listed w1\n${why()}`)
+          const again = yield* pollUntil(status(b), one, START_MS, () => `restarted b never listed w1\n${why()}`)
           expect(again.epochHex).toBe(la.epochHex)
           expect(again.epoch).toBe(la.epoch)
         })
@@ -124,7 +145,7 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
         const ca = yield* a.start
         children.push(["coordinator a", ca], ["coordinator b", yield* b.start])
         // Both up first, so the worker's first status goes to the head of its list.
-        for (const c of [a, b]) yield* pollUntil(readyz(c), (code) => code === 200, 60_000, () => `coordinator not ready\n${why()}`)
+        for (const c of [a, b]) yield* pollUntil(readyz(c), (code) => code === 200, START_MS, () => `coordinator not ready\n${why()}`)
         const w = yield* startWorker(dir, origin, {
           id: "wf",
           coordinator: `${a.address},${b.address}`,
@@ -134,9 +155,10 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
         })
         children.push(["wf", w.child])
         const listed = (s: ClusterStatus) => ids(s) === "wf"
-        const before = yield* pollUntil(status(b), listed, 60_000, () => `b never listed wf\n${why()}`)
+        const before = yield* pollUntil(status(b), listed, START_MS, () => `b never listed wf\n${why()}`)
         const seqBefore = before.members[0]!.heartbeatSeq
-        expect(w.child.output()).toContain(`coordinator ${a.address})`)
+        // The worker's own log line may trail the store write b already follows.
+        yield* pollUntil(Effect.sync(() => w.child.output()), (o) => o.includes(`coordinator ${a.address})`), 30_000, () => `wf did not join via a\n${why()}`)
 
         // a dies hard: the worker's statuses reach b (its sequence keeps rising there), and it never leaves.
         yield* kill9(ca)
@@ -147,7 +169,7 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
           () => `wf's statuses stopped after a died\n${why()}`
         )
         expect(after.members[0]!.incarnationId).toBe(before.members[0]!.incarnationId)
-        expect(w.child.output()).toContain(`failed over to ${b.address}`)
+        yield* pollUntil(Effect.sync(() => w.child.output()), (o) => o.includes(`failed over to ${b.address}`), 30_000, () => `wf never logged its failover\n${why()}`)
 
         // etcd stops: b cannot serve membership authoritatively, so /readyz is 503; etcd returns, so does readiness.
         expect(yield* readyz(b)).toBe(200)
@@ -156,6 +178,11 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
         const down = yield* status(b)
         expect(down.ready).toBe(false)
         expect(down.notReadyReason).toBeTruthy()
+        // Cut off from its store, b refuses statuses at once, so a worker moves on to another coordinator.
+        const refused = yield* Effect.scoped(
+          Effect.flatMap(ControlChannel.make(b.address), (ch) => ch.request({ _tag: "NodeStatusHeartbeat", status: statusOf("wx") }))
+        )
+        expect(refused).toMatchObject({ _tag: "Ack", ok: false, detail: expect.stringContaining("coordinator not ready") })
         yield* Effect.promise(() => etcd.startMember(0))
         yield* pollUntil(readyz(b), (code) => code === 200, 90_000, () => `b not ready after etcd returned\n${why()}`)
         yield* pollUntil(status(b), listed, 60_000, () => `wf not a member after etcd returned\n${why()}`)

@@ -12,6 +12,7 @@ import type { RegistryView } from "../../src/coordinator/registry/view.js"
 import { LEGACY_INCARNATION } from "../../src/coordinator/registry/legacy.js"
 import { ClusterStateStore } from "../../src/coordinator/state/ClusterStateStore.js"
 import { membershipEpoch } from "../../src/coordinator/state/epoch.js"
+import { StoreUnavailable } from "../../src/coordinator/state/errors.js"
 import { worker } from "./state/support.js"
 
 const TIMING = { heartbeatIntervalMs: 100, unhealthyAfterMs: 300, leaseTtlMs: 1_000, requestTimeoutMs: 1_000, clusterToken: undefined }
@@ -143,6 +144,24 @@ describe("membership registry actor", () => {
       view = yield* ask(new Snapshot())
       expect(view.members.map((m) => [m.status.incarnationId, m.status.node.address])).toEqual([["real", "127.0.0.1:7002"]])
       expect((yield* ask(new Register({ node: { ...node, address: "not an address" } }))).detail).toContain("not a dialable host:port")
+    })
+  )
+
+  it.scoped("while the store cannot be followed, writes are refused at once and nothing is written", () =>
+    Effect.gen(function* () {
+      const ctx = yield* Layer.build(ClusterStateStore.Memory(TIMING))
+      const real = Context.get(ctx, ClusterStateStore)
+      const down = new StoreUnavailable({ backend: "memory", operation: "snapshot", detail: "partitioned" })
+      const cutOff = { ...real, snapshot: () => Effect.fail(down), checkReady: Effect.fail(down) }
+      const registry = yield* makeRegistry(cutOff, { clusterId: CLUSTER })
+      yield* TestClock.adjust(1)
+      const reply = yield* registry.actor.ask(new ReportStatus({ status: worker(CLUSTER, "w1", "i", 1) }))
+      expect(reply.ok).toBe(false)
+      expect(reply.detail).toContain("coordinator not ready")
+      expect(reply.detail).toContain("partitioned")
+      expect((yield* registry.actor.ask(new Register({ node: worker(CLUSTER, "w2", "i", 1).node }))).ok).toBe(false)
+      expect((yield* real.snapshot(CLUSTER)).nodes).toEqual([])
+      expect((yield* registry.actor.ask(new Snapshot())).ready).toBe(false)
     })
   )
 })

@@ -22,8 +22,10 @@ export interface Violation {
   readonly rule: string
 }
 
-/** The layer a src/ path belongs to: its first folder, or `root` for files directly under src/. */
-export const layerOf = (file: string): string => {
+/** The layer a src/ path belongs to: its entry in `files`, else its first folder, or `root` for files directly under src/. */
+export const layerOf = (file: string, files: Readonly<Record<string, string>> = {}): string => {
+  const placed = files[file]
+  if (placed !== undefined) return placed
   const parts = file.split("/")
   return parts.length > 2 ? parts[1]! : "root"
 }
@@ -36,11 +38,12 @@ const builtins = new Set(builtinModules)
 export const checkSources = (
   sources: ReadonlyArray<Source>,
   layers: Readonly<Record<string, Layer>>,
-  dependencies: ReadonlySet<string>
+  dependencies: ReadonlySet<string>,
+  files: Readonly<Record<string, string>> = {}
 ): Array<Violation> => {
   const out: Array<Violation> = []
   for (const { file, text } of sources) {
-    const from = layerOf(file)
+    const from = layerOf(file, files)
     const layer = layers[from]
     const lineOf = (pos: number) => text.slice(0, pos).split("\n").length
     if (layer === undefined) {
@@ -56,7 +59,8 @@ export const checkSources = (
           report(`imports ${target}, outside src/: the published package holds only what src/ builds to`)
           continue
         }
-        const to = layerOf(target)
+        // Imports name the built .js; the table names the source .ts.
+        const to = layerOf(target.replace(/\.js$/, ".ts"), files)
         if (to !== from && !layer.imports.includes(to)) {
           report(
             `${from} (${layer.holds}) may import only ${layer.imports.join(", ") || "nothing outside itself"}, not ${to}`
@@ -83,13 +87,19 @@ export const readSources = (dir: string): Array<Source> => {
 }
 
 /** The table's own sanity: every import names a layer, and following imports never loops back. */
-export const tableProblems = (layers: Readonly<Record<string, Layer>>): Array<string> => {
+export const tableProblems = (
+  layers: Readonly<Record<string, Layer>>,
+  fileLayers: Readonly<Record<string, string>> = {}
+): Array<string> => {
   const problems: Array<string> = []
   for (const [name, layer] of Object.entries(layers)) {
     for (const to of layer.imports) {
       if (layers[to] === undefined) problems.push(`${name} imports ${to}, which is not a layer`)
       else if (layers[to]!.dev === true && layer.dev !== true) problems.push(`${name} imports dev-only ${to}`)
     }
+  }
+  for (const [file, layer] of Object.entries(fileLayers)) {
+    if (layers[layer] === undefined) problems.push(`${file} is placed in ${layer}, which is not a layer`)
   }
   const state = new Map<string, "visiting" | "done">()
   const visit = (name: string, trail: Array<string>): void => {

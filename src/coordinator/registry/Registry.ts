@@ -109,6 +109,15 @@ export const makeRegistry = (
         )
       )
 
+    /**
+     * While the store cannot be followed, writes are refused at once: a coordinator cut off from
+     * its store sends nodes on to the next coordinator of their list instead of queueing their
+     * heartbeats behind store timeouts.
+     */
+    const unavailable = Effect.map(SubscriptionRef.get(view), (v) =>
+      v.ready ? undefined : ack(false, `coordinator not ready: the cluster state store is unavailable (${v.error ?? "no snapshot yet"}); send to another coordinator`)
+    )
+
     const current = (id: string) => Effect.map(SubscriptionRef.get(view), (v) => v.nodes.find((n) => n.status.node.id === id))
 
     const actor = yield* Actor.make({
@@ -119,6 +128,8 @@ export const makeRegistry = (
       handlers: {
         ReportStatus: (state, { status }) =>
           Effect.gen(function* () {
+            const down = yield* unavailable
+            if (down !== undefined) return [down, state] as const
             if (status.clusterId !== clusterId) {
               counters.rejectedHeartbeats++
               return [
@@ -140,6 +151,8 @@ export const makeRegistry = (
           Effect.gen(function* () {
             const refused = invalidRegistration(node)
             if (refused !== undefined) return [ack(false, refused), state] as const
+            const down = yield* unavailable
+            if (down !== undefined) return [down, state] as const
             const known = yield* current(node.id)
             if (known === undefined && (yield* SubscriptionRef.get(view)).nodes.length >= maxMembers) {
               return [ack(false, `Register refused: the coordinator already tracks ${maxMembers} nodes; retry after some expire`), state] as const
@@ -157,6 +170,8 @@ export const makeRegistry = (
           }),
         Heartbeat: (state, { node, blockCount }) =>
           Effect.gen(function* () {
+            const down = yield* unavailable
+            if (down !== undefined) return [down, state] as const
             const known = yield* current(node)
             if (known === undefined) {
               counters.rejectedHeartbeats++

@@ -6,7 +6,7 @@
  */
 import { ConfigError, Effect, Redacted } from "effect"
 import * as K from "../../config/kinds.js"
-import { component, invalid, resolve, setting } from "../../config/Setting.js"
+import { component, invalid, resolve, setting, withDefaults } from "../../config/Setting.js"
 
 export interface StateTiming {
   /** How often nodes send their status. */
@@ -185,16 +185,6 @@ export const StateStoreSchema = component<StateStoreInput>({
   }
 })
 
-/** StateStoreSchema with some defaults replaced (a component derives timings from its own settings). */
-const withDefaults = (defaults: Partial<StateStoreSettings>) => {
-  const settings: Record<string, unknown> = { ...StateStoreSchema.settings }
-  for (const [key, value] of Object.entries(defaults)) {
-    const s = StateStoreSchema.settings[key as keyof StateStoreInput]
-    if (s !== undefined && value !== undefined) settings[key] = { ...s, default: value, shownDefault: undefined }
-  }
-  return { ...StateStoreSchema, settings: settings as typeof StateStoreSchema.settings }
-}
-
 /**
  * Fills every setting not given explicitly from the environment, then the
  * config file, then `defaults`, then the schema's defaults; validated.
@@ -204,7 +194,7 @@ export const resolveStateStoreSettings = (
   defaults: Partial<StateStoreSettings> = {}
 ): Effect.Effect<StateStoreSettings, ConfigError.ConfigError> =>
   Effect.gen(function* () {
-    const input = yield* resolve(withDefaults(defaults), explicit)
+    const input = yield* resolve(withDefaults<StateStoreInput>(StateStoreSchema, defaults), explicit)
     const settings: StateStoreSettings = {
       ...input,
       etcdEndpoints: input.etcdEndpoints.map((e) => e.trim()),

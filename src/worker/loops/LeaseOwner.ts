@@ -7,7 +7,7 @@
  * independent indexes over one directory could both fill a page (two origin
  * GETs, two renames) and one could evict (unlink) a page the other is
  * sending. With a single owner, fills are single-flight across all loops for
- * free (the owner's Fetcher), and eviction obeys the owner's pins, which now
+ * free (the owner's fill scheduler), and eviction obeys the owner's pins, which now
  * include one pin per lease. The price is one IPC round trip the first time a
  * loop serves a unit; after that the loop serves it with no IPC at all.
  *

@@ -56,7 +56,8 @@ export const makeOwnerActor = (options: OwnerActorOptions): Effect.Effect<ActorR
           const stat = Effect.tryPromise({
             try: async () => {
               const st = m.fresh ? await miss.revalidate(m.object, key) : await miss.stat(m.object, key)
-              return { size: st.size, version: st.version, expiresAt: miss.versions.expiresAt(key) ?? now() + ttlMs }
+              // Whole ms (the wire carries integers); rounded down, so a loop never outlives the owner's entry.
+              return { size: st.size, version: st.version, expiresAt: Math.floor(miss.versions.expiresAt(key) ?? now() + ttlMs) }
             },
             catch: asFailure
           })

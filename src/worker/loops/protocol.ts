@@ -28,17 +28,19 @@ export const LOOP_COUNTERS = [
 ] as const
 export type LoopCounter = (typeof LOOP_COUNTERS)[number]
 
-const CounterDelta = Schema.partial(Schema.Struct(Object.fromEntries(LOOP_COUNTERS.map((k) => [k, Schema.Number])) as Record<LoopCounter, typeof Schema.Number>))
+// Integers throughout: the IPC channel is JSON, which has no NaN, Infinity or -0.
+const CounterDelta = Schema.partial(Schema.Struct(Object.fromEntries(LOOP_COUNTERS.map((k) => [k, Schema.Int])) as Record<LoopCounter, typeof Schema.Int>))
 export type CounterDelta = typeof CounterDelta.Type
 
 const ObjectIdSchema = Schema.Struct({ backend: Schema.Literal(0, 1, 2), bucket: Schema.String, objectPath: Schema.String })
-const BlockIdSchema = Schema.Struct({ object: ObjectIdSchema, offset: Schema.Number, blockSize: Schema.Number, version: Schema.String })
+const Bytes = Schema.NonNegativeInt
+const BlockIdSchema = Schema.Struct({ object: ObjectIdSchema, offset: Bytes, blockSize: Bytes, version: Schema.String })
 const Leases = Schema.Array(Schema.Int)
 
 /** What a loop may hold: the block's directory and meta, and one lease per granted unit. */
 export const Grant = Schema.Struct({
   key: Schema.String,
-  meta: Schema.Struct({ id: BlockIdSchema, length: Schema.Number, pageSize: Schema.Number, objectSize: Schema.Number }),
+  meta: Schema.Struct({ id: BlockIdSchema, length: Bytes, pageSize: Bytes, objectSize: Bytes }),
   /** The block directory (unit files are `meta`-derived names inside it). */
   path: Schema.String,
   /** `[unit index, lease id]` for every unit pinned for the loop. */
@@ -66,7 +68,7 @@ export type Readiness = typeof Readiness.Type
 /** The version the loop should serve; `fresh`: ask the origin now (a pinned read's check). */
 export class Stat extends Schema.TaggedRequest<Stat>()("Stat", {
   failure: LoopReadFailed,
-  success: Schema.Struct({ size: Schema.Number, version: Schema.String, expiresAt: Schema.Number }),
+  success: Schema.Struct({ size: Bytes, version: Schema.String, expiresAt: Schema.Int }),
   payload: { loop: Schema.Int, object: ObjectIdSchema, fresh: Schema.Boolean }
 }) {}
 
@@ -77,8 +79,8 @@ export class Fill extends Schema.TaggedRequest<Fill>()("Fill", {
   payload: {
     loop: Schema.Int,
     block: BlockIdSchema,
-    blockLength: Schema.Number,
-    objectSize: Schema.Number,
+    blockLength: Bytes,
+    objectSize: Bytes,
     first: Schema.Int,
     end: Schema.Int
   }

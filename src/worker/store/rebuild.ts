@@ -8,6 +8,7 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { decodeSums, type Sums } from "./checksum.js"
 import { Entry, Unit } from "./entry.js"
+import type { KnownVersion } from "./dirs.js"
 import type { CorruptReason } from "./health.js"
 import {
   BITMAP_FILE,
@@ -122,4 +123,26 @@ const scanBlock = async (
   }
   if (kept === 0) return discard()
   return entry
+}
+
+/**
+ * Per object, the version of its most recently written blocks found at start-up (what
+ * DiskStore.knownVersions reports).
+ */
+export class KnownVersions {
+  readonly #known = new Map<string, KnownVersion & { mtimeMs: number }>()
+
+  /** Notes a block found on disk whose newest unit was written at `newest` (ms). */
+  note(entry: Entry, newest: number): void {
+    const o = entry.meta.id.object
+    const objectKey = `${o.backend}\0${o.bucket}\0${o.objectPath}`
+    const prior = this.#known.get(objectKey)
+    if (prior === undefined || prior.mtimeMs < newest) {
+      this.#known.set(objectKey, { object: o, version: entry.meta.id.version, size: entry.meta.objectSize, mtimeMs: newest })
+    }
+  }
+
+  list(): ReadonlyArray<KnownVersion> {
+    return [...this.#known.values()].map(({ object, version, size }) => ({ object, version, size }))
+  }
 }

@@ -1,0 +1,212 @@
+/**
+ * Single-flight fills as actors. One actor per block with units in flight owns those units'
+ * pending fills: a miss for a unit already being fetched joins that fetch, a run of adjacent
+ * missing units becomes one origin GET (fetchRun.ts). A registry actor owns the map from
+ * block to block actor, creates a block actor on its first miss and retires it once nothing
+ * of it is in flight. Every change to either map is a message handled in order, so a retiring
+ * block actor can never be handed a new miss.
+ *
+ * Callers (the serve loops) are promise-based: a fill is a promise per unit, settled by the
+ * fetch as soon as that unit is committed or has failed. The bound on concurrent origin
+ * fetches is the RangeFetch's (MissPath's semaphore over `originConcurrency`).
+ */
+import { Effect, Exit, Runtime, Schema, Scope } from "effect"
+import { Actor, type ActorRef } from "../../actor/index.js"
+import type { BlockId } from "../../core/ids.js"
+import { BlockIdSchema } from "../../protocol/identity.js"
+import { blockKey } from "../store/layout.js"
+import { fetchRun, type RunTarget } from "./fetchRun.js"
+
+/** A unit's pending fill: settled once, by the fetch that owns it. */
+interface Pending {
+  readonly promise: Promise<void>
+  settled: boolean
+  settle: (error?: unknown) => void
+}
+
+const pending = (): Pending => {
+  let resolve!: () => void
+  let reject!: (e: unknown) => void
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  // A fill nobody awaits any more must not surface as an unhandled rejection.
+  promise.catch(() => {})
+  const p: Pending = {
+    promise,
+    settled: false,
+    settle: (error) => {
+      if (p.settled) return
+      p.settled = true
+      if (error === undefined) resolve()
+      else reject(error)
+    }
+  }
+  return p
+}
+
+/** What a miss waits on: one promise per unit it needs that is not on disk. */
+const Waits = Schema.Array(
+  Schema.declare((u: unknown): u is Promise<void> => u instanceof Promise, { identifier: "Promise<void>" })
+)
+
+const Units = { first: Schema.Int, end: Schema.Int, blockLength: Schema.Int, objectSize: Schema.Int }
+
+/** To a block actor: make units `[first, end)` present; replies with what to wait on. */
+class Claim extends Schema.TaggedRequest<Claim>()("Claim", { success: Waits, failure: Schema.Never, payload: Units }) {}
+/** To a block actor, from a finished fetch: units `[first, end)` are no longer in flight. */
+class RunDone extends Schema.TaggedRequest<RunDone>()("RunDone", {
+  success: Schema.Void,
+  failure: Schema.Never,
+  payload: { first: Schema.Int, end: Schema.Int }
+}) {}
+/** To a block actor, from the registry: stop if nothing is in flight (replies whether it may). */
+class Retire extends Schema.TaggedRequest<Retire>()("Retire", { success: Schema.Boolean, failure: Schema.Never, payload: {} }) {}
+const BlockProtocol = Schema.Union(Claim, RunDone, Retire)
+type BlockMsg = typeof BlockProtocol.Type
+
+/** To the registry: a miss for units `[first, end)` of `block`. */
+class Fill extends Schema.TaggedRequest<Fill>()("Fill", {
+  success: Waits,
+  failure: Schema.Never,
+  payload: { block: BlockIdSchema, ...Units }
+}) {}
+/** To the registry, from a block actor whose units have all settled. */
+class Idle extends Schema.TaggedRequest<Idle>()("Idle", { success: Schema.Void, failure: Schema.Never, payload: { key: Schema.String } }) {}
+const RegistryProtocol = Schema.Union(Fill, Idle)
+
+/** Far more than a block's units plus its concurrent readers: a full mailbox would be a bug. */
+const MAILBOX = 1 << 16
+
+interface BlockFill {
+  readonly ref: ActorRef<BlockMsg>
+  readonly scope: Scope.CloseableScope
+}
+
+export interface FillSchedulerShape {
+  /** Makes units `[first, end)` of `id` present: resolves when each has been committed once, rejects with the fetch's error. */
+  readonly fill: (id: BlockId, blockLength: number, objectSize: number, first: number, end: number) => Effect.Effect<void, unknown>
+  /** Blocks with units in flight (one actor each). */
+  readonly blocks: Effect.Effect<number>
+}
+
+/** Effects run by fetch callbacks outside any fiber (messages to the actors; never fail for lack of room). */
+type Runner = <A, E>(effect: Effect.Effect<A, E>) => void
+
+const blockActor = (
+  target: RunTarget,
+  id: BlockId,
+  key: string,
+  run: Runner,
+  onIdle: Effect.Effect<void>
+): Effect.Effect<ActorRef<BlockMsg>, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    let self: ActorRef<BlockMsg> | undefined
+    // The actor's state: the pending fill of each unit in flight. Mutated only by its handlers.
+    const inflight = new Map<number, Pending>()
+    const live = (unit: number) => {
+      const p = inflight.get(unit)
+      return p !== undefined && !p.settled
+    }
+    self = yield* Actor.make<BlockMsg, Map<number, Pending>>({
+      name: `fill ${key}`,
+      protocol: BlockProtocol,
+      capacity: MAILBOX,
+      initial: inflight,
+      handlers: {
+        Claim: (state, m) =>
+          Effect.sync(() => {
+            const waits: Array<Promise<void>> = []
+            for (const [s, e] of target.store.missingRuns(key, m.first, m.end)) {
+              let i = s
+              while (i < e) {
+                if (live(i)) {
+                  waits.push(state.get(i)!.promise)
+                  i++
+                  continue
+                }
+                let j = i + 1
+                while (j < e && !live(j)) j++
+                const units: Array<Pending> = []
+                for (let u = i; u < j; u++) {
+                  const p = pending()
+                  units.push(p)
+                  state.set(u, p)
+                  waits.push(p.promise)
+                }
+                const [first, end] = [i, j]
+                const settle = (unit: number, error?: unknown) => units[unit - first]!.settle(error)
+                fetchRun(target, id, key, m.blockLength, m.objectSize, first, end, settle)
+                  .catch(() => {})
+                  .finally(() => run(self!.tell(new RunDone({ first, end }, true))))
+                i = j
+              }
+            }
+            return [waits, state] as const
+          }),
+        RunDone: (state, m) =>
+          Effect.suspend(() => {
+            for (let u = m.first; u < m.end; u++) if (state.get(u)?.settled === true) state.delete(u)
+            return Effect.as(state.size === 0 ? onIdle : Effect.void, [undefined, state] as const)
+          }),
+        Retire: (state) => Effect.succeed([state.size === 0, state] as const)
+      }
+    })
+    return self
+  })
+
+/** The registry actor and its block actors, living as long as the enclosing scope. */
+export const makeFillScheduler = (target: RunTarget): Effect.Effect<FillSchedulerShape, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<never>()
+    const run: Runner = (effect) => {
+      Runtime.runFork(runtime)(Effect.ignoreLogged(effect))
+    }
+    let registry: ActorRef<typeof RegistryProtocol.Type> | undefined
+    // The registry's state: the actor of each block with units in flight.
+    const blocks = new Map<string, BlockFill>()
+    yield* Effect.addFinalizer(() => Effect.forEach(blocks.values(), (b) => Scope.close(b.scope, Exit.void), { discard: true }))
+    registry = yield* Actor.make({
+      name: "fill registry",
+      protocol: RegistryProtocol,
+      capacity: MAILBOX,
+      initial: blocks,
+      handlers: {
+        Fill: (state, m) =>
+          Effect.gen(function* () {
+            const key = blockKey(m.block)
+            let b = state.get(key)
+            if (b === undefined) {
+              const scope = yield* Scope.make()
+              // Told, not asked: the registry may be the one waiting on this block actor.
+              const onIdle = Effect.sync(() => run(registry!.tell(new Idle({ key }, true))))
+              const ref = yield* Scope.extend(blockActor(target, m.block, key, run, onIdle), scope)
+              b = { ref, scope }
+              state.set(key, b)
+            }
+            const waits = yield* Effect.orDie(b.ref.ask(new Claim({ first: m.first, end: m.end, blockLength: m.blockLength, objectSize: m.objectSize }, true)))
+            return [waits, state] as const
+          }),
+        Idle: (state, m) =>
+          Effect.gen(function* () {
+            const b = state.get(m.key)
+            // Only this handler and Fill touch the block actor, so "idle" cannot change under it.
+            if (b !== undefined && (yield* Effect.orDie(b.ref.ask(new Retire({}, true))))) {
+              state.delete(m.key)
+              yield* Scope.close(b.scope, Exit.void)
+            }
+            return [undefined, state] as const
+          })
+      }
+    })
+    const ref = registry
+    return {
+      fill: (id, blockLength, objectSize, first, end) =>
+        ref.ask(new Fill({ block: id, blockLength, objectSize, first, end }, true)).pipe(
+          Effect.flatMap((waits) => (waits.length === 0 ? Effect.void : Effect.tryPromise({ try: () => Promise.all(waits), catch: (e) => e }))),
+          Effect.asVoid
+        ),
+      blocks: Effect.sync(() => blocks.size)
+    }
+  })
