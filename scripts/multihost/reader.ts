@@ -10,7 +10,7 @@
 import { readFileSync } from "node:fs"
 import { Effect } from "effect"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
-import { scriptArgs } from "../lib/args.js"
+import { scriptArgs } from "../../bench/lib/args.js"
 
 const args = scriptArgs()
 const object = args.string("object", "")
