@@ -84,4 +84,4 @@ store-durability *args:
 
 # Hosts as network namespaces on tc-shaped links (root, Linux): cross-node throughput vs the C reference server, and the HA scenarios; services from deploy/docker-compose.yml.
 multihost *args:
-    npx tsx scripts/multihost.ts "$@"
+    npx tsx bench/multihost.ts "$@"

@@ -10,7 +10,7 @@
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, type Scope } from "effect"
-import { repoRoot } from "../../bench/lib/args.js"
+import { repoRoot } from "../lib/args.js"
 import { bringUp, NotReady, type Running, waitHttp } from "./cluster.js"
 import { type ComposeService, launchOf, profile } from "./compose.js"
 import { cutOff, heal, type Topology } from "./netns.js"
