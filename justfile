@@ -16,15 +16,15 @@ typecheck:
 
 # Microbenchmarks -> bench/results/latest.json
 bench *args:
-    npx tsx scripts/bench.ts run "$@"
+    npx tsx bench/micro.ts run "$@"
 
 # Promote bench/results/latest.json to bench/baselines/NAME.json
 bench-save name:
-    npx tsx scripts/bench.ts save "$1"
+    npx tsx bench/micro.ts save "$1"
 
 # Compare latest results to a baseline: [-p AREA] [--threshold N] [--soft]
 bench-check *args:
-    npx tsx scripts/bench.ts check "$@"
+    npx tsx bench/micro.ts check "$@"
 
 # Start the embedded local cluster.
 up *args:
@@ -48,7 +48,7 @@ loadgen *args:
 
 # Render bench/data/*.json into docs/assets/bench/*.svg and BENCHMARKS.md tables (--check: fail when stale).
 bench-charts *args:
-    npx tsx scripts/bench-charts.ts "$@"
+    npx tsx bench/bench-charts.ts "$@"
 
 # Render docs/configuration.md from the settings' declarations (--check: fail when stale).
 config-docs *args:
@@ -56,28 +56,32 @@ config-docs *args:
 
 # Native vs portable, pipelined vs multiplexed, 1 vs 2 loops, against the C ceiling server (C pound client; tools/ref where ../shared is absent).
 dataplane-bench *args:
-    npx tsx scripts/dataplane-bench.ts "$@"
+    npx tsx bench/dataplane-bench.ts "$@"
 
 # The same arms driven by our own loadgen, swept over connection counts.
 dataplane-loadtest *args:
-    npx tsx scripts/dataplane-loadtest.ts "$@"
+    npx tsx bench/dataplane-loadtest.ts "$@"
 
 # Proof that loadgen is not the bottleneck: loadgen vs C pound against the ceiling server.
 loadgen-vs-pound *args:
-    npx tsx scripts/loadgen-vs-pound.ts "$@"
+    npx tsx bench/loadgen-vs-pound.ts "$@"
 
 # Per-call cost of the native data plane's syscalls.
 plane-measure:
-    taskset -c 0 npx tsx scripts/plane-measure.ts
+    taskset -c 0 npx tsx bench/plane-measure.ts
 
 # Gateway runtime under controlled delays, and the slow-consumer RSS run (JSON Lines).
 gateway-bench *args:
-    npx tsx scripts/gateway-bench.ts "$@"
+    npx tsx bench/gateway-bench.ts "$@"
 
 # S3/Azure x cache/origin routes + a control arm, paired order-swapped rounds.
 gateway-proxy-bench *args:
-    npx tsx scripts/gateway-proxy-bench.ts "$@"
+    npx tsx bench/gateway-proxy-bench.ts "$@"
+
+# Page-fill cost with and without fsync, hashing speed, verify and size-check cost of the durable store.
+store-durability *args:
+    npx tsx bench/store-durability.ts "$@"
 
 # Hosts as network namespaces on tc-shaped links (root, Linux): cross-node throughput vs the C reference server, and the HA scenarios; services from deploy/docker-compose.yml.
 multihost *args:
-    npx tsx scripts/multihost.ts "$@"
+    npx tsx bench/multihost.ts "$@"

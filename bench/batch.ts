@@ -1,5 +1,5 @@
 import { afterAll, bench } from "vitest"
-import { batchedName } from "../src/bench/compare.js"
+import { batchedName } from "./lib/compare.js"
 
 /*
  * Three artefacts of measuring sub-microsecond work under vitest on a shared machine:
@@ -11,8 +11,8 @@ import { batchedName } from "../src/bench/compare.js"
  *   an idle machine for this single-threaded CPU-bound code.
  * - A clock read costs ~1 µs (a getrusage syscall), so each sample runs `batch` calls, sized
  *   so that one sample takes a few hundred microseconds; the bench is named `name (×batch)`
- *   and `scripts/bench.ts` divides the median by `batch` (`parseBenchName` in
- *   src/bench/compare.ts).
+ *   and `bench/micro.ts` divides the median by `batch` (`parseBenchName` in
+ *   bench/lib/compare.ts).
  * - vitest rewrites imports into getter calls on a module object
  *   (`(0, __vite_ssr_import_1__.pageCount)(…)`), a cost native ESM does not have. Bench files
  *   bind the functions they time to local constants at module level to keep it out.

@@ -539,7 +539,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   st->env = env;
   st->epfd = -1;
   /*
-   * 4 measured against 1 (scripts/dataplane-bench.ts, arm native-pipelined-drain1): +5-8% rps at
+   * 4 measured against 1 (bench/dataplane-bench.ts, arm native-pipelined-drain1): +5-8% rps at
    * 1x1 in every round, CPU per request unchanged within noise. The variable is for that A/B only.
    */
   const char *rounds = getenv("TALON_NATIVE_DRAIN_ROUNDS");

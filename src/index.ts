@@ -9,6 +9,7 @@
  *   TalonClient.layer({ coordinator: "127.0.0.1:7000" })
  *   Gateway.layerWith({ route: "cache", router, client })
  *   Actor.make({ name, protocol, capacity, initial, handlers }) // scoped; Remote.serve / Remote.ref
+ *   Loadgen.layer                                 // load runs against any GetRange server
  */
 export { LocalCluster, type LocalClusterOptions, type LocalClusterShape } from "./cluster/LocalCluster.js"
 export { Coordinator } from "./coordinator/Coordinator.js"
@@ -21,6 +22,15 @@ export { BackendStore } from "./backend/BackendStore.js"
 export { OriginStub } from "./origin/OriginStub.js"
 export { Gateway } from "./gateway/Gateway.js"
 export { Maglev, Rendezvous } from "./placement/index.js"
+export {
+  Loadgen,
+  LoadgenError,
+  type LoadgenShape,
+  type LoadResult,
+  type LoadSpec,
+  type LoadSpecInput,
+  loadSpec
+} from "./loadgen/Loadgen.js"
 export {
   Actor,
   ActorCrashed,

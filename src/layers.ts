@@ -62,7 +62,6 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   },
   origin: { imports: ["core", "config", "http", "actor"], holds: "the origin stub, a fake S3/Azure server for tests and `talon up`" },
   loadgen: { imports: library, holds: "the load generator" },
-  bench: { imports: [...library, "loadgen"], holds: "benchmark rounds and charts", dev: true },
   cluster: { imports: [...library, "origin"], holds: "`talon up`: a whole local cluster" },
   cli: { imports: [...library, "origin", "cluster", "loadgen"], holds: "the `talon` command" },
   root: { imports: [...library, "origin", "cluster", "loadgen"], holds: "the package entry (src/index.ts)" }

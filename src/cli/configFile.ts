@@ -1,6 +1,6 @@
 /**
  * The config file: the third source of every setting, after flags and the environment
- * (DESIGN.md: flag > `TALON_<COMPONENT>_<NAME>` > file > default).
+ * (docs/configuration.md: flag > `TALON_<COMPONENT>_<NAME>` > file > default).
  *
  * A file is TOML (or JSON when it ends in `.json`) with one table per component whose keys
  * are the environment names without their prefix, e.g. `[worker] cache_dirs = ["/a", "/b"]`

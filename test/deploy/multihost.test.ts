@@ -10,10 +10,10 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Effect } from "effect"
-import { waitHttp } from "../../scripts/multihost/cluster.js"
-import { cutOff, heal, listNamespaces, sweep, topology, unavailableReason } from "../../scripts/multihost/netns.js"
-import { runToEnd, start } from "../../scripts/multihost/procs.js"
-import { lastJson } from "../../scripts/multihost/throughput.js"
+import { waitHttp } from "../../bench/multihost/cluster.js"
+import { cutOff, heal, listNamespaces, sweep, topology, unavailableReason } from "../../bench/multihost/netns.js"
+import { runToEnd, start } from "../../bench/multihost/procs.js"
+import { lastJson } from "../../bench/multihost/throughput.js"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const talon = path.join(root, "bin", "talon.mjs")

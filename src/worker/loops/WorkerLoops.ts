@@ -49,7 +49,7 @@ export type Scheduling = "round-robin" | "shared"
 
 /**
  * Round-robin unless NODE_CLUSTER_SCHED_POLICY says otherwise. Measured on the
- * 2-core VM with `scripts/dataplane-bench.ts` (arm native-pipelined-x2-shared vs
+ * 2-core VM with `bench/dataplane-bench.ts` (arm native-pipelined-x2-shared vs
  * native-pipelined-x2, bench/data/dataplane.json; median of 4 paired rounds,
  * shared/round-robin rps): 64×1 0.80, 1024×1 0.88, 1×1 1.08, 64×16 1.01 (CPU
  * per request within noise). With long-lived connections the accept path is

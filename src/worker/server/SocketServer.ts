@@ -13,7 +13,7 @@
  *   those clients hang up.
  *
  * Connection fibers are per connection, not per request: the hot loop stays plain callbacks.
- * Paired runs of scripts/dataplane-bench.ts (64x16, native-pipelined, 6 runs each, before and
+ * Paired runs of bench/dataplane-bench.ts (64x16, native-pipelined, 6 runs each, before and
  * after this server) measured the same server CPU per request (19.0 and 19.2 µs).
  */
 import * as NodeSocket from "@effect/platform-node/NodeSocket"

@@ -1,6 +1,6 @@
 /**
  * The one shape of `bench/data/*.json` (documented in BENCHMARKS.md): what a
- * benchmark script writes and what `scripts/bench-charts.ts` renders into SVG
+ * benchmark script writes and what `bench/bench-charts.ts` renders into SVG
  * charts and markdown tables. Plain JSON rows plus declarative chart/table
  * specs, so a new benchmark drops a file in and gets charts without code.
  */
@@ -110,7 +110,7 @@ export interface BenchData {
   /** What the numbers measure, and what they do not. */
   readonly measures: string
   readonly caveats: ReadonlyArray<string>
-  /** How to reproduce, e.g. `npx tsx scripts/loadgen-vs-pound.ts --rounds 4`. */
+  /** How to reproduce, e.g. `npx tsx bench/loadgen-vs-pound.ts --rounds 4`. */
   readonly command: string
   /** Day of the measurement (YYYY-MM-DD); no time of day, so re-renders are stable. */
   readonly date: string

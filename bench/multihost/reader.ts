@@ -5,7 +5,7 @@
  * on SIGTERM, a final line with the counts, the error times and every stall (a gap between
  * completed reads) over 100 ms, so the harness can line them up with what it broke and when.
  *
- *   node --import tsx scripts/multihost/reader.ts --object s3://talon/k --copy FILE [--range 256K] [--concurrency 8]
+ *   node --import tsx bench/multihost/reader.ts --object s3://talon/k --copy FILE [--range 256K] [--concurrency 8]
  */
 import { readFileSync } from "node:fs"
 import { Effect } from "effect"

@@ -1,8 +1,8 @@
 /**
  * bench/data/multihost_throughput.json: the cross-node runs, their per-case medians and the
- * talon/ref ratios, with the chart and table specs `scripts/bench-charts.ts` renders.
+ * talon/ref ratios, with the chart and table specs `bench/bench-charts.ts` renders.
  */
-import { type BenchData, BENCH_DATA_SCHEMA, type Cell, describeMachine, type Row, today } from "../../src/bench/chartsData.js"
+import { type BenchData, BENCH_DATA_SCHEMA, type Cell, describeMachine, type Row, today } from "../lib/chartsData.js"
 import type { ThroughputResult } from "./throughput.js"
 
 export const DATASET_ID = "multihost_throughput"

@@ -2,59 +2,68 @@
  * Data-plane load test (`just dataplane-loadtest`): an origin stub, a coordinator
  * and one worker per data plane × serve mode (native/portable × pipelined/
  * multiplexed), plus the C ceiling server as the yardstick, all pinned to CPU 0;
- * `talon loadgen` pinned to CPU 1. Every worker is warmed with the whole object
+ * the Loadgen service (src/loadgen) in this process, pinned to CPU 1. Every worker is warmed with the whole object
  * (all hits), then for each connection count the arms run in paired,
  * order-swapped rounds. Prints a markdown table and writes bench/data/dataplane_loadtest.json
- * (scripts/dataplane-bench.ts, the pound-driven bench, owns bench/data/dataplane.json).
+ * (bench/dataplane-bench.ts, the pound-driven bench, owns bench/data/dataplane.json).
  *
- * Environment (all optional):
- *   CONNS=1,64,256,1024   connection counts swept
- *   DEPTH=16              requests in flight per connection
- *   SECONDS_PER=10        measured seconds per run
- *   WARMUP=3              warmup seconds per run
- *   ROUNDS=2              paired rounds per connection count
- *   COOLDOWN=1            seconds between runs
- *   ARMS=ceiling,native-pipelined,native-multiplexed,portable-pipelined,portable-multiplexed
- *   LOOPS=1               worker --loops
- *   SIZE=64M              object size
- *   SERVER_CPU=0 CLIENT_CPU=1
- *   NO_WRITE=1            do not write bench/data/dataplane_loadtest.json
+ * Flags (`--help` lists them; each also reads the environment variable it names, e.g. CONNS,
+ * DEPTH, SECONDS_PER, WARMUP, ROUNDS, COOLDOWN, ARMS, LOOPS, SIZE, SERVER_CPU, CLIENT_CPU, NO_WRITE).
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Data, Effect, Either } from "effect"
-import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, today } from "../src/bench/chartsData.js"
-import { type Arm, runRounds } from "../src/bench/rounds.js"
-import { parseIntList, parseSizeFlag } from "../src/loadgen/options.js"
+import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, today } from "./lib/chartsData.js"
+import { type Arm, runRounds } from "./lib/rounds.js"
+import { Loadgen, loadSpec } from "../src/loadgen/Loadgen.js"
+import { parseIntList, parseObject } from "../src/loadgen/options.js"
 import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../src/protocol/index.js"
-import { repoRoot } from "./lib/args.js"
+import { DEFAULT_MACHINE, repoRoot } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
 import { buildCeiling } from "./lib/ceiling.js"
+import { Flag, parseFlags, runDriver } from "./lib/driver.js"
+import * as Proc from "./lib/proc.js"
 
 const root = repoRoot
-const env = (name: string, def: string) => process.env[name] ?? def
+const flags = await parseFlags("dataplane-loadtest", "Workers per data plane × serve mode and the C ceiling server, driven by the Loadgen service over a sweep of connection counts.", {
+  conns: Flag.text("conns", "1,64,256,1024", "Connection counts swept, comma-separated.", "CONNS"),
+  depth: Flag.number("depth", 16, "Requests in flight per connection.", "DEPTH"),
+  seconds: Flag.number("seconds", 10, "Measured seconds per run.", "SECONDS_PER"),
+  warmup: Flag.number("warmup", 3, "Warmup seconds per run.", "WARMUP"),
+  rounds: Flag.number("rounds", 2, "Paired rounds per connection count.", "ROUNDS"),
+  cooldown: Flag.number("cooldown", 1, "Seconds between runs.", "COOLDOWN"),
+  arms: Flag.text("arms", "ceiling,native-pipelined,native-multiplexed,portable-pipelined,portable-multiplexed", "Arms: ceiling or PLANE-MODE, comma-separated.", "ARMS"),
+  loops: Flag.number("loops", 1, "Worker --loops.", "LOOPS"),
+  size: Flag.size("size", "64M", "Object size.", "SIZE"),
+  serverCpu: Flag.text("server-cpu", "0", "CPUs the servers are pinned to.", "SERVER_CPU"),
+  clientCpu: Flag.text("client-cpu", "1", "CPUs the load generator (this process) is pinned to.", "CLIENT_CPU"),
+  startupTimeout: Flag.number("startup-timeout", 180, "Seconds a server gets to say it listens.", "STARTUP_TIMEOUT"),
+  machine: Flag.text("machine", DEFAULT_MACHINE, "Machine description recorded in the data file.", "MACHINE"),
+  noWrite: Flag.bool("no-write", "Print only; do not write bench/data/dataplane_loadtest.json (or set NO_WRITE=1).")
+})
 const orDie = <A>(e: Either.Either<A, string>): A =>
   Either.getOrElse(e, (msg) => {
     console.error(msg)
     return process.exit(2)
   })
-const CONNS = orDie(parseIntList("CONNS", env("CONNS", "1,64,256,1024")))
-const DEPTH = Number(env("DEPTH", "16"))
-const SECONDS = Number(env("SECONDS_PER", "10"))
-const WARMUP = Number(env("WARMUP", "3"))
-const ROUNDS = Number(env("ROUNDS", "2"))
-const COOLDOWN = Number(env("COOLDOWN", "1"))
-const LOOPS = Number(env("LOOPS", "1"))
-const SIZE = orDie(parseSizeFlag("SIZE", env("SIZE", "64M")))
-const SERVER_CPU = env("SERVER_CPU", "0")
-const CLIENT_CPU = env("CLIENT_CPU", "1")
-const ARMS = env("ARMS", "ceiling,native-pipelined,native-multiplexed,portable-pipelined,portable-multiplexed").split(",")
+const CONNS = orDie(parseIntList("--conns", flags.conns))
+const DEPTH = flags.depth
+const SECONDS = flags.seconds
+const WARMUP = flags.warmup
+const ROUNDS = flags.rounds
+const COOLDOWN = flags.cooldown
+const LOOPS = flags.loops
+const SIZE = flags.size
+const SERVER_CPU = flags.serverCpu
+const CLIENT_CPU = flags.clientCpu
+const ARMS = flags.arms.split(",")
+const NO_WRITE = flags.noWrite || (process.env["NO_WRITE"] ?? "") !== ""
 const RANGE = 65536
-const STARTUP_TIMEOUT_S = Number(env("STARTUP_TIMEOUT", "180"))
+const STARTUP_TIMEOUT_S = flags.startupTimeout
 const BUCKET = "bench"
 const KEY = "dataplane/blob"
 const OBJECT = `s3://${BUCKET}/${KEY}`
@@ -70,60 +79,14 @@ interface Server {
 }
 
 
-/** Starts a pinned child and resolves with the first match of `ready` in its output. */
-const startChild = (
-  label: string,
-  cmd: ReadonlyArray<string>,
-  ready: RegExp,
-  extraEnv: Record<string, string> = {}
-): Effect.Effect<{ child: ChildProcess; match: RegExpMatchArray }, BenchFailed, import("effect").Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.async<{ child: ChildProcess; match: RegExpMatchArray }, BenchFailed>((resume) => {
-      const child = spawn("taskset", ["-c", SERVER_CPU, ...cmd], {
-        cwd: root,
-        env: { ...process.env, ...extraEnv },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let out = ""
-      let done = false
-      const onData = (d: Buffer) => {
-        out += d.toString()
-        const m = ready.exec(out)
-        if (m && !done) {
-          done = true
-          clearTimeout(timer)
-          resume(Effect.succeed({ child, match: m }))
-        }
-      }
-      child.stdout!.on("data", onData)
-      child.stderr!.on("data", onData)
-      // A child that never says it is ready (a changed log line, a hang) must not hang the bench.
-      const timer = setTimeout(() => {
-        if (!done) {
-          done = true
-          child.kill("SIGKILL")
-          resume(Effect.fail(new BenchFailed({ message: `${label} did not print ${ready} within ${STARTUP_TIMEOUT_S} s:\n${out}` })))
-        }
-      }, STARTUP_TIMEOUT_S * 1000)
-      child.once("exit", (code) => {
-        clearTimeout(timer)
-        if (!done) {
-          done = true
-          resume(Effect.fail(new BenchFailed({ message: `${label} exited (${code}) before it was ready:\n${out}` })))
-        }
-      })
-    }),
-    ({ child }) =>
-      Effect.promise(
-        () =>
-          new Promise<void>((done) => {
-            if (child.exitCode !== null || child.signalCode !== null) return done()
-            child.once("exit", () => done())
-            child.kill("SIGTERM")
-            setTimeout(() => child.kill("SIGKILL"), 5000).unref()
-          })
-      )
-  )
+/** Starts a pinned child (stopped with the driver's scope) and returns the first match of `ready` in its output. */
+const startChild = (label: string, cmd: ReadonlyArray<string>, ready: RegExp, extraEnv: Record<string, string> = {}) =>
+  Effect.gen(function* () {
+    const child = yield* Proc.spawn(label, cmd, { cpus: SERVER_CPU, env: extraEnv })
+    // A child that never says it is ready (a changed log line, a hang) must not hang the bench.
+    const match = yield* child.waitFor(ready, `${STARTUP_TIMEOUT_S} seconds`)
+    return { child, match }
+  })
 
 /** Reads the whole object through a worker in 1 MiB GetRanges, so every later read is a hit. */
 const warm = (addr: string): Effect.Effect<void, BenchFailed> =>
@@ -173,30 +136,40 @@ interface Result {
   readonly errors: number
 }
 
-const loadgen = (server: Server, conns: number): Effect.Effect<Result, BenchFailed> =>
-  Effect.async<Result, BenchFailed>((resume) => {
-    const args = [
-      "-c", CLIENT_CPU, ...talonBin(), "loadgen",
-      "--addr", server.addr, "--conns", String(conns), "--depth", String(DEPTH), "--range", String(RANGE),
-      "--seconds", String(SECONDS), "--warmup", String(WARMUP), "--object", OBJECT, "--size", String(SIZE),
-      "--server-pid", server.pids.join(","), "--json"
-    ]
-    const child = spawn("taskset", args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
-    let out = ""
-    let err = ""
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()))
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()))
-    child.on("exit", (code) => {
-      if (code !== 0) return resume(Effect.fail(new BenchFailed({ message: `loadgen against ${server.name} (${conns} conns) failed: ${err.trim()}` })))
-      resume(Effect.succeed(JSON.parse(out.trim().split("\n").pop()!) as Result))
-    })
-    return Effect.sync(() => child.kill("SIGKILL"))
+const OBJECT_ID = orDie(parseObject("object", OBJECT, "s3", undefined))
+
+/** One run of the Loadgen service against `server`; a run with errors fails the bench. */
+const loadgen = (server: Server, conns: number): Effect.Effect<Result, BenchFailed, Loadgen> =>
+  Effect.gen(function* () {
+    const [host, port] = [server.addr.slice(0, server.addr.lastIndexOf(":")), Number(server.addr.slice(server.addr.lastIndexOf(":") + 1))]
+    const spec = loadSpec({ host, port, object: OBJECT_ID, size: SIZE, conns, depth: DEPTH, range: RANGE, seconds: SECONDS, warmup: WARMUP, serverPids: server.pids })
+    const r = yield* (yield* Loadgen).runChecked(spec).pipe(
+      Effect.mapError((e) => new BenchFailed({ message: `loadgen against ${server.name} (${conns} conns) failed: ${e.message}` }))
+    )
+    const n = (v: number | null) => v ?? NaN
+    return {
+      rps: r.rps,
+      p50_us: n(r.p50_us),
+      p90_us: n(r.p90_us),
+      p99_us: n(r.p99_us),
+      p999_us: n(r.p999_us),
+      max_us: n(r.max_us),
+      cpu_percent: n(r.cpu_percent),
+      kernel_share: n(r.kernel_share),
+      cpu_us_per_req: n(r.cpu_us_per_req),
+      rss_kb: n(r.rss_kb),
+      client_cores: r.client_cores,
+      samples: r.samples,
+      errors: r.errors
+    }
   })
 
 const r2 = (x: number) => Math.round(x * 100) / 100
 
 const main = Effect.gen(function* () {
   buildDist()
+  // Loadgen threads start later and inherit the affinity of the thread that creates them.
+  execFileSync("taskset", ["-a", "-pc", CLIENT_CPU, String(process.pid)], { stdio: "ignore" })
   const dir = mkdtempSync(join(tmpdir(), "dataplane-loadtest-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   const originRoot = join(dir, "origin")
@@ -244,7 +217,7 @@ const main = Effect.gen(function* () {
       return yield* Effect.fail(new BenchFailed({ message: `${arm}: the worker runs the ${w.match[2]} plane, not ${plane}` }))
     }
     const pids = (w.match[4] ?? "").split(",").filter((p) => p.trim() !== "").map((p) => Number(p.trim()))
-    servers.push({ name: arm, addr: w.match[1]!, pids: [...new Set([w.child.pid!, ...pids])], plane, mode })
+    servers.push({ name: arm, addr: w.match[1]!, pids: [...new Set([w.child.pid, ...pids])], plane, mode })
   }
   for (const s of servers) {
     yield* warm(s.addr)
@@ -256,7 +229,7 @@ const main = Effect.gen(function* () {
   const summary: Array<Row> = []
   const ratios: Array<Row> = []
   for (const conns of CONNS) {
-    const arms: Array<Arm<Result, BenchFailed>> = servers.map((s) => ({ name: s.name, run: () => loadgen(s, conns) }))
+    const arms: Array<Arm<Result, BenchFailed, Loadgen>> = servers.map((s) => ({ name: s.name, run: () => loadgen(s, conns) }))
     const report = yield* runRounds(arms, {
       rounds: ROUNDS,
       coolDown: `${COOLDOWN} seconds`,
@@ -327,9 +300,9 @@ const main = Effect.gen(function* () {
       "The VM is shared with other work; arms are compared per round (ratios to the ceiling), never across rounds.",
       "CPU is sampled from /proc in 10 ms ticks; short windows make CPU numbers coarse."
     ],
-    command: `CONNS=${CONNS.join(",")} DEPTH=${DEPTH} SECONDS_PER=${SECONDS} ROUNDS=${ROUNDS} LOOPS=${LOOPS} npx tsx scripts/dataplane-loadtest.ts`,
+    command: `npx tsx bench/dataplane-loadtest.ts --conns ${CONNS.join(",")} --depth ${DEPTH} --seconds ${SECONDS} --rounds ${ROUNDS} --loops ${LOOPS}`,
     date: today(),
-    machine: describeMachine(env("MACHINE", "2-vCPU KVM VM (AMD EPYC), shared with other workloads")),
+    machine: describeMachine(flags.machine),
     params: { depth: DEPTH, range: RANGE, object_size: SIZE, seconds: SECONDS, warmup: WARMUP, rounds: ROUNDS, loops: LOOPS, baseline },
     runs,
     summary,
@@ -371,14 +344,11 @@ const main = Effect.gen(function* () {
       }
     ]
   }
-  if (env("NO_WRITE", "") === "") {
+  if (!NO_WRITE) {
     const path = join(root, "bench", "data", "dataplane_loadtest.json")
     writeFileSync(path, JSON.stringify(data, null, 2) + "\n")
     console.log(`wrote ${path}`)
   }
 })
 
-Effect.runPromise(Effect.scoped(main)).catch((e: unknown) => {
-  console.error(e instanceof Error ? e.message : String(e))
-  process.exit(1)
-})
+runDriver(Effect.provide(main, Loadgen.layer))

@@ -4,40 +4,44 @@
  * clients pinned to the same single core (CPU 1), 64 connections × depth 16,
  * 64 KiB ranges, in paired order-swapped rounds. Not a CI gate.
  *
- *   npx tsx scripts/loadgen-vs-pound.ts [--rounds 4] [--seconds 5] [--warmup 1]
- *       [--conns 64] [--depth 16] [--cooldown 1] [--spin] [--no-write]
+ *   npx tsx bench/loadgen-vs-pound.ts [--rounds 4] [--seconds 5] [--warmup 1]
+ *       [--conns 64] [--depth 16] [--cooldown 1] [--spin] [--no-write]   (--help lists them)
  *
  * Writes bench/data/loadgen_vs_pound.json (unless --no-write) and prints the
  * per-round table and the median per-round loadgen/pound ratios.
  */
-import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Data, Effect } from "effect"
-import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, ratioTable, rowsFromRounds, summaryTable, today } from "../src/bench/chartsData.js"
-import { type Arm, runRounds } from "../src/bench/rounds.js"
-import { repoRoot, scriptArgs } from "./lib/args.js"
+import type { CommandExecutor } from "@effect/platform"
+import { Effect } from "effect"
+import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, ratioTable, rowsFromRounds, summaryTable, today } from "./lib/chartsData.js"
+import { type Arm, runRounds } from "./lib/rounds.js"
+import { repoRoot } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
 import { buildCeiling } from "./lib/ceiling.js"
+import { Flag, parseFlags, runDriver } from "./lib/driver.js"
+import * as Proc from "./lib/proc.js"
 
 const root = repoRoot
-const args = scriptArgs()
-const has = args.has
-const rounds = args.number("rounds", 4)
-const seconds = args.number("seconds", 5)
-const warmup = args.number("warmup", 1)
-const conns = args.number("conns", 64)
-const depth = args.number("depth", 16)
-const cooldown = args.number("cooldown", 1)
-const spin = has("spin")
-const machineName = args.machine()
+const flags = await parseFlags("loadgen-vs-pound", "talon loadgen vs the C pound client against the ceiling server, paired order-swapped rounds.", {
+  rounds: Flag.number("rounds", 4, "Measured rounds (each runs both clients once)."),
+  seconds: Flag.number("seconds", 5, "Measured window per run, seconds."),
+  warmup: Flag.number("warmup", 1, "Warmup per run, seconds."),
+  conns: Flag.number("conns", 64, "Connections."),
+  depth: Flag.number("depth", 16, "Requests in flight per connection."),
+  cooldown: Flag.number("cooldown", 1, "Pause between runs, seconds."),
+  spin: Flag.bool("spin", "pound busy-polls instead of sleeping in epoll_wait."),
+  noWrite: Flag.bool("no-write", "Print only; do not write bench/data/loadgen_vs_pound.json."),
+  refTalon: Flag.text("ref-talon", "", "bin/talon.mjs of another checkout: adds its loadgen as arm loadgen-ref (a paired old-vs-new check)."),
+  machine: Flag.machine()
+})
+const { rounds, seconds, warmup, conns, depth, cooldown, spin } = flags
+const machineName = flags.machine
 const SIZE = 64 * 1024 * 1024
 const OBJECT = "az://bench/blob"
 const KEY_METRICS = ["rps", "p50_us", "p99_us", "server_cpu_us_per_req", "client_cores", "client_us_per_req"]
-
-class ArmFailed extends Data.TaggedError("ArmFailed")<{ readonly message: string }> {}
 
 /** The metrics both clients report, under one set of names. */
 interface Metrics {
@@ -69,17 +73,22 @@ const withClientCost = (m: Omit<Metrics, "client_us_per_req" | "client_reads_per
 
 const loadavg = (): number => Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0])
 
-const run = (cmd: string, argv: ReadonlyArray<string>): Effect.Effect<string, ArmFailed> =>
-  Effect.async<string, ArmFailed>((resume) => {
-    const child = spawn(cmd, argv, { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
-    let out = ""
-    let err = ""
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()))
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()))
-    child.on("exit", (code) =>
-      resume(code === 0 ? Effect.succeed(out) : Effect.fail(new ArmFailed({ message: `${cmd} ${argv.join(" ")} exited ${code}: ${err.trim()}` })))
-    )
-    return Effect.sync(() => child.kill("SIGKILL"))
+const loadgenMetrics = (j: Record<string, number>): Metrics =>
+  withClientCost({
+    rps: j["rps"]!,
+    mib_s: j["mib_s"]!,
+    p50_us: j["p50_us"]!,
+    p99_us: j["p99_us"]!,
+    p999_us: j["p999_us"]!,
+    max_us: j["max_us"]!,
+    samples: j["samples"]!,
+    errors: j["errors"]!,
+    server_cpu_percent: j["cpu_percent"]!,
+    server_kernel_share: j["kernel_share"]!,
+    server_cpu_us_per_req: j["cpu_us_per_req"]!,
+    client_cores: j["client_cores"]!,
+    client_reads_per_req: j["client_reads_per_req"]!,
+    client_writes_per_req: j["client_writes_per_req"]!
   })
 
 const lastJson = (out: string): Record<string, number> => JSON.parse(out.trim().split("\n").pop()!) as Record<string, number>
@@ -92,27 +101,18 @@ const main = Effect.gen(function* () {
   const blob = join(dir, "blob")
   writeFileSync(blob, randomBytes(SIZE))
 
-  const server = spawn("taskset", ["-c", "0", tools.ceiling, "--listen", "127.0.0.1:0", "--file", blob], {
-    stdio: ["ignore", "pipe", "inherit"]
-  })
-  yield* Effect.addFinalizer(() => Effect.sync(() => server.kill("SIGTERM")))
-  const { port, pid } = yield* Effect.async<{ port: number; pid: number }>((resume) => {
-    let out = ""
-    server.stdout!.on("data", (d: Buffer) => {
-      out += d.toString()
-      const m = /listening on 127\.0\.0\.1:(\d+) pid (\d+)/.exec(out)
-      if (m) resume(Effect.succeed({ port: Number(m[1]), pid: Number(m[2]) }))
-    })
-  })
+  const server = yield* Proc.spawn("ceiling", [tools.ceiling, "--listen", "127.0.0.1:0", "--file", blob], { cpus: "0", echoStderr: true })
+  const listening = yield* server.waitFor(/listening on 127\.0\.0\.1:(\d+) pid (\d+)/)
+  const [port, pid] = [Number(listening[1]), Number(listening[2])]
   console.log(`ceiling on 127.0.0.1:${port} (pid ${pid}, CPU 0); clients on CPU 1; ${conns}×${depth}, 64 KiB, ${rounds} rounds × ${seconds} s`)
 
   const common = ["--conns", String(conns), "--depth", String(depth), "--seconds", String(seconds), "--warmup", String(warmup)]
   const target = ["--addr", `127.0.0.1:${port}`, "--range", "64K", "--object", OBJECT, "--size", "64M", "--server-pid", String(pid), "--json"]
 
-  const pound: Arm<Metrics, ArmFailed> = {
+  const pound: Arm<Metrics, Proc.ProcError, CommandExecutor.CommandExecutor> = {
     name: "pound",
     run: () =>
-      run("taskset", ["-c", "1", tools.pound, ...common, ...target, ...(spin ? ["--spin"] : [])]).pipe(
+      Proc.run("pound", [tools.pound, ...common, ...target, ...(spin ? ["--spin"] : [])], { cpus: "1" }).pipe(
         Effect.map(lastJson),
         Effect.map((j) => withClientCost({
           rps: j["rps"]!,
@@ -130,32 +130,22 @@ const main = Effect.gen(function* () {
         }))
       )
   }
-  const loadgen: Arm<Metrics, ArmFailed> = {
+  const loadgen: Arm<Metrics, Proc.ProcError, CommandExecutor.CommandExecutor> = {
     name: "loadgen",
     run: () =>
-      run("taskset", ["-c", "1", ...talonBin(), "loadgen", ...common, ...target]).pipe(
+      Proc.run("talon loadgen", [...talonBin(), "loadgen", ...common, ...target], { cpus: "1" }).pipe(
         Effect.map(lastJson),
-        Effect.map((j) => withClientCost({
-          rps: j["rps"]!,
-          mib_s: j["mib_s"]!,
-          p50_us: j["p50_us"]!,
-          p99_us: j["p99_us"]!,
-          p999_us: j["p999_us"]!,
-          max_us: j["max_us"]!,
-          samples: j["samples"]!,
-          errors: j["errors"]!,
-          server_cpu_percent: j["cpu_percent"]!,
-          server_kernel_share: j["kernel_share"]!,
-          server_cpu_us_per_req: j["cpu_us_per_req"]!,
-          client_cores: j["client_cores"]!,
-          client_reads_per_req: j["client_reads_per_req"]!,
-          client_writes_per_req: j["client_writes_per_req"]!
-        }))
+        Effect.map(loadgenMetrics)
       )
   }
 
+  const arms = [pound, loadgen]
+  if (flags.refTalon !== "") {
+    const refBin = [process.execPath, "--no-memory-reducer", flags.refTalon]
+    arms.push({ name: "loadgen-ref", run: () => Proc.run("reference talon loadgen", [...refBin, "loadgen", ...common, ...target], { cpus: "1" }).pipe(Effect.map(lastJson), Effect.map(loadgenMetrics)) })
+  }
   const load1Before = loadavg()
-  const report = yield* runRounds([pound, loadgen], {
+  const report = yield* runRounds(arms, {
     rounds,
     coolDown: `${cooldown} seconds`,
     baseline: "pound",
@@ -175,6 +165,12 @@ const main = Effect.gen(function* () {
     console.log(
       `| ${m} | ${report.summary["pound"]![m]!.median} | ${report.summary["loadgen"]![m]!.median} | ${ratio[m]!.median.toFixed(3)} | ${ratio[m]!.perRound.map((v) => v.toFixed(3)).join(" ")} |`
     )
+  }
+  const ref = report.ratios["loadgen-ref"]
+  if (ref !== undefined) {
+    const perRound = ratio["rps"]!.perRound.map((v, i) => v / ref["rps"]!.perRound[i]!)
+    console.log(`\nloadgen / loadgen-ref rps per round (each against the same round's pound): ${perRound.map((v) => v.toFixed(3)).join(" ")}`)
+    console.log(`loadgen-ref/pound rps median ${ref["rps"]!.median.toFixed(3)}; client µs/req median: loadgen ${report.summary["loadgen"]!["client_us_per_req"]!.median}, loadgen-ref ${report.summary["loadgen-ref"]!["client_us_per_req"]!.median}`)
   }
   const verdict = ratio["rps"]!.median >= 0.9 ? "PASS" : "FAIL"
   console.log(`\nloadgen/pound rps, median of per-round ratios: ${ratio["rps"]!.median.toFixed(3)} (target ≥ 0.9): ${verdict}`)
@@ -196,7 +192,7 @@ const main = Effect.gen(function* () {
       "pound copies payloads into user space with recv(); loadgen reads through libuv into one reused buffer; neither verifies bytes here.",
       `loadgen grows its depth from 1 to ${depth} over the first half of its warmup (at most 1 s; pound starts at full depth). Without it some runs kept every TCP receive window at its initial ~230 KiB, the server then transmitted inside the client's window updates on the client's core, and loadgen paid ~38 µs/request instead of ~21. The measured window is at full depth for both.`
     ],
-    command: `npx tsx scripts/loadgen-vs-pound.ts --rounds ${rounds} --seconds ${seconds} --warmup ${warmup} --conns ${conns} --depth ${depth}${spin ? " --spin" : ""}`,
+    command: `npx tsx bench/loadgen-vs-pound.ts --rounds ${rounds} --seconds ${seconds} --warmup ${warmup} --conns ${conns} --depth ${depth}${spin ? " --spin" : ""}`,
     date: today(),
     machine: describeMachine(machineName),
     params: {
@@ -259,14 +255,11 @@ const main = Effect.gen(function* () {
       row["arm"] === "loadgen" ? { ...row, rps_ratio: Math.round(ratio["rps"]!.perRound[Number(row["round"]) - 1]! * 1000) / 1000 } : row
     )
   }
-  if (!has("no-write")) {
+  if (!flags.noWrite) {
     const path = join(root, "bench", "data", "loadgen_vs_pound.json")
     writeFileSync(path, JSON.stringify(withRatio, null, 2) + "\n")
     console.log(`wrote ${path}`)
   }
 })
 
-Effect.runPromise(Effect.scoped(main)).catch((e: unknown) => {
-  console.error(e instanceof Error ? e.message : String(e))
-  process.exit(1)
-})
+runDriver(main)

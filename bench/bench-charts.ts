@@ -2,8 +2,8 @@
  * Renders every bench/data/*.json into SVG charts under docs/assets/bench/ and
  * fills the `<!-- bench-table: dataset/table -->` sections of BENCHMARKS.md.
  *
- *   npx tsx scripts/bench-charts.ts            write charts and tables
- *   npx tsx scripts/bench-charts.ts --check    render to a scratch dir; exit 1 when a
+ *   npx tsx bench/bench-charts.ts            write charts and tables
+ *   npx tsx bench/bench-charts.ts --check    render to a scratch dir; exit 1 when a
  *                                              committed chart or table is stale, missing
  *                                              or orphaned (nothing is written)
  *
@@ -13,8 +13,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os"
 import { basename, dirname, join, relative, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import { chartFile, fillTables, markdownTable, renderSvg, vegaLiteSpec } from "../src/bench/charts.js"
-import { type BenchData, checkBenchData } from "../src/bench/chartsData.js"
+import { chartFile, fillTables, markdownTable, renderSvg, vegaLiteSpec } from "./lib/charts.js"
+import { type BenchData, checkBenchData } from "./lib/chartsData.js"
 
 const root = resolve(process.env.TALON_BENCH_ROOT ?? join(dirname(fileURLToPath(import.meta.url)), ".."))
 const dataDir = join(root, "bench", "data")

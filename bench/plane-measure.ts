@@ -1,7 +1,7 @@
 /**
  * Per-call cost of the native data plane's kernel calls, and CPU per 64 KiB response end to end.
  *
- *   npx tsx scripts/plane-measure.ts     (pin it for steadier numbers: taskset -c 0 npx tsx ...)
+ *   npx tsx bench/plane-measure.ts     (pin it for steadier numbers: taskset -c 0 npx tsx ...)
  *
  * Why an N-API addon and not an FFI: this script once also drove the same libc calls through
  * koffi 3.3.4 (prebuilt FFI), rounds paired A B B A on this 2-core machine under load. CPU per
@@ -20,7 +20,6 @@
  * End to end: header + 64 KiB ranges to a draining reader process over loopback through the
  * real NativeWriter; CPU (user+sys) of this process per response.
  */
-import { spawn } from "node:child_process"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as net from "node:net"
@@ -28,12 +27,15 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { makeNativePlane } from "../src/worker/plane/Native.js"
 import { loadNativeAddon } from "../src/worker/plane/NativeAddon.js"
+import { median } from "../src/loadgen/quantile.js"
+import { Effect } from "effect"
+import { runDriver } from "./lib/driver.js"
+import * as Proc from "./lib/proc.js"
 import { Connection } from "../src/worker/server/SocketServer.js"
 
 const ROUNDS = 7
 const CALLS = 200_000
 
-const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 /**
  * CPU time per call, split into user (JS, the crossing into C, argument conversion) and system
@@ -124,21 +126,31 @@ const micro = async (calls: Calls, file: { fd: number; size: number }) => {
   return { sendNs, sendfileNs }
 }
 
-/** Header + 64 KiB responses through the real native writer to a draining child process. */
-const endToEnd = async (file: { fd: number; size: number }, responses: number) => {
-  const plane = makeNativePlane()
-  if (plane.name !== "native") throw new Error(plane.reason)
-  const server = net.createServer()
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
-  const port = (server.address() as net.AddressInfo).port
-  const accepted = new Promise<net.Socket>((r) => server.once("connection", r))
-  const total = responses * (16 + 65536)
-  const reader = spawn(
-    process.execPath,
-    ["-e", `let n=0;const s=require("net").connect(${port},"127.0.0.1");s.on("data",b=>{n+=b.length;if(n>=${total})s.destroy()})`],
-    { stdio: "inherit" }
-  )
-  const socket = await accepted
+/** Header + 64 KiB responses through the real native writer to a draining child process (stopped with the scope). */
+const endToEnd = (file: { fd: number; size: number }, responses: number) =>
+  Effect.gen(function* () {
+    const plane = makeNativePlane()
+    if (plane.name !== "native") return yield* Effect.dieMessage(plane.reason)
+    const server = yield* Effect.acquireRelease(
+      Effect.promise(() => new Promise<net.Server>((r) => { const srv = net.createServer(); srv.listen(0, "127.0.0.1", () => r(srv)) })),
+      (srv) => Effect.sync(() => srv.close())
+    )
+    const port = (server.address() as net.AddressInfo).port
+    const accepted = new Promise<net.Socket>((r) => server.once("connection", r))
+    const total = responses * (16 + 65536)
+    const reader = yield* Proc.spawn("reader", [
+      process.execPath,
+      "-e",
+      `let n=0;const s=require("net").connect(${port},"127.0.0.1");s.on("data",b=>{n+=b.length;if(n>=${total})s.destroy()})`
+    ])
+    const socket = yield* Effect.promise(() => accepted)
+    const result = yield* Effect.promise(() => drive(plane, socket, file, responses))
+    yield* reader.exitCode
+    socket.destroy()
+    return result
+  })
+
+const drive = async (plane: ReturnType<typeof makeNativePlane>, socket: net.Socket, file: { fd: number; size: number }, responses: number) => {
   const writer = plane.attach(new Connection(socket))
   const header = new Uint8Array(16)
   const slots = file.size / 65536
@@ -159,9 +171,6 @@ const endToEnd = async (file: { fd: number; size: number }, responses: number) =
   const cpu = process.cpuUsage(cpu0)
   const wall = Number(process.hrtime.bigint() - t0) / 1e9
   const k1 = load.addon.counters()
-  await new Promise((r) => reader.once("exit", r))
-  socket.destroy()
-  server.close()
   return {
     responses,
     rps: Math.round(responses / wall),
@@ -172,24 +181,22 @@ const endToEnd = async (file: { fd: number; size: number }, responses: number) =
   }
 }
 
-const main = async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "talon-plane-measure-"))
+const main = Effect.gen(function* () {
+  const dir = yield* Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "talon-plane-measure-"))),
+    (d) => Effect.sync(() => fs.rmSync(d, { recursive: true, force: true }))
+  )
   const p = path.join(dir, "data")
   const size = 64 * 65536
   fs.writeFileSync(p, crypto.randomBytes(size))
-  const file = { fd: fs.openSync(p, "r"), size }
-  try {
-    const results: Record<string, unknown> = {}
-    results["n-api addon"] = await micro(addonCalls(), file)
-    results["end-to-end (n-api addon, depth 16)"] = await endToEnd(file, 100_000)
-    console.log(JSON.stringify(results, null, 2))
-  } finally {
-    fs.closeSync(file.fd)
-    fs.rmSync(dir, { recursive: true, force: true })
-  }
-}
-
-main().catch((e) => {
-  console.error(e)
-  process.exit(1)
+  const file = yield* Effect.acquireRelease(
+    Effect.sync(() => ({ fd: fs.openSync(p, "r"), size })),
+    (f) => Effect.sync(() => fs.closeSync(f.fd))
+  )
+  const results: Record<string, unknown> = {}
+  results["n-api addon"] = yield* Effect.promise(() => micro(addonCalls(), file))
+  results["end-to-end (n-api addon, depth 16)"] = yield* endToEnd(file, 100_000)
+  console.log(JSON.stringify(results, null, 2))
 })
+
+runDriver(main)

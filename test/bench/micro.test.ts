@@ -5,7 +5,7 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 
 /*
- * Drives the real scripts/bench.ts (save and check) as a process against a temp bench dir
+ * Drives the real bench/micro.ts (save and check) as a process against a temp bench dir
  * (TALON_BENCH_DIR). `run` spawns vitest bench over the real suite, which takes minutes, so
  * it is exercised by `npm run bench`; its conversion is unit-tested in test/bench/compare.test.ts.
  */
@@ -16,7 +16,7 @@ const bench = (dir: string, ...args: Array<string>): Promise<{ code: number; std
   new Promise((done) => {
     execFile(
       process.execPath,
-      [tsx, join(root, "scripts", "bench.ts"), ...args],
+      [tsx, join(root, "bench", "micro.ts"), ...args],
       { cwd: root, env: { ...process.env, TALON_BENCH_DIR: dir } },
       (error, stdout, stderr) => done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
     )
@@ -36,7 +36,7 @@ const writeJson = (path: string, value: unknown) => {
   writeFileSync(path, JSON.stringify(value))
 }
 
-describe("scripts/bench.ts", () => {
+describe("bench/micro.ts", () => {
   it("save copies latest.json to baselines/NAME.json", () =>
     withDir(async (dir) => {
       writeJson(join(dir, "results", "latest.json"), { "core::a": 10, "placement::locate/8": 800 })

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url"
 import { Either } from "effect"
 import { parseSize } from "../../src/core/size.js"
 
-/** The repository root (scripts/lib/ → ../..). */
+/** The repository root (bench/lib/ → ../..). */
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
 
 /** The machine name every data file records unless `--machine` says otherwise. */

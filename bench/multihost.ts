@@ -4,11 +4,11 @@
  * host of its own name; hosts meet on a bridge whose ports are shaped with tc. Scenarios:
  *
  *   throughput        worker on one host, loadgen on another, vs the C reference server (tools/ref)
- *   coordinator-kill  kill -9 a coordinator under load             (scripts/multihost/ha.ts)
+ *   coordinator-kill  kill -9 a coordinator under load             (bench/multihost/ha.ts)
  *   etcd-cut          cut a coordinator off from etcd under load
  *   worker-kill       kill -9 a worker under load
  *
- *   npx tsx scripts/multihost.ts [--scenarios throughput,coordinator-kill,etcd-cut,worker-kill] [--rate 2] [--delay-us 500]
+ *   npx tsx bench/multihost.ts [--scenarios throughput,coordinator-kill,etcd-cut,worker-kill] [--rate 2] [--delay-us 500]
  *       [--conns 4,32] [--depths 1,16] [--seconds 4] [--warmup 1] [--rounds 2] [--no-write]
  *
  * Everything it creates (namespaces, links, processes, /etc/netns/<ns>, its temp dir) is
@@ -98,7 +98,7 @@ const main = Effect.gen(function* () {
     const after = loadavg()
     const data = throughputData(result, {
       machine: args.machine(),
-      command: `npx tsx scripts/multihost.ts --scenarios throughput --rate ${rateGbit} --delay-us ${delayUs} --conns ${conns.join(",")} --depths ${depths.join(",")} --seconds ${seconds} --warmup ${warmup} --rounds ${rounds}`,
+      command: `npx tsx bench/multihost.ts --scenarios throughput --rate ${rateGbit} --delay-us ${delayUs} --conns ${conns.join(",")} --depths ${depths.join(",")} --seconds ${seconds} --warmup ${warmup} --rounds ${rounds}`,
       rateBps: shape.rateBps,
       delayUs,
       delayVia,
@@ -142,7 +142,7 @@ const main = Effect.gen(function* () {
           runDir,
           talonArgv,
           tsArgv: [process.execPath, "--import", "tsx"],
-          readerScript: join(repoRoot, "scripts", "multihost", "reader.ts"),
+          readerScript: join(repoRoot, "bench", "multihost", "reader.ts"),
           settleSeconds: settle,
           scenarios: ha
         })

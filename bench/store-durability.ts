@@ -1,13 +1,13 @@
 /**
  * What durable, verified cache files cost (BENCHMARKS.md "Durable cache files").
  *
- *   npx tsx scripts/store-durability.ts [--rounds 6] [--pages 48] [--page-size 1M] [--dir DIR]
+ *   npx tsx bench/store-durability.ts [--rounds 6] [--pages 48] [--page-size 1M] [--dir DIR]
  *
  * 1. Miss path, fsync vs none: the worker's own Fetcher fills `--pages` pages into a fresh
  *    DiskStore on the cache dir's filesystem (default: the OS temp dir) from an in-memory
  *    origin that hands 64 KiB chunks, so only the store's work is timed: write, XXH64, then
  *    fdatasync (arm "fsync") or not (arm "nofsync"), rename, index. Paired rounds, order
- *    swapped every round (src/bench/rounds.ts); reports per-page fill time and the ratio.
+ *    swapped every round (bench/lib/rounds.ts); reports per-page fill time and the ratio.
  * 2. Hashing: MB/s of XXH64 (the store's checksum) and node:crypto SHA-256 over 1 MiB, in
  *    64 KiB updates, alternated in rounds.
  * 3. Verify: the time to re-hash one cached page from the page cache (checkFile), which is
@@ -19,23 +19,24 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
-import { median, roundOrder, spread } from "../src/bench/rounds.js"
+import { median, roundOrder, spread } from "./lib/rounds.js"
 import { Backend, type BlockId } from "../src/core/ids.js"
-import { Either } from "effect"
-import { parseSize } from "../src/core/size.js"
+import { Flag, parseFlags } from "./lib/driver.js"
 import { fetchRun, type RangeFetch } from "../src/worker/miss/fetchRun.js"
 import { checkFile, hasher, loadHasher } from "../src/worker/store/checksum.js"
 import { DiskStore } from "../src/worker/store/DiskStore.js"
 import { blockKey } from "../src/worker/store/layout.js"
 
-const arg = (name: string, fallback: string): string => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1]! : fallback
-}
-const ROUNDS = Number(arg("rounds", "6"))
-const PAGES = Number(arg("pages", "48"))
-const PAGE = Either.getOrThrowWith(parseSize(arg("page-size", "1M")), (why) => new Error(`--page-size: ${why}`))
-const BASE = arg("dir", os.tmpdir())
+const flags = await parseFlags("store-durability", "What durable, verified cache files cost: fill with and without fsync, hashing, verify and size checks.", {
+  rounds: Flag.number("rounds", 6, "Paired rounds of the fill comparison."),
+  pages: Flag.number("pages", 48, "Pages filled per run."),
+  pageSize: Flag.size("page-size", "1M", "Page size."),
+  dir: Flag.text("dir", os.tmpdir(), "Directory on the filesystem to measure (the cache dir's).")
+})
+const ROUNDS = flags.rounds
+const PAGES = flags.pages
+const PAGE = flags.pageSize
+const BASE = flags.dir
 const CHUNK = 64 * 1024
 
 const source = Buffer.alloc(PAGES * PAGE)

@@ -8,7 +8,7 @@
  *                      markdown table against bench/baselines/NAME.json (default main);
  *                      exit 1 on a regression beyond PCT (default 10), 0 with --soft
  *
- * The comparison logic lives in src/bench/compare.ts.
+ * The comparison logic lives in bench/lib/compare.ts.
  */
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -25,7 +25,7 @@ import {
   scope,
   type Results,
   resultsFromVitestJson
-} from "../src/bench/compare.js"
+} from "./lib/compare.js"
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..")
 /** Where results, baselines and bench files live; overridable so tests use a temp dir. */

@@ -1,6 +1,6 @@
 /**
  * Microbenchmark results and their comparison against a saved baseline (DESIGN.md
- * "Benchmarks and measurement"). Pure: `scripts/bench.ts` does the I/O.
+ * "Benchmarks and measurement"). Pure: `bench/micro.ts` does the I/O.
  *
  * A results file is `{ "area::name[/arg]": median_ns }`, `area` being the bench file
  * (`bench/placement.bench.ts` → `placement`), so names line up with Talon's published
@@ -209,7 +209,7 @@ const USAGE =
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
 
 /**
- * Parses `scripts/bench.ts` arguments. `--threshold` is in percent (`--threshold 15` or `15%`);
+ * Parses `bench/micro.ts` arguments. `--threshold` is in percent (`--threshold 15` or `15%`);
  * returns a message naming the problem instead of throwing.
  */
 export const parseBenchArgs = (argv: ReadonlyArray<string>): BenchCommand | { readonly _tag: "error"; readonly message: string } => {

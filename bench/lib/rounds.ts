@@ -4,7 +4,8 @@
  * Machine drift on a shared VM moves single runs by 20–30 % between minutes, so
  * arms are never compared across rounds: each round runs every arm once, the
  * order changes every round so drift lands on all arms alike, and the verdict is
- * the median of per-round ratios against a baseline arm.
+ * the median of per-round ratios against a baseline arm. Medians and quartiles are
+ * nearest-rank (src/loadgen/quantile.ts), as everywhere else in the benchmarks.
  *
  * Orders come from a Williams design (a balanced Latin square): with two arms it
  * is simply A B, B A, A B, …; with k arms every arm takes every position equally
@@ -16,6 +17,9 @@
  * combine it with other schedules; `runRounds` is that repeat plus the summaries.
  */
 import { Data, Duration, Effect, Ref, Schedule } from "effect"
+import { median, type Spread, spread } from "../../src/loadgen/quantile.js"
+
+export { median, type Spread, spread }
 
 /** One arm of a comparison: a name and the effect that measures it once. */
 export interface Arm<A, E = never, R = never> {
@@ -33,16 +37,6 @@ export interface RunContext {
 export interface RunRecord<A> extends RunContext {
   readonly arm: string
   readonly result: A
-}
-
-/** Median and spread of a sample; `q1`/`q3` bound the interquartile range. */
-export interface Spread {
-  readonly n: number
-  readonly median: number
-  readonly min: number
-  readonly max: number
-  readonly q1: number
-  readonly q3: number
 }
 
 export interface RatioSpread extends Spread {
@@ -95,30 +89,6 @@ export const roundOrder = (arms: number, round: number): ReadonlyArray<number> =
   const row = first.map((a) => (a + (r % arms)) % arms)
   return r >= arms ? row.reverse() : row
 }
-
-const quantile = (sorted: ReadonlyArray<number>, q: number): number => {
-  // Linear interpolation between closest ranks (type 7), so the median of an even count is the mean of the middle two.
-  const pos = (sorted.length - 1) * q
-  const lo = Math.floor(pos)
-  const hi = Math.ceil(pos)
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo)
-}
-
-/** Median, min/max and quartiles of the finite values; `n` 0 (and NaN fields) when there are none. */
-export const spread = (values: ReadonlyArray<number>): Spread => {
-  const s = values.filter(Number.isFinite).sort((a, b) => a - b)
-  if (s.length === 0) return { n: 0, median: NaN, min: NaN, max: NaN, q1: NaN, q3: NaN }
-  return {
-    n: s.length,
-    median: quantile(s, 0.5),
-    min: s[0]!,
-    max: s[s.length - 1]!,
-    q1: quantile(s, 0.25),
-    q3: quantile(s, 0.75)
-  }
-}
-
-export const median = (values: ReadonlyArray<number>): number => spread(values).median
 
 const numericKeys = <A>(results: ReadonlyArray<A>): MetricFns<A> => {
   const keys = new Set<string>()

@@ -2,7 +2,7 @@
  * The gateway's bounded HTTP runtime, measured with controlled delays, plus the
  * slow-consumer memory run. JSON Lines on stdout (and `--out FILE`); not a CI gate.
  *
- *   npx tsx scripts/gateway-bench.ts [--delay-ms 20] [--range 1M] [--conns 1,16,64,400]
+ *   npx tsx bench/gateway-bench.ts [--delay-ms 20] [--range 1M] [--conns 1,16,64,400]
  *       [--max-concurrent 256] [--requests 200] [--no-rss] [--rss-size 1G] [--out FILE]
  *
  * Scenarios, each a gateway in this process over raw loopback HTTP:
@@ -43,21 +43,32 @@ import { CacheRoute, OriginRoute } from "../src/gateway/routes.js"
 import { OriginStub } from "../src/origin/OriginStub.js"
 import { sampleBytes } from "../src/origin/seed.js"
 import { decodeRangeRequest, encodeErrorFrame, encodeFrame, FrameDecoder, MsgType } from "../src/protocol/index.js"
+import { quantile } from "../src/loadgen/quantile.js"
 import { Worker } from "../src/worker/Worker.js"
-import { slowRead, startListeningChild } from "../test/gateway/fixtures/slowReader.js"
-import { repoRoot, scriptArgs } from "./lib/args.js"
+import { slowRead } from "../test/gateway/fixtures/slowReader.js"
+import { repoRoot } from "./lib/args.js"
+import { Flag, parseFlags, runDriver } from "./lib/driver.js"
+import * as Proc from "./lib/proc.js"
 
 const root = repoRoot
-const args = scriptArgs()
-const flag = args.string
-const has = args.has
-const delayMs = args.number("delay-ms", 20)
-const range = args.size("range", "1M")
-const connsList = flag("conns", "1,16,64,400").split(",").map(Number)
-const maxConcurrent = args.number("max-concurrent", 256)
-const requestsMin = args.number("requests", 200)
-const rssSize = args.size("rss-size", "1G")
-const outFile = flag("out", "")
+const flags = await parseFlags("gateway-bench", "The gateway's HTTP runtime under controlled delays, and the slow-consumer RSS run; JSON Lines.", {
+  delayMs: Flag.number("delay-ms", 20, "Delay of every piece (client-delay) or origin response, ms."),
+  range: Flag.size("range", "1M", "Bytes per ranged GET."),
+  conns: Flag.text("conns", "1,16,64,400", "Concurrent connections swept, comma-separated."),
+  maxConcurrent: Flag.number("max-concurrent", 256, "The gateway's concurrent request limit."),
+  requests: Flag.number("requests", 200, "Requests per run at least (2 per connection otherwise)."),
+  noRss: Flag.bool("no-rss", "Skip the slow-consumer RSS runs."),
+  rssSize: Flag.size("rss-size", "1G", "Object size of the slow-consumer run."),
+  out: Flag.text("out", "", "Also write the JSON Lines to this file.")
+})
+const delayMs = flags.delayMs
+const range = flags.range
+const connsList = flags.conns.split(",").map(Number)
+if (connsList.some((n) => !(Number.isInteger(n) && n > 0))) throw new Error(`--conns: want positive integers, got ${flags.conns}`)
+const maxConcurrent = flags.maxConcurrent
+const requestsMin = flags.requests
+const rssSize = flags.rssSize
+const outFile = flags.out
 
 const MiB = 1024 * 1024
 const OBJECT_SIZE = 64 * MiB
@@ -170,9 +181,6 @@ const getOnce = (agent: http.Agent, url: string, offset: number): Promise<{ stat
     req.on("error", reject)
     req.end()
   })
-
-const quantile = (sorted: ReadonlyArray<number>, q: number) =>
-  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!
 
 const runLoad = async (scenario: string, gw: GatewayShape, conns: number) => {
   const agent = agentFor(conns)
@@ -316,15 +324,15 @@ const rssScenario = (route: "cache" | "origin") =>
       )
       yield* coordinator.members.pipe(Effect.delay("50 millis"), Effect.repeat({ until: (m) => m.length >= 1 }), Effect.timeout(Duration.seconds(30)))
     }
-    const { child, port } = yield* startListeningChild(
-      ["--import", "tsx", path.join(root, "src/gateway/main.ts"), "--listen", "127.0.0.1:0", "--route", route, "--auth", "off", "--coordinator", coordinator.controlAddress, "--block-size", String(64 * MiB), "--worker-timeout-ms", "60000"],
-      { TALON_S3_ENDPOINT: origin.url, TALON_S3_ACCESS_KEY_ID: "talon", TALON_S3_SECRET_ACCESS_KEY: "talon-secret" }
+    const gateway = yield* Proc.spawn("gateway", [process.execPath, "--import", "tsx", path.join(root, "src/gateway/main.ts"), "--listen", "127.0.0.1:0", "--route", route, "--auth", "off", "--coordinator", coordinator.controlAddress, "--block-size", String(64 * MiB), "--worker-timeout-ms", "60000"],
+      { env: { TALON_S3_ENDPOINT: origin.url, TALON_S3_ACCESS_KEY_ID: "talon", TALON_S3_SECRET_ACCESS_KEY: "talon-secret" } }
     )
+    const port = Number((yield* gateway.waitFor(/listening on http:\/\/127\.0\.0\.1:(\d+)/, "180 seconds"))[1])
     yield* Effect.promise(() => new Promise<void>((r) => http.get({ host: "127.0.0.1", port, path: "/bigdata/huge.bin", headers: { range: "bytes=0-65535" } }, (res) => { res.resume(); res.on("end", () => r()) })))
     const result = yield* Effect.promise(() =>
       slowRead({
         port,
-        pid: child.pid!,
+        pid: gateway.pid,
         path: "/bigdata/huge.bin",
         expectLength: rssSize,
         slowMs: 4000,
@@ -356,16 +364,10 @@ const rssScenario = (route: "cache" | "origin") =>
 const main = Effect.gen(function* () {
   emit({ scenario: "params", delay_ms: delayMs, range, conns: connsList, max_concurrent: maxConcurrent, requests_min: requestsMin, rss_size: rssSize, node: process.version, cores: os.cpus().length })
   yield* Effect.scoped(runtimeScenarios)
-  if (!has("no-rss")) {
+  if (!flags.noRss) {
     yield* Effect.scoped(rssScenario("cache"))
     yield* Effect.scoped(rssScenario("origin"))
   }
 })
 
-Effect.runPromise(main).then(
-  () => process.exit(0),
-  (e) => {
-    console.error(`gateway-bench failed: ${e instanceof Error ? e.message : String(e)}`)
-    process.exit(1)
-  }
-)
+runDriver(main)
