@@ -6,11 +6,15 @@ import { emptyMetrics, type NodeStatus } from "../../../src/protocol/index.js"
 import { ClusterStateStore, type ClusterStateStoreShape } from "../../../src/coordinator/state/ClusterStateStore.js"
 import type { StateStoreSettings } from "../../../src/coordinator/state/config.js"
 
-/** Short timings so leases expire within seconds (etcd rounds TTLs up to whole seconds, minimum ~2 s). */
+/**
+ * Short timings so leases expire within seconds (etcd rounds TTLs up to whole seconds, minimum
+ * ~2 s), with unhealthy-after well above a put's latency on a loaded 2-core machine: at 800 ms
+ * a record went unhealthy between a test's last put and its snapshot.
+ */
 export const FAST: Partial<StateStoreSettings> = {
-  heartbeatIntervalMs: 200,
-  unhealthyAfterMs: 800,
-  leaseTtlMs: 3_000,
+  heartbeatIntervalMs: 400,
+  unhealthyAfterMs: 2_500,
+  leaseTtlMs: 5_000,
   requestTimeoutMs: 5_000,
   clusterToken: undefined
 }
