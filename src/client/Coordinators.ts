@@ -2,7 +2,8 @@
  * The client's coordinators: the `coordinator` setting is one `host:port` or a
  * comma-separated list of them. A request goes to the entry in use; when it does
  * not answer (connect refused, connection lost, no reply within the control
- * timeout, a broken reply) the next entries are asked in turn, and the first one
+ * timeout, a broken reply) or refuses because it is not ready (cut off from its
+ * cluster state store) the next entries are asked in turn, and the first one
  * that answers becomes the entry in use until it fails in turn. Moving is logged
  * and counted; when no entry answers the client counts as cut off from the
  * coordinators (the membership and stat caches then fall back, see
@@ -39,6 +40,18 @@ export const coordinatorList = (setting: string): Effect.Effect<ReadonlyArray<st
       )
     : Effect.succeed(list.map((hp) => formatHostPort(hp.host, hp.port)))
 }
+
+/**
+ * A coordinator that cannot follow its state store answers every membership,
+ * placement and status request with `Ack(false, "coordinator not ready: ...")`
+ * (Talon's wire has no other signal for it). That is this coordinator being
+ * unavailable, not an answer: another entry of the list may well be ready.
+ */
+export const NOT_READY_PREFIX = "coordinator not ready"
+
+/** The reason text when `reply` is a not-ready refusal, else undefined. */
+export const notReadyRefusal = (reply: ControlMessage): string | undefined =>
+  reply._tag === "Ack" && !reply.ok && reply.detail !== null && reply.detail.startsWith(NOT_READY_PREFIX) ? reply.detail : undefined
 
 export class Coordinators extends Effect.Service<Coordinators>()("talon/client/Coordinators", {
   scoped: Effect.gen(function* () {
@@ -101,11 +114,16 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
         const attempt = (i: number): Effect.Effect<ControlMessage, CoordinatorUnavailable> => {
           const index = (start + i) % addresses.length
           return channels[index]!.request(message).pipe(
+            Effect.flatMap((reply) => {
+              const refused = notReadyRefusal(reply)
+              return refused === undefined ? Effect.succeed(reply) : Effect.fail({ message: refused, cause: undefined })
+            }),
             Effect.tap(() => answered(index, problems)),
-            Effect.catchAll((e) => {
+            Effect.catchAll((e: { readonly message: string; readonly cause?: unknown }) => {
               problems.push(addresses.length > 1 ? `${addresses[index]}: ${e.message}` : e.message)
               if (i + 1 < addresses.length) return attempt(i + 1)
-              return Effect.zipRight(noneAnswered(problems), Effect.fail(unavailable(problems.join("; "), e)))
+              const cause = "_tag" in e ? (e as ControlError) : undefined
+              return Effect.zipRight(noneAnswered(problems), Effect.fail(unavailable(problems.join("; "), cause)))
             })
           )
         }

@@ -57,7 +57,7 @@ const ReadLayers = ReadPath.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(WorkerMetrics.layer, WorkerReadiness.layer))
 )
 
-const ServingLayers = Layer.mergeAll(Membership.layer, AdminHttp.layer).pipe(
+const ServingLayers = Membership.layer.pipe(Layer.provideMerge(AdminHttp.layer)).pipe(
   Layer.provideMerge(DataServer.layer),
   Layer.provideMerge(ReadLayers)
 )

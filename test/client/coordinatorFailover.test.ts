@@ -7,9 +7,11 @@
 import { randomBytes } from "node:crypto"
 import * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Logger, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Logger, Scope } from "effect"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
-import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
+import { makeCoordinator, makeCoordinatorOn } from "../../src/coordinator/Coordinator.js"
+import { ClusterStateStore } from "../../src/coordinator/state/ClusterStateStore.js"
+import { StoreUnavailable } from "../../src/coordinator/state/errors.js"
 import { NodeRole } from "../../src/core/ids.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
@@ -19,7 +21,7 @@ import { FakeWorker } from "./fixtures/fakeWorker.js"
 const BLOCK = 64 * 1024
 const data = randomBytes(3 * BLOCK + 77)
 const URI = "s3://bucket/failover.bin"
-const store = new Map<string, MemoryObject>([["/s3/bucket/failover.bin", { bytes: data, version: "v1" }]])
+const storeObjects = new Map<string, MemoryObject>([["/s3/bucket/failover.bin", { bytes: data, version: "v1" }]])
 
 /** A loopback address nothing listens on (it was free a moment ago). */
 const deadAddress = Effect.promise(
@@ -65,7 +67,7 @@ const coordinatorWith = (worker: FakeWorker) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
     const c = yield* makeCoordinator({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", heartbeatIntervalMs: 60_000 }).pipe(
-      Effect.provide(memoryBackend(store)),
+      Effect.provide(memoryBackend(storeObjects)),
       Scope.extend(scope)
     )
     yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
@@ -74,8 +76,23 @@ const coordinatorWith = (worker: FakeWorker) =>
     return { address: c.controlAddress, stop: Scope.close(scope, Exit.void) }
   })
 
+/**
+ * A real coordinator whose state store never answers a read (etcd down, as a coordinator sees it):
+ * it starts unready and refuses membership and placement with "coordinator not ready".
+ */
+const unreadyCoordinator = Effect.gen(function* () {
+  const memory = Context.get(yield* Layer.build(ClusterStateStore.Memory({ requestTimeoutMs: 100 })), ClusterStateStore)
+  const down = new StoreUnavailable({ backend: "memory", operation: "list", detail: "the store is down" })
+  const store = { ...memory, snapshot: () => Effect.fail(down), checkReady: Effect.fail(down) }
+  const c = yield* makeCoordinatorOn(store, { listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", heartbeatIntervalMs: 60_000 }).pipe(
+    Effect.provide(memoryBackend(storeObjects))
+  )
+  expect(yield* c.ready).toBe(false)
+  return c.controlAddress
+})
+
 const fakeWorker = Effect.acquireRelease(
-  Effect.promise(() => FakeWorker.start(store)),
+  Effect.promise(() => FakeWorker.start(storeObjects)),
   (w) => Effect.promise(() => w.stop())
 )
 
@@ -114,6 +131,31 @@ describe("TalonClient coordinator failover", () => {
       })
     ).pipe(Effect.provide(logs.layer))
   })
+
+  it.live("a first entry that refuses as not ready (store down) is left for the next; every read succeeds", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const worker = yield* fakeWorker
+        const unready = yield* unreadyCoordinator
+        const live = yield* coordinatorWith(worker)
+        const client = yield* makeTalonClient({ coordinator: `${unready},${live.address}`, blockSize: BLOCK, membershipTtlMs: 100, statTtlMs: 50 })
+        let reads = 0
+        for (let i = 0; i < 5; i++) {
+          yield* readAll(client)
+          reads++
+          yield* Effect.sleep("60 millis")
+        }
+        expect(reads).toBe(5)
+        expect(client.controlPlane()).toMatchObject({
+          coordinator: live.address,
+          coordinatorFailovers: 1,
+          coordinatorFailures: 0,
+          coordinatorReachable: true
+        })
+        expect((yield* client.members(true)).map((n) => n.id)).toEqual(["worker-0"])
+      })
+    )
+  )
 
   it.live("a hung entry costs one control timeout, then the client stays on the one that answers", () =>
     Effect.scoped(

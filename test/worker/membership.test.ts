@@ -128,7 +128,12 @@ describe("worker membership", () => {
     await until("ready", async () => (await fetch(`${admin}/readyz`)).status === 200)
     const first = statuses(coord.seen)[0]!
     expect(first.node).toEqual({ id: "w-test", address: w.worker.dataAddress, role: NodeRole.Worker } satisfies NodeInfo)
-    expect(first).toMatchObject({ clusterId: "c-test", health: "healthy", ready: true, labels: [["zone", "z1"]] })
+    // Statuses report the worker's real readiness: not ready until one is accepted, ready right after.
+    expect(first).toMatchObject({ clusterId: "c-test", health: "healthy", ready: false, labels: [["zone", "z1"]] })
+    expect(first.adminAddress).toBe(w.worker.adminAddress)
+    await until("a status reporting ready", () => statuses(coord.seen).some((s) => s.ready))
+    const firstReady = statuses(coord.seen).findIndex((s) => s.ready)
+    expect(statuses(coord.seen).slice(firstReady).every((s) => s.ready && s.adminAddress === w.worker.adminAddress)).toBe(true)
     expect(first.incarnationId).toMatch(/^[0-9a-f-]{36}$/)
     expect(first.metrics.capacityBytes).toBeGreaterThan(0)
     // Legacy messages are not sent: membership comes from the status.

@@ -3,7 +3,9 @@
  * the watch from that snapshot's revision, with a readiness probe every
  * heartbeat interval. Any failure (store down, history compacted) marks the
  * view not ready and starts over with a fresh snapshot, so the view never
- * claims stale state is current (ADR 0001 §8).
+ * claims stale state is current (ADR 0001 §8). A store that hangs rather
+ * than fails (a paused or partitioned etcd) is caught by a contact deadline:
+ * see `staleAfterMs`.
  */
 import { Clock, Duration, Effect, Schedule, Stream, SubscriptionRef } from "effect"
 import type { NodeInfo } from "../../core/ids.js"
@@ -22,6 +24,21 @@ export interface Membership {
   readonly error: string | undefined
 }
 
+/**
+ * How long the view may go without hearing from the store before it stops
+ * claiming to be current: the lease TTL less one heartbeat interval. By the
+ * lease TTL after the last contact, records may have expired in the store
+ * unseen, so serving the view past then would be wrong; the heartbeat of
+ * margin covers the watchdog's tick and a client's next poll. Timing checks
+ * guarantee heartbeat < lease TTL, so the bound is positive.
+ */
+export const staleAfterMs = (s: { readonly leaseTtlMs: number; readonly heartbeatIntervalMs: number }): number =>
+  Math.max(1, s.leaseTtlMs - s.heartbeatIntervalMs)
+
+/** How often the store is probed: often enough that a healthy store is heard from well inside the deadline. */
+export const probeIntervalMs = (s: { readonly leaseTtlMs: number; readonly heartbeatIntervalMs: number }): number =>
+  Math.max(1, Math.min(s.heartbeatIntervalMs, Math.floor(staleAfterMs(s) / 3)))
+
 const initial: Membership = { ready: false, revision: undefined, nodes: new Map(), placement: [], epoch: 0n, error: undefined }
 
 /** Follows `clusterId` for as long as the scope lives; the ref always holds the latest view. */
@@ -31,6 +48,11 @@ export const followMembership = (store: ClusterStateStoreShape, clusterId: strin
     const lock = yield* Effect.makeSemaphore(1)
     // What the follower last saw; undefined while it is not following.
     let latest: { nodes: Map<string, StoredNode>; revision: string } | undefined
+    // When the store last answered anything (snapshot, watch event, probe).
+    let lastContact = 0
+    const heard = Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => void (lastContact = now)))
+    const staleMs = staleAfterMs(store.settings)
+    const tickMs = Math.max(1, Math.floor(Math.min(store.settings.heartbeatIntervalMs, staleMs) / 4))
     const publish = lock.withPermits(1)(
       Effect.gen(function* () {
         if (latest === undefined) return
@@ -50,6 +72,7 @@ export const followMembership = (store: ClusterStateStoreShape, clusterId: strin
       )
     const follow = Effect.gen(function* () {
       const snap = yield* store.snapshot(clusterId)
+      yield* heard
       const nodes = new Map(snap.nodes.map((n) => [n.status.node.id, { status: n.status, updatedAtUnixMs: n.updatedAtUnixMs }]))
       latest = { nodes, revision: snap.revision }
       yield* publish
@@ -57,13 +80,30 @@ export const followMembership = (store: ClusterStateStoreShape, clusterId: strin
         if (e.kind === "upserted") nodes.set(e.nodeId, e.node)
         else nodes.delete(e.nodeId)
         latest = { nodes, revision: e.revision }
-        return publish
+        return Effect.zipRight(heard, publish)
       })
       // A watch can sit quietly through an outage (the client reconnects behind it), so probe the
       // store too: the first failure of either ends this round and the view is not ready until a
       // fresh snapshot succeeds.
-      const probe = Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(store.settings.heartbeatIntervalMs)), store.checkReady))
-      yield* Effect.all([watch, probe], { concurrency: 2, discard: true })
+      const probe = Effect.forever(
+        Effect.zipRight(Effect.sleep(Duration.millis(probeIntervalMs(store.settings))), Effect.zipRight(Effect.tapError(store.checkReady, (e) => lost(e.message)), heard))
+      )
+      // A hung store fails neither the watch nor (until its request timeout, plus the client's own
+      // retries) the probe, so silence itself ends the round once it outlasts the deadline.
+      const deadline = Effect.gen(function* () {
+        while (true) {
+          yield* Effect.sleep(Duration.millis(tickMs))
+          const silent = (yield* Clock.currentTimeMillis) - lastContact
+          if (silent > staleMs) {
+            const message = `no answer from the ${store.backend} state store for ${silent} ms (limit ${staleMs} ms: lease TTL ${store.settings.leaseTtlMs} ms less one heartbeat interval)`
+            // Marked here, not only when the round ends: ending it interrupts calls into the hung
+            // store, and their cleanup may wait on it.
+            yield* lost(message)
+            return yield* Effect.fail({ message })
+          }
+        }
+      })
+      yield* Effect.all([watch, probe, deadline], { concurrency: 3, discard: true })
     })
     yield* follow.pipe(
       Effect.tapError((e) => lost(e.message)),

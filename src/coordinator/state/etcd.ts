@@ -164,7 +164,8 @@ export const makeEtcdStore = (settings: StateStoreSettings) =>
             }
             const watcher = yield* Effect.acquireRelease(
               call("watch", () => builder.create()),
-              (w) => Effect.promise(() => w.cancel()).pipe(Effect.ignore)
+              // Bounded: cancelling needs the server, and a hung one would hold the caller's round forever.
+              (w) => Effect.promise(() => w.cancel()).pipe(Effect.timeout(timeoutMs), Effect.ignore)
             )
             watcher.on("put", (kv) => {
               const decoded = decodeStoredNode(kv.value.toString("utf8"))

@@ -263,7 +263,7 @@ const OwnerCore = MissPath.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(WorkerMetrics.layer, WorkerReadiness.layer))
 )
 
-const PrimaryLayers = Layer.mergeAll(Membership.layer, AdminHttp.layer).pipe(
+const PrimaryLayers = Membership.layer.pipe(Layer.provideMerge(AdminHttp.layer)).pipe(
   Layer.provideMerge(LoopsListener),
   Layer.provideMerge(OwnerCore)
 )

@@ -10,7 +10,9 @@
  * Readiness (a SubscriptionRef, see Readiness.ts) turns ready at the first
  * accepted status and stays ready while no coordinator answers: the data
  * plane does not depend on the coordinator. With no coordinator configured
- * the worker is standalone and ready at once.
+ * the worker is standalone and ready at once. Each status reports that
+ * readiness (so the first, sent before any coordinator accepted one, says not
+ * ready, and the one right after acceptance says ready) and the admin address.
  */
 import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { ControlChannel } from "../../transport/ControlChannel.js"
@@ -21,6 +23,7 @@ import { WorkerConfig } from "../config.js"
 import { WorkerMetrics } from "../metrics.js"
 import { DataServer } from "../server/DataServer.js"
 import { BlockStore } from "../store/BlockStore.js"
+import { AdminHttp } from "../admin/AdminHttp.js"
 import { WorkerReadiness } from "./Readiness.js"
 import { newIdentity, workerStatus, type WorkerIdentity } from "./status.js"
 
@@ -43,6 +46,7 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
       const store = yield* BlockStore
       const stats = yield* WorkerMetrics
       const readiness = yield* WorkerReadiness
+      const admin = yield* AdminHttp
       const node: NodeInfo = {
         id: cfg.id !== "" ? cfg.id : `worker-${server.address}`,
         address: cfg.advertiseAddress !== "" ? cfg.advertiseAddress : server.address,
@@ -77,13 +81,16 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
       let seq = 0
       let lastProblem = ""
       /** The status to the current target, then to each other coordinator in turn until one accepts it. */
-      const beat = Effect.gen(function* () {
+      const beat: Effect.Effect<void> = Effect.gen(function* () {
         const s = store.stats()
-        const status = workerStatus(identity, ++seq, yield* Clock.currentTimeMillis, stats, {
-          blockCount: store.blockCount,
-          residentBytes: s.residentBytes,
-          capacityBytes: s.perDir.reduce((n, d) => n + d.capacity, 0)
-        })
+        const status = workerStatus(
+          identity,
+          ++seq,
+          yield* Clock.currentTimeMillis,
+          stats,
+          { blockCount: store.blockCount, residentBytes: s.residentBytes, capacityBytes: s.perDir.reduce((n, d) => n + d.capacity, 0) },
+          { ready: readiness.ready, adminAddress: admin.address }
+        )
         const problems: Array<string> = []
         for (let i = 0; i < channels.length; i++) {
           const index = (target + i) % channels.length
@@ -106,6 +113,9 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
             coordinator: channel.address,
             detail: `member of cluster ${identity.clusterId} as ${node.id} via ${channel.address}`
           })
+          // Accepted while reporting not ready (the first status): say ready now rather than a
+          // heartbeat later, so placement does not wait an interval for this worker.
+          if (status.ready !== readiness.ready) return yield* beat
           return
         }
         const problem = problems.join("; ")

@@ -1,6 +1,7 @@
 /**
  * The NodeStatus a worker reports in each NodeStatusHeartbeat (control tag
- * 9): Talon's fields, from the worker's identity, counters and store.
+ * 9): Talon's fields, from the worker's identity, counters, store, readiness
+ * and admin listener.
  */
 import { randomUUID } from "node:crypto"
 import type { NodeInfo } from "../../core/ids.js"
@@ -33,6 +34,14 @@ export interface StoreGauges {
   readonly capacityBytes: number
 }
 
+/** What the worker says about itself beyond its counters. */
+export interface SelfReport {
+  /** The worker's readiness (WorkerReadiness) as of this status. */
+  readonly ready: boolean
+  /** The bound admin HTTP address, `host:port`. */
+  readonly adminAddress: string | null
+}
+
 const u64 = (n: number): number => (Number.isFinite(n) && n > 0 ? Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER) : 0)
 
 export const workerStatus = (
@@ -40,20 +49,22 @@ export const workerStatus = (
   heartbeatSeq: number,
   now: number,
   stats: WorkerStats,
-  store: StoreGauges
+  store: StoreGauges,
+  self: SelfReport
 ): NodeStatus => ({
   schemaVersion: NODE_STATUS_SCHEMA_VERSION,
   clusterId: id.clusterId,
   node: id.node,
   incarnationId: id.incarnationId,
-  adminAddress: null,
+  adminAddress: self.adminAddress,
   buildVersion: WORKER_BUILD_VERSION,
   startedAtUnixMs: id.startedAtUnixMs,
   reportedAtUnixMs: Math.max(now, id.startedAtUnixMs),
   heartbeatSeq,
+  // No signal tells a failing cache dir apart yet (a bad read is an error counted per request),
+  // so health stays healthy and readiness carries whether placement should use this worker.
   health: "healthy",
-  // The data plane is bound and the store open by the time the first status goes out.
-  ready: true,
+  ready: self.ready,
   metrics: {
     requestsTotal: u64(stats.hits + stats.misses + stats.errors),
     errorsTotal: u64(stats.errors),
