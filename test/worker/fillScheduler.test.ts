@@ -5,15 +5,12 @@
  * error while the next read fetches again. Origin traffic is read off the stub's own counters;
  * every read's bytes are compared with the object's.
  */
-import * as fs from "node:fs"
-import * as fsp from "node:fs/promises"
-import * as path from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import * as Router from "../../src/backend/Router.js"
 import { defaultPolicy } from "../../src/backend/policy.js"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
-import { OriginStub, type OriginStubShape } from "../../src/origin/index.js"
+import type { OriginStubShape } from "../../src/origin/index.js"
 import { WorkerConfig, type WorkerSettings } from "../../src/worker/config.js"
 import { WorkerMetrics } from "../../src/worker/metrics.js"
 import { MissPath } from "../../src/worker/miss/MissPath.js"
@@ -21,6 +18,7 @@ import { ReadPath } from "../../src/worker/ReadPath.js"
 import { BlockStore } from "../../src/worker/store/BlockStore.js"
 import { pattern } from "./support/dirBackend.js"
 import { makeCleanup, tempDir } from "./support/harness.js"
+import { putObjectAt, replyBytes, startOriginStub, stubStats } from "./support/originFiles.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
@@ -29,20 +27,9 @@ const KiB = 1024
 const BUCKET = "fills"
 const obj = (key: string): ObjectId => ({ backend: Backend.S3, bucket: BUCKET, objectPath: key })
 
-const startOrigin = async (): Promise<OriginStubShape> => {
-  const root = await tempDir(cleanup, "talon-fill-origin-")
-  const runtime = ManagedRuntime.make(OriginStub.layer({ root }))
-  cleanup.add(() => runtime.dispose())
-  return runtime.runPromise(OriginStub)
-}
-
-const put = async (stub: OriginStubShape, key: string, bytes: Uint8Array) => {
-  const p = path.join(stub.root, BUCKET, key)
-  await fsp.mkdir(path.dirname(p), { recursive: true })
-  await fsp.writeFile(p, bytes)
-}
-
-const stats = (stub: OriginStubShape) => Effect.runPromise(stub.stats())
+const startOrigin = () => startOriginStub(cleanup, "talon-fill-origin-")
+const put = (stub: OriginStubShape, key: string, bytes: Uint8Array) => putObjectAt(stub.root, BUCKET, key, bytes)
+const stats = stubStats
 
 /** ReadPath ← MissPath (the fill scheduler) ← BlockStore, with the Router backend talking HTTP to the stub. */
 const startReader = async (stub: OriginStubShape, settings: Partial<WorkerSettings>) => {
@@ -59,17 +46,7 @@ const startReader = async (stub: OriginStubShape, settings: Partial<WorkerSettin
   const read = async (key: string, offset: number, len: number): Promise<Buffer | { readonly _tag: string; readonly reason: string }> => {
     const out = await reader.read(obj(key), offset, len)
     if (out._tag === "ReadFailed") return { _tag: out._tag, reason: out.reason }
-    try {
-      const buf = Buffer.alloc(out.length)
-      let at = 0
-      for (const s of out.segments) {
-        expect(fs.readSync(s.fd, buf, at, s.length, s.offset)).toBe(s.length)
-        at += s.length
-      }
-      return buf
-    } finally {
-      reader.release(out)
-    }
+    return replyBytes(out, (r) => reader.release(r))
   }
   return { read }
 }

@@ -3,16 +3,15 @@
  * over a directory, with request/byte counters) behind the backend Router.
  * Every assertion about origin traffic reads the stub's own counters.
  */
-import * as fsp from "node:fs/promises"
-import * as path from "node:path"
-import { Effect, ManagedRuntime } from "effect"
+import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import * as Router from "../../src/backend/Router.js"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
-import { OriginStub, type OriginStubShape } from "../../src/origin/index.js"
+import type { OriginStubShape } from "../../src/origin/index.js"
 import { encodeGetRangeFrame, Flags, type Frame } from "../../src/protocol/index.js"
 import { pattern } from "./support/dirBackend.js"
 import { makeCleanup, startWorker, tempDir } from "./support/harness.js"
+import { putObjectAt, startOriginStub, stubStats } from "./support/originFiles.js"
 import { connect, type RawConnection } from "./support/rawClient.js"
 
 const cleanup = makeCleanup()
@@ -21,20 +20,9 @@ afterEach(() => cleanup.run())
 const KiB = 1024
 const BUCKET = "talon-test"
 
-const startOrigin = async (): Promise<OriginStubShape> => {
-  const root = await tempDir(cleanup, "talon-stub-")
-  const runtime = ManagedRuntime.make(OriginStub.layer({ root }))
-  cleanup.add(() => runtime.dispose())
-  return runtime.runPromise(OriginStub)
-}
-
-const put = async (stub: OriginStubShape, key: string, bytes: Uint8Array) => {
-  const p = path.join(stub.root, BUCKET, key)
-  await fsp.mkdir(path.dirname(p), { recursive: true })
-  await fsp.writeFile(p, bytes)
-}
-
-const stats = (stub: OriginStubShape) => Effect.runPromise(stub.stats())
+const startOrigin = () => startOriginStub(cleanup, "talon-stub-")
+const put = (stub: OriginStubShape, key: string, bytes: Uint8Array) => putObjectAt(stub.root, BUCKET, key, bytes)
+const stats = stubStats
 const obj = (key: string, backend: Backend = Backend.S3): ObjectId => ({ backend, bucket: BUCKET, objectPath: key })
 
 const read = async (c: RawConnection, id: number, object: ObjectId, offset: number, len: number): Promise<Frame> => {

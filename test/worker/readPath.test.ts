@@ -3,7 +3,6 @@
  * real files, with an origin that counts its requests and bytes.
  */
 import { createHash } from "node:crypto"
-import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -16,6 +15,7 @@ import { MissPath } from "../../src/worker/miss/MissPath.js"
 import { ReadPath, type ReadOutcome } from "../../src/worker/ReadPath.js"
 import { BlockStore } from "../../src/worker/store/BlockStore.js"
 import { makeDirBackend, pattern } from "./support/dirBackend.js"
+import { putObjectAt, replyBytes } from "./support/originFiles.js"
 
 const cleanups: Array<() => Promise<void>> = []
 afterEach(async () => {
@@ -30,11 +30,7 @@ const tempDir = async (prefix: string) => {
 
 const obj = (key: string): ObjectId => ({ backend: Backend.S3, bucket: "bkt", objectPath: key })
 
-const putObject = async (originRoot: string, key: string, bytes: Uint8Array) => {
-  const p = path.join(originRoot, "bkt", key)
-  await fsp.mkdir(path.dirname(p), { recursive: true })
-  await fsp.writeFile(p, bytes)
-}
+const putObject = (originRoot: string, key: string, bytes: Uint8Array) => putObjectAt(originRoot, "bkt", key, bytes)
 
 const start = async (originRoot: string, cacheDir: string, settings: Partial<WorkerSettings>) => {
   const origin = makeDirBackend(originRoot)
@@ -58,18 +54,9 @@ const start = async (originRoot: string, cacheDir: string, settings: Partial<Wor
   const read = async (key: string, offset: number, len: number, version?: string): Promise<Buffer | string> => {
     const out: ReadOutcome = await (version === undefined ? reader.read(obj(key), offset, len) : reader.readVersion(obj(key), version, offset, len))
     if (out._tag === "ReadFailed") return out.reason
-    try {
-      const buf = Buffer.alloc(out.length)
-      let at = 0
-      for (const s of out.segments) {
-        expect(fs.readSync(s.fd, buf, at, s.length, s.offset)).toBe(s.length)
-        at += s.length
-      }
-      expect(at).toBe(len)
-      return buf
-    } finally {
-      reader.release(out)
-    }
+    const buf = replyBytes(out, (r) => reader.release(r))
+    expect(buf.length).toBe(len)
+    return buf
   }
   return { origin: origin.counters, read, store, stats, dispose }
 }
