@@ -17,23 +17,13 @@ import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
 import { memoryBackend } from "../coordinator/fixtures/memoryBackend.js"
 import { FakeWorker } from "./fixtures/fakeWorker.js"
+import { deadAddress } from "../support/deadAddress.js"
 
 const BLOCK = 64 * 1024
 const data = randomBytes(3 * BLOCK + 77)
 const URI = "s3://bucket/failover.bin"
 const storeObjects = new Map<string, MemoryObject>([["/s3/bucket/failover.bin", { bytes: data, version: "v1" }]])
 
-/** A loopback address nothing listens on (it was free a moment ago). */
-const deadAddress = Effect.promise(
-  () =>
-    new Promise<string>((resolve) => {
-      const server = net.createServer()
-      server.listen(0, "127.0.0.1", () => {
-        const port = (server.address() as net.AddressInfo).port
-        server.close(() => resolve(`127.0.0.1:${port}`))
-      })
-    })
-)
 
 /** A peer that accepts connections and reads requests but never answers (a hung coordinator). */
 const hungPeer = Effect.acquireRelease(

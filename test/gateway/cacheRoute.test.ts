@@ -22,6 +22,7 @@ import { OriginStub } from "../../src/origin/OriginStub.js"
 import { sampleBytes } from "../../src/origin/seed.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { raw, tempDir } from "../origin/fixtures/testOrigin.js"
+import { deadAddress } from "../support/deadAddress.js"
 
 const MiB = 1024 * 1024
 const BLOCK = 2 * MiB
@@ -84,17 +85,6 @@ const silentWorker = Effect.acquireRelease(
     })
 )
 
-/** A port nothing listens on. */
-const deadAddress = Effect.promise(
-  () =>
-    new Promise<string>((resolve) => {
-      const s = net.createServer()
-      s.listen(0, "127.0.0.1", () => {
-        const port = (s.address() as net.AddressInfo).port
-        s.close(() => resolve(`127.0.0.1:${port}`))
-      })
-    })
-)
 
 const getChecked = (gw: GatewayShape, originUrl: string, range?: string) =>
   Effect.gen(function* () {

@@ -4,6 +4,7 @@ import { Effect, Either } from "effect"
 import { Backend } from "../../src/core/ids.js"
 import { statObject } from "../../src/loadgen/stat.js"
 import { type ControlMessage, decodeControl, encodeControlFrame, FrameDecoder } from "../../src/protocol/index.js"
+import { deadAddress } from "../support/deadAddress.js"
 
 /** A coordinator stand-in: answers StatObject through the real control codec. */
 const withControlServer = <A, E>(answer: (m: ControlMessage) => ControlMessage, use: (port: number) => Effect.Effect<A, E>) =>
@@ -29,14 +30,6 @@ const withControlServer = <A, E>(answer: (m: ControlMessage) => ControlMessage, 
 const object = { backend: Backend.Azure, bucket: "bench", objectPath: "data/blob" }
 
 /** A loopback address nothing listens on (it was free a moment ago). */
-const deadAddress = Effect.async<string>((resume) => {
-  const server = net.createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const port = (server.address() as net.AddressInfo).port
-    server.close(() => resume(Effect.succeed(`127.0.0.1:${port}`)))
-  })
-})
-
 describe("statObject", () => {
   it.live("asks the coordinator for the size with StatObject", () =>
     withControlServer(
