@@ -12,14 +12,12 @@ import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
 import { vi } from "vitest"
-import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { cluster, read, readToSink } from "../../src/client/cli.js"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
 import type { CoordinatorShape } from "../../src/coordinator/Coordinator.js"
-import { NodeRole } from "../../src/core/ids.js"
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
 import { testCoordinator } from "../coordinator/fixtures/harness.js"
-import { FakeWorker } from "./fixtures/fakeWorker.js"
+import { registeredFakeWorker } from "./fixtures/registeredWorker.js"
 
 const BLOCK = 64 * 1024
 const data = randomBytes(3 * BLOCK + 99)
@@ -30,12 +28,7 @@ const withWorker = <A, E>(body: (c: CoordinatorShape) => Effect.Effect<A, E, Sco
     { heartbeatIntervalMs: 60_000 },
     (c) =>
       Effect.gen(function* () {
-        const w = yield* Effect.acquireRelease(
-          Effect.promise(() => FakeWorker.start(store)),
-          (w) => Effect.promise(() => w.stop())
-        )
-        const ch = yield* ControlChannel.make(c.controlAddress)
-        yield* ch.request({ _tag: "Register", node: { id: "w", address: w.address, role: NodeRole.Worker } })
+        yield* registeredFakeWorker(store, c.controlAddress, "w")
         return yield* body(c)
       }),
     store

@@ -12,11 +12,9 @@ import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
-import { NodeRole } from "../../src/core/ids.js"
-import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
 import { testCoordinator } from "../coordinator/fixtures/harness.js"
-import { FakeWorker } from "./fixtures/fakeWorker.js"
+import { registeredFakeWorker } from "./fixtures/registeredWorker.js"
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const BLOCK = 64 * 1024
@@ -57,12 +55,7 @@ describe("closing the client's scope", () => {
         { heartbeatIntervalMs: 60_000 },
         (c) =>
           Effect.gen(function* () {
-            const worker = yield* Effect.acquireRelease(
-              Effect.promise(() => FakeWorker.start(store)),
-              (w) => Effect.promise(() => w.stop())
-            )
-            const control = yield* ControlChannel.make(c.controlAddress)
-            yield* control.request({ _tag: "Register", node: { id: "worker-0", address: worker.address, role: NodeRole.Worker } })
+            const worker = yield* registeredFakeWorker(store, c.controlAddress, "worker-0")
             // Two coordinator entries, so the client holds a control connection and the failover state too.
             const run = yield* runChild([`${c.controlAddress},${c.controlAddress}`, "s3://bucket/exit.bin", String(BLOCK)], 120_000)
             expect(run.killed, `still running after 120 s:\n${run.stdout}\n${run.stderr}`).toBe(false)
@@ -90,12 +83,7 @@ describe("closing the client's scope", () => {
       { heartbeatIntervalMs: 60_000 },
       (c) =>
         Effect.gen(function* () {
-          const worker = yield* Effect.acquireRelease(
-            Effect.promise(() => FakeWorker.start(store)),
-            (w) => Effect.promise(() => w.stop())
-          )
-          const control = yield* ControlChannel.make(c.controlAddress)
-          yield* control.request({ _tag: "Register", node: { id: "worker-0", address: worker.address, role: NodeRole.Worker } })
+          yield* registeredFakeWorker(store, c.controlAddress, "worker-0")
           const scope = yield* Scope.make()
           const client = yield* makeTalonClient({ coordinator: c.controlAddress, blockSize: BLOCK }).pipe(Scope.extend(scope))
           expect(Buffer.from(yield* client.read("s3://bucket/exit.bin", 0, data.length)).equals(data)).toBe(true)
