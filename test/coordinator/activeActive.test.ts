@@ -83,18 +83,25 @@ const twoCoordinators = (etcd: EtcdCluster, dir: string) =>
     return { origin, a, b }
   })
 
+/** etcd, then both coordinators started (a first), with the children every failure message lists. */
+const startedPair = Effect.gen(function* () {
+  const etcd = yield* etcdScoped
+  const dir = yield* tempDir
+  const { origin, a, b } = yield* twoCoordinators(etcd, dir)
+  const children: Array<readonly [string, Child]> = []
+  const why = () => outputs(children)
+  const ca = yield* a.start
+  children.push(["coordinator a", ca], ["coordinator b", yield* b.start])
+  return { etcd, dir, origin, a, b, ca, children, why }
+})
+
 describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
   it.live(
     "both serve the members and epoch a worker reported to one; a killed worker leaves both; a restarted coordinator reports the same epoch",
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const etcd = yield* etcdScoped
-          const dir = yield* tempDir
-          const { origin, a, b } = yield* twoCoordinators(etcd, dir)
-          const children: Array<readonly [string, Child]> = []
-          const why = () => outputs(children)
-          children.push(["coordinator a", yield* a.start], ["coordinator b", yield* b.start])
+          const { dir, origin, a, b, children, why } = yield* startedPair
           const env = { TALON_WORKER_CLUSTER_ID: "aa" }
           const w1 = yield* startWorker(dir, origin, { id: "w1", coordinator: a.address, blockSize: 4096, heartbeatMs: HEARTBEAT_MS, env })
           const w2 = yield* startWorker(dir, origin, { id: "w2", coordinator: b.address, blockSize: 4096, heartbeatMs: HEARTBEAT_MS, env })
@@ -137,13 +144,7 @@ describe.runIf(etcdAvailable())("active-active coordinators on etcd", () => {
   it.live("a worker fails over when its coordinator is killed -9 and stays a member; /readyz follows etcd", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const etcd = yield* etcdScoped
-        const dir = yield* tempDir
-        const { origin, a, b } = yield* twoCoordinators(etcd, dir)
-        const children: Array<readonly [string, Child]> = []
-        const why = () => outputs(children)
-        const ca = yield* a.start
-        children.push(["coordinator a", ca], ["coordinator b", yield* b.start])
+        const { etcd, dir, origin, a, b, ca, children, why } = yield* startedPair
         // Both up first, so the worker's first status goes to the head of its list.
         for (const c of [a, b]) yield* pollUntil(readyz(c), (code) => code === 200, START_MS, () => `coordinator not ready\n${why()}`)
         const w = yield* startWorker(dir, origin, {

@@ -9,29 +9,20 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Logger, Ref, Schedule } from "effect"
-import { makeTalonClient } from "../../src/client/TalonClient.js"
 import { NodeRole } from "../../src/core/ids.js"
-import type { ControlMessage } from "../../src/protocol/index.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import {
-  coordinatorOn,
-  isRunning,
-  kill9,
-  originWith,
-  outputs,
-  pollUntil,
-  randomReader,
-  report,
-  startWorker,
-  tempDir,
-  type WorkerProcess
-} from "./fixtures/talon.js"
-
-const MiB = 1024 * 1024
-const BLOCK = MiB
-const HEARTBEAT_MS = 300
-const SIZES = { "a.bin": 8 * MiB + 11, "b.bin": 6 * MiB + 5, "late.bin": 3 * MiB + 7 }
-const READ_URIS = ["s3://faults/a.bin", "s3://faults/b.bin"]
+  BLOCK,
+  bothListed,
+  HEARTBEAT_MS,
+  membershipProbe,
+  MiB,
+  outageClient,
+  READ_URIS,
+  SIZES,
+  startTwoWorkers
+} from "./fixtures/coordinatorOutage.js"
+import { coordinatorOn, isRunning, kill9, originWith, outputs, pollUntil, randomReader, report, tempDir, type WorkerProcess } from "./fixtures/talon.js"
 
 describe("fault: the client's first coordinator killed with -9", () => {
   it.live(
@@ -49,23 +40,13 @@ describe("fault: the client's first coordinator killed with -9", () => {
           const second = yield* coordinatorOn(origin, HEARTBEAT_MS)
           const firstChild = yield* first.start
           const secondChild = yield* second.start
-          const workers: Array<WorkerProcess> = []
-          for (const id of ["worker-a", "worker-b"]) {
-            workers.push(yield* startWorker(dir, origin, { id, coordinator: first.address, blockSize: BLOCK, heartbeatMs: HEARTBEAT_MS }))
-          }
+          const workers = yield* startTwoWorkers(dir, origin, first.address)
           const diagnostics = () =>
             outputs([["first", firstChild] as const, ["second", secondChild] as const, ...workers.map((w) => [w.id, w.child] as const)])
 
-          const probe = (address: string) =>
-            Effect.map(ControlChannel.make(address, { retries: 0, requestTimeout: "2 seconds", connectTimeout: "1 second" }), (channel) =>
-              channel.request({ _tag: "MembershipQuery" }).pipe(
-                Effect.map((m: ControlMessage) => (m._tag === "MembershipList" ? m.nodes.map((n) => n.id).sort() : []))
-              )
-            )
-          const listedFirst = yield* probe(first.address)
-          const listedSecond = yield* probe(second.address)
-          const both = (ids: ReadonlyArray<string>) => ids.length === 2
-          yield* pollUntil(listedFirst, both, 120_000, () => `workers did not register:\n${diagnostics()}`, 100)
+          const listedFirst = yield* membershipProbe(first.address)
+          const listedSecond = yield* membershipProbe(second.address)
+          yield* pollUntil(listedFirst, bothListed, 120_000, () => `workers did not register:\n${diagnostics()}`, 100)
 
           // The same workers on the second coordinator: Register once, then Heartbeat (Register again when refused).
           const secondControl = yield* ControlChannel.make(second.address, { retries: 0, requestTimeout: "2 seconds" })
@@ -81,20 +62,9 @@ describe("fault: the client's first coordinator killed with -9", () => {
             Effect.repeat(Schedule.spaced(`${HEARTBEAT_MS} millis`)),
             Effect.forkScoped
           )
-          yield* pollUntil(listedSecond, both, 60_000, () => `workers not listed by the second coordinator:\n${diagnostics()}`, 100)
+          yield* pollUntil(listedSecond, bothListed, 60_000, () => `workers not listed by the second coordinator:\n${diagnostics()}`, 100)
 
-          const client = yield* makeTalonClient({
-            coordinator: `${first.address},${second.address}`,
-            blockSize: BLOCK,
-            replicas: 2,
-            membershipTtlMs: 1000,
-            statTtlMs: 500,
-            connectTimeoutMs: 500,
-            requestTimeoutMs: 10_000
-          })
-          for (const uri of READ_URIS) {
-            expect(Buffer.from(yield* client.read(uri, 0, origin.objects.get(uri)!.length)).equals(origin.objects.get(uri)!)).toBe(true)
-          }
+          const client = yield* outageClient(`${first.address},${second.address}`, origin.objects)
           expect(client.controlPlane()).toMatchObject({ coordinator: first.address, coordinatorFailovers: 0 })
 
           const seed = Date.now() >>> 0

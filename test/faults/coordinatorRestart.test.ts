@@ -9,28 +9,18 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Ref } from "effect"
-import { ControlChannel } from "../../src/transport/ControlChannel.js"
-import { makeTalonClient } from "../../src/client/TalonClient.js"
-import type { ControlMessage } from "../../src/protocol/index.js"
 import {
-  coordinatorOn,
-  isRunning,
-  kill9,
-  originWith,
-  outputs,
-  pollUntil,
-  randomReader,
-  report,
-  startWorker,
-  tempDir,
-  type WorkerProcess
-} from "./fixtures/talon.js"
-
-const MiB = 1024 * 1024
-const BLOCK = MiB
-const HEARTBEAT_MS = 300
-const SIZES = { "a.bin": 8 * MiB + 11, "b.bin": 6 * MiB + 5, "late.bin": 3 * MiB + 7 }
-const READ_URIS = ["s3://faults/a.bin", "s3://faults/b.bin"]
+  BLOCK,
+  bothListed,
+  HEARTBEAT_MS,
+  membershipProbe,
+  MiB,
+  outageClient,
+  READ_URIS,
+  SIZES,
+  startTwoWorkers
+} from "./fixtures/coordinatorOutage.js"
+import { coordinatorOn, isRunning, kill9, originWith, outputs, pollUntil, randomReader, report, tempDir } from "./fixtures/talon.js"
 
 describe("fault: coordinator kill -9 and restart while clients read", () => {
   it.live(
@@ -42,33 +32,15 @@ describe("fault: coordinator kill -9 and restart while clients read", () => {
           const origin = yield* originWith(dir, SIZES)
           const coordinator = yield* coordinatorOn(origin, HEARTBEAT_MS)
           let coordinatorChild = yield* coordinator.start
-          const workers: Array<WorkerProcess> = []
-          for (const id of ["worker-a", "worker-b"]) {
-            workers.push(yield* startWorker(dir, origin, { id, coordinator: coordinator.address, blockSize: BLOCK, heartbeatMs: HEARTBEAT_MS }))
-          }
+          const workers = yield* startTwoWorkers(dir, origin, coordinator.address)
           const diagnostics = () =>
             outputs([["coordinator", coordinatorChild] as const, ...workers.map((w) => [w.id, w.child] as const)])
 
           // The test's own view of the coordinator: what it lists right now.
-          const probe = yield* ControlChannel.make(coordinator.address, { retries: 0, requestTimeout: "2 seconds", connectTimeout: "1 second" })
-          const listed = probe.request({ _tag: "MembershipQuery" }).pipe(
-            Effect.map((m: ControlMessage) => (m._tag === "MembershipList" ? m.nodes.map((n) => n.id).sort() : []))
-          )
-          const both = (ids: ReadonlyArray<string>) => ids.length === 2
-          yield* pollUntil(listed, both, 120_000, () => `workers did not register:\n${diagnostics()}`, 100)
+          const listed = yield* membershipProbe(coordinator.address)
+          yield* pollUntil(listed, bothListed, 120_000, () => `workers did not register:\n${diagnostics()}`, 100)
 
-          const client = yield* makeTalonClient({
-            coordinator: coordinator.address,
-            blockSize: BLOCK,
-            replicas: 2,
-            membershipTtlMs: 1000,
-            statTtlMs: 500,
-            connectTimeoutMs: 500,
-            requestTimeoutMs: 10_000
-          })
-          for (const uri of READ_URIS) {
-            expect(Buffer.from(yield* client.read(uri, 0, origin.objects.get(uri)!.length)).equals(origin.objects.get(uri)!)).toBe(true)
-          }
+          const client = yield* outageClient(coordinator.address, origin.objects)
 
           const seed = Date.now() >>> 0
           // Paced, so the outage spans many reads rather than a few huge bursts.
@@ -103,7 +75,7 @@ describe("fault: coordinator kill -9 and restart while clients read", () => {
           // Its start-up (a Node process loading the bundle) is not the workers' doing: measured apart.
           yield* pollUntil(listed, () => true, 120_000, () => `the coordinator did not come back:\n${diagnostics()}`, 20)
           const listeningMs = Date.now() - restartedAt
-          yield* pollUntil(listed, both, 120_000, () => `workers did not re-register:\n${diagnostics()}`, 20)
+          yield* pollUntil(listed, bothListed, 120_000, () => `workers did not re-register:\n${diagnostics()}`, 20)
           const reregisteredMs = Date.now() - restartedAt - listeningMs
           yield* pollUntil(Effect.sync(() => client.controlPlane()), (c) => c.coordinatorReachable, 60_000, () => "client never reconnected")
           const reconnectedMs = Date.now() - restartedAt
