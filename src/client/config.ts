@@ -7,6 +7,7 @@ import type { ConfigError, Effect } from "effect"
 import * as K from "../config/kinds.js"
 import { component, defaultsOf, resolve, setting } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE } from "../core/ids.js"
+import { nonNegative, positive } from "../config/checks.js"
 
 export interface TalonClientOptions {
   /** Coordinator control addresses `host:port[,host:port…]`, tried in turn. */
@@ -34,9 +35,6 @@ export interface TalonClientOptions {
   /** Largest single GetRange; longer segments are split (bounds per-request memory). */
   readonly maxRequestBytes: number
 }
-
-const positive = (n: number) => (n > 0 ? undefined : "must be positive")
-const nonNegative = (n: number) => (n >= 0 ? undefined : "must be zero or positive")
 
 export const ClientSchema = component<TalonClientOptions>({
   name: "client",

@@ -7,6 +7,7 @@ import { type ConfigError, Effect } from "effect"
 import * as K from "../config/kinds.js"
 import { component, defaultsOf, resolve, setting } from "../config/Setting.js"
 import { resolveStateStoreSettings, type StateStoreSettings, type StateTiming } from "./state/config.js"
+import { notBlank, positive } from "../config/checks.js"
 
 /** The coordinator's own settings (one declaration each in CoordinatorSchema). */
 export interface CoordinatorSettings {
@@ -36,8 +37,6 @@ export interface CoordinatorOptions extends CoordinatorSettings {
    */
   readonly state?: Partial<StateStoreSettings> | undefined
 }
-
-const positive = (n: number) => (n > 0 ? undefined : "must be positive")
 
 export const CoordinatorSchema = component<CoordinatorSettings>({
   name: "coordinator",
@@ -87,7 +86,7 @@ export const CoordinatorSchema = component<CoordinatorSettings>({
       default: "default",
       help: "Cluster this coordinator serves; status heartbeats naming another cluster are refused",
       example: "prod",
-      check: (c) => (c.trim() === "" ? "must not be empty" : undefined)
+      check: notBlank
     }),
     adminTlsCert: setting(K.optional(K.text), {
       env: "TALON_COORDINATOR_ADMIN_TLS_CERT",

@@ -8,6 +8,7 @@
 import { type ConfigError, Effect, Either, type Redacted } from "effect"
 import * as K from "../config/kinds.js"
 import { component, defaultsOf, invalid, resolve, setting } from "../config/Setting.js"
+import { nonNegativeInteger, notBlank, positiveInteger } from "../config/checks.js"
 
 export type RouteName = "cache" | "origin"
 
@@ -62,9 +63,6 @@ export interface GatewayOptions {
   readonly tlsKey: string | undefined
 }
 
-const positive = (n: number) => (Number.isSafeInteger(n) && n > 0 ? undefined : "must be a positive whole number")
-const nonNegative = (n: number) => (Number.isSafeInteger(n) && n >= 0 ? undefined : "must be zero or a positive whole number")
-
 const listenKind: K.Kind<string> = {
   ...K.listenAddress,
   parse: (t) =>
@@ -99,7 +97,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: "us-east-1",
       help: "Region the S3 front end answers GetBucketLocation with and expects in SigV4 scopes",
       example: "eu-west-1",
-      check: (r) => (r.trim() === "" ? "must not be empty" : undefined)
+      check: notBlank
     }),
     maxConcurrentRequests: setting(K.integer, {
       env: "TALON_GATEWAY_MAX_CONCURRENT_REQUESTS",
@@ -107,7 +105,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 256,
       help: "Requests served at once; more get 503 SlowDown/ServerBusy",
       example: "256",
-      check: positive
+      check: positiveInteger
     }),
     maxBodyBytes: setting(K.size, {
       env: "TALON_GATEWAY_MAX_BODY_BYTES",
@@ -115,7 +113,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 64 * 1024 * 1024,
       help: "Largest single PutObject / Put Blob body accepted (streamed to the origin; multipart parts and blocks are capped at 5 GiB)",
       example: "64M",
-      check: positive
+      check: positiveInteger
     }),
     maxConcurrentUploads: setting(K.integer, {
       env: "TALON_GATEWAY_MAX_CONCURRENT_UPLOADS",
@@ -123,7 +121,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 64,
       help: "Uploads (requests with a body) served at once, apart from reads, so slow uploaders cannot take every slot",
       example: "64",
-      check: positive
+      check: positiveInteger
     }),
     bodyIdleMs: setting(K.integer, {
       env: "TALON_GATEWAY_BODY_IDLE_MS",
@@ -131,7 +129,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 20_000,
       help: "A request body with no byte for this long is cut off (RequestTimeout), in ms",
       example: "20000",
-      check: positive
+      check: positiveInteger
     }),
     minBodyBytesPerSec: setting(K.integer, {
       env: "TALON_GATEWAY_MIN_BODY_BYTES_PER_SEC",
@@ -139,7 +137,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 4096,
       help: "After the first idle window, a request body slower than this on average is cut off (0 = no floor)",
       example: "4096",
-      check: nonNegative
+      check: nonNegativeInteger
     }),
     requestTimeoutMs: setting(K.integer, {
       env: "TALON_GATEWAY_REQUEST_TIMEOUT_MS",
@@ -147,7 +145,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 300_000,
       help: "Time to receive a whole request (head and body), in ms",
       example: "300000",
-      check: positive
+      check: positiveInteger
     }),
     responseTimeoutMs: setting(K.integer, {
       env: "TALON_GATEWAY_RESPONSE_TIMEOUT_MS",
@@ -155,7 +153,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 30_000,
       help: "Deadline from a request's arrival to its response head; 503 after it, in ms",
       example: "30000",
-      check: positive
+      check: positiveInteger
     }),
     idleTimeoutMs: setting(K.integer, {
       env: "TALON_GATEWAY_IDLE_TIMEOUT_MS",
@@ -163,7 +161,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 120_000,
       help: "A connection with no traffic either way for this long is closed (a stalled reader, an idle keep-alive), in ms",
       example: "120000",
-      check: positive
+      check: positiveInteger
     }),
     statTtlMs: setting(K.integer, {
       env: "TALON_GATEWAY_STAT_TTL_MS",
@@ -171,7 +169,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 1000,
       help: "How long an origin stat (size, version) is trusted, in ms",
       example: "1000",
-      check: nonNegative
+      check: nonNegativeInteger
     }),
     writeFreshMs: setting(K.integer, {
       env: "TALON_GATEWAY_WRITE_FRESH_MS",
@@ -179,7 +177,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 5000,
       help: "After a write through the gateway, reads of that object bypass the cache this long, so version caches downstream cannot serve the old bytes, in ms",
       example: "5000",
-      check: nonNegative
+      check: nonNegativeInteger
     }),
     pieceBytes: setting(K.size, {
       env: "TALON_GATEWAY_PIECE_BYTES",
@@ -187,7 +185,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 1024 * 1024,
       help: "Cache route: bytes per block-piece request (aligned within the object)",
       example: "1M",
-      check: positive
+      check: positiveInteger
     }),
     readAhead: setting(K.integer, {
       env: "TALON_GATEWAY_READ_AHEAD",
@@ -195,7 +193,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 4,
       help: "Cache route: block pieces fetched ahead of the one being written, per response",
       example: "4",
-      check: positive
+      check: positiveInteger
     }),
     workerTimeoutMs: setting(K.integer, {
       env: "TALON_GATEWAY_WORKER_TIMEOUT_MS",
@@ -203,7 +201,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 5000,
       help: "Cache route: a piece not served by the cache in this time comes from the origin, in ms",
       example: "5000",
-      check: positive
+      check: positiveInteger
     }),
     maxListKeys: setting(K.integer, {
       env: "TALON_GATEWAY_MAX_LIST_KEYS",
@@ -219,7 +217,7 @@ export const GatewaySchema = component<GatewaySettings>({
       default: 15 * 60 * 1000,
       help: "Allowed clock difference for signed requests, in ms",
       example: "900000",
-      check: positive
+      check: positiveInteger
     }),
     tlsCert: setting(K.optional(K.text), {
       env: "TALON_GATEWAY_TLS_CERT",

@@ -4,6 +4,7 @@
  */
 import * as K from "../config/kinds.js"
 import { component, setting } from "../config/Setting.js"
+import { nonNegative, positive, positiveInteger, whenSet } from "../config/checks.js"
 
 export interface LoadgenSettings {
   readonly addr: string
@@ -32,10 +33,7 @@ export interface LoadgenSettings {
   readonly failFast: boolean
 }
 
-const positive = (n: number) => (n > 0 ? undefined : "must be positive")
-const positiveInteger = (n: number) => (Number.isSafeInteger(n) && n >= 1 ? undefined : "must be a positive whole number")
-const nonNegative = (n: number) => (n >= 0 ? undefined : "must be zero or positive")
-const optionalPositive = (n: number | undefined) => (n === undefined ? undefined : positive(n))
+const optionalPositive = whenSet(positive)
 
 export const LoadgenSchema = component<LoadgenSettings>({
   name: "load generator",

@@ -4,6 +4,7 @@
  */
 import * as K from "../config/kinds.js"
 import { component, setting } from "../config/Setting.js"
+import { nonNegative, notBlank } from "../config/checks.js"
 
 /** Unfinished multipart uploads and uncommitted blocks live this long. */
 export const DEFAULT_UPLOAD_TTL_MS = 24 * 3600 * 1000
@@ -22,8 +23,6 @@ export interface OriginSettings {
   readonly uploadTtlMs: number
 }
 
-const nonNegative = (n: number) => (n >= 0 ? undefined : "must be zero or positive")
-
 export const OriginSchema = component<OriginSettings>({
   name: "origin stub",
   summary: "`talon origin`: a local S3 and Azure Blob server over a directory, with injectable faults (for tests and demos).",
@@ -34,7 +33,7 @@ export const OriginSchema = component<OriginSettings>({
       default: ".talon/origin",
       help: "Directory holding buckets/containers (one subdirectory each)",
       example: "/srv/origin",
-      check: (r) => (r.trim() === "" ? "must not be empty" : undefined)
+      check: notBlank
     }),
     host: setting(K.text, {
       env: "TALON_ORIGIN_HOST",

@@ -8,6 +8,7 @@ import { type ConfigError, Context, Effect, Layer } from "effect"
 import * as K from "../config/kinds.js"
 import { component, defaultsOf, resolve, resolveOnly, setting } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
+import { nonNegative, notBlank, positive } from "../config/checks.js"
 
 export type DataPlaneName = "auto" | "native" | "portable"
 export type ServeModeName = "pipelined" | "multiplexed"
@@ -52,9 +53,6 @@ export interface WorkerSettings {
   readonly adminTlsKey: string
 }
 
-const positive = (n: number) => (n > 0 ? undefined : "must be positive")
-const nonNegative = (n: number) => (n >= 0 ? undefined : "must be zero or positive")
-
 export const WorkerSchema = component<WorkerSettings>({
   name: "worker",
   summary: "`talon worker`: the block cache, its miss path and data plane.",
@@ -94,7 +92,7 @@ export const WorkerSchema = component<WorkerSettings>({
       default: "default",
       help: "Cluster this worker joins; the coordinator refuses status heartbeats naming another cluster",
       example: "prod",
-      check: (c) => (c.trim() === "" ? "must not be empty" : undefined)
+      check: notBlank
     }),
     zone: setting(K.text, {
       env: "TALON_WORKER_ZONE",

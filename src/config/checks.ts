@@ -1,0 +1,17 @@
+/**
+ * Value checks settings share: each returns what is wrong with a parsed value, or
+ * undefined when it is fine (the `check` of a setting). The messages are what a user
+ * sees after the setting's name and source, so they say what is allowed.
+ */
+
+export const positive = (n: number) => (n > 0 ? undefined : "must be positive")
+export const nonNegative = (n: number) => (n >= 0 ? undefined : "must be zero or positive")
+export const positiveInteger = (n: number) => (Number.isSafeInteger(n) && n >= 1 ? undefined : "must be a positive whole number")
+export const nonNegativeInteger = (n: number) => (Number.isSafeInteger(n) && n >= 0 ? undefined : "must be zero or a positive whole number")
+export const notBlank = (s: string) => (s.trim() === "" ? "must not be empty" : undefined)
+
+/** `check` applied only when a value is set. */
+export const whenSet =
+  <A>(check: (a: A) => string | undefined) =>
+  (a: A | undefined) =>
+    a === undefined ? undefined : check(a)
