@@ -23,6 +23,7 @@ import { buildDist, talonBin } from "./lib/build.js"
 import { buildCeiling } from "./lib/ceiling.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
+import { latencyFrom, type LoadLatency } from "./lib/latency.js"
 
 const root = repoRoot
 const flags = await parseFlags("loadgen-vs-pound", "talon loadgen vs the C pound client against the ceiling server, paired order-swapped rounds.", {
@@ -44,15 +45,7 @@ const OBJECT = "az://bench/blob"
 const KEY_METRICS = ["rps", "p50_us", "p99_us", "server_cpu_us_per_req", "client_cores", "client_us_per_req"]
 
 /** The metrics both clients report, under one set of names. */
-interface Metrics {
-  readonly rps: number
-  readonly mib_s: number
-  readonly p50_us: number
-  readonly p99_us: number
-  readonly p999_us: number
-  readonly max_us: number
-  readonly samples: number
-  readonly errors: number
+interface Metrics extends LoadLatency {
   readonly server_cpu_percent: number
   readonly server_kernel_share: number
   readonly server_cpu_us_per_req: number
@@ -75,14 +68,7 @@ const loadavg = (): number => Number(readFileSync("/proc/loadavg", "utf8").split
 
 const loadgenMetrics = (j: Record<string, number>): Metrics =>
   withClientCost({
-    rps: j["rps"]!,
-    mib_s: j["mib_s"]!,
-    p50_us: j["p50_us"]!,
-    p99_us: j["p99_us"]!,
-    p999_us: j["p999_us"]!,
-    max_us: j["max_us"]!,
-    samples: j["samples"]!,
-    errors: j["errors"]!,
+    ...latencyFrom((f) => j[f]!),
     server_cpu_percent: j["cpu_percent"]!,
     server_kernel_share: j["kernel_share"]!,
     server_cpu_us_per_req: j["cpu_us_per_req"]!,
@@ -115,14 +101,7 @@ const main = Effect.gen(function* () {
       Proc.run("pound", [tools.pound, ...common, ...target, ...(spin ? ["--spin"] : [])], { cpus: "1" }).pipe(
         Effect.map(lastJson),
         Effect.map((j) => withClientCost({
-          rps: j["rps"]!,
-          mib_s: j["mib_s"]!,
-          p50_us: j["p50_us"]!,
-          p99_us: j["p99_us"]!,
-          p999_us: j["p999_us"]!,
-          max_us: j["max_us"]!,
-          samples: j["samples"]!,
-          errors: j["errors"]!,
+          ...latencyFrom((f) => j[f]!),
           server_cpu_percent: Math.round(j["server_cores"]! * 1000) / 10,
           server_kernel_share: j["server_kernel_share"]!,
           server_cpu_us_per_req: j["server_cpu_us_per_req"]!,

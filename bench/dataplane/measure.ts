@@ -4,19 +4,12 @@
  */
 import type { CommandExecutor } from "@effect/platform"
 import { Data, Effect } from "effect"
+import { latencyFrom, type LoadLatency } from "../lib/latency.js"
 import * as Proc from "../lib/proc.js"
 import { sampleWindow } from "../lib/procStats.js"
 import { OBJECT_URI, type Target } from "./arms.js"
 
-export interface Metrics {
-  readonly rps: number
-  readonly mib_s: number
-  readonly p50_us: number
-  readonly p99_us: number
-  readonly p999_us: number
-  readonly max_us: number
-  readonly samples: number
-  readonly errors: number
+export interface Metrics extends LoadLatency {
   readonly client_cores: number
   /** From this script's /proc sampling over all the arm's processes. */
   readonly server_cores: number
@@ -73,17 +66,12 @@ export const measure = (
         return yield* new MeasureFailed({ message: `pound against ${t.name} printed no result (exit ${code}): ${err}` })
       }
       if (code !== 0) console.error(`  ! ${t.name} ${conns}x${depth}: pound exit ${code}: ${err.split("\n")[0]}`)
-      const rps = num(j["rps"])
+      const latency = latencyFrom((f) => num(j[f]))
+      const rps = latency.rps
       const cpu = w.user + w.sys
       return {
-        rps,
-        mib_s: num(j["mib_s"]),
-        p50_us: num(j["p50_us"]),
-        p99_us: num(j["p99_us"]),
-        p999_us: num(j["p999_us"]),
-        max_us: num(j["max_us"]),
-        samples: num(j["samples"]),
-        errors: code === 0 ? num(j["errors"]) : Math.max(1, num(j["errors"]) || 0),
+        ...latency,
+        errors: code === 0 ? latency.errors : Math.max(1, latency.errors || 0),
         client_cores: num(j["client_cores"]),
         server_cores: Math.round((cpu / w.wall) * 1000) / 1000,
         cpu_us_per_req: rps > 0 ? Math.round(((cpu * 1e6) / (rps * w.wall)) * 100) / 100 : NaN,
