@@ -129,14 +129,6 @@ const main = Effect.gen(function* () {
   const origin = yield* start("origin", [node!, ...talon, "origin", "--root", join(dir, "origin"), "--port", String(originPort)])
   const controlPort = yield* Effect.promise(freePort)
   const adminPort = yield* Effect.promise(freePort)
-  const coordinator = yield* start("coordinator", [node!, ...talon, "coordinator", "--listen", `127.0.0.1:${controlPort}`, "--admin-listen", `127.0.0.1:${adminPort}`], {
-    TALON_S3_ENDPOINT: `http://127.0.0.1:${originPort}`,
-    TALON_S3_ACCESS_KEY_ID: "talon",
-    TALON_S3_SECRET_ACCESS_KEY: "talon-secret",
-    TALON_AZURE_ACCOUNT: "devstoreaccount1",
-    TALON_AZURE_ENDPOINT: `http://127.0.0.1:${originPort}/devstoreaccount1`,
-    TALON_AZURE_KEY: AZ_KEY
-  })
   const originEnv = {
     TALON_S3_ENDPOINT: `http://127.0.0.1:${originPort}`,
     TALON_S3_ACCESS_KEY_ID: "talon",
@@ -145,6 +137,11 @@ const main = Effect.gen(function* () {
     TALON_AZURE_ENDPOINT: `http://127.0.0.1:${originPort}/devstoreaccount1`,
     TALON_AZURE_KEY: AZ_KEY
   }
+  const coordinator = yield* start(
+    "coordinator",
+    [node!, ...talon, "coordinator", "--listen", `127.0.0.1:${controlPort}`, "--admin-listen", `127.0.0.1:${adminPort}`],
+    originEnv
+  )
   const workers = yield* Effect.forEach(["worker-1", "worker-2"], (id) =>
     start(id, [node!, ...talon, "worker", "--cache-dir", join(dir, id)], {
       ...originEnv,
