@@ -7,7 +7,7 @@
 import { execFileSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { cpus, totalmem } from "node:os"
-import type { RoundsReport } from "./rounds.js"
+import type { RoundsReport, Spread } from "./rounds.js"
 
 export const BENCH_DATA_SCHEMA = 1
 
@@ -154,6 +154,9 @@ export const today = (): string => new Date().toISOString().slice(0, 10)
 
 const r3 = (x: number): number | null => (Number.isFinite(x) ? Math.round(x * 1000) / 1000 : null)
 
+/** A spread's count and quartiles as row fields, rounded to 3 places. */
+const spreadOf = (s: Spread) => ({ n: s.n, median: r3(s.median), min: r3(s.min), max: r3(s.max), q1: r3(s.q1), q3: r3(s.q3) })
+
 /** Flattens a rounds report into `runs`, `summary` and `ratios` rows. */
 export const rowsFromRounds = <A>(
   report: RoundsReport<A>,
@@ -164,12 +167,7 @@ export const rowsFromRounds = <A>(
     Object.entries(metrics).map(([metric, s]) => ({
       arm,
       metric,
-      n: s.n,
-      median: r3(s.median),
-      min: r3(s.min),
-      max: r3(s.max),
-      q1: r3(s.q1),
-      q3: r3(s.q3)
+      ...spreadOf(s)
     }))
   ),
   ratios: Object.entries(report.ratios).flatMap(([arm, metrics]) =>
@@ -177,12 +175,7 @@ export const rowsFromRounds = <A>(
       arm,
       baseline: report.baseline,
       metric,
-      n: s.n,
-      median: r3(s.median),
-      min: r3(s.min),
-      max: r3(s.max),
-      q1: r3(s.q1),
-      q3: r3(s.q3),
+      ...spreadOf(s),
       per_round: s.perRound.map((v) => r3(v) ?? "-").join(" ")
     }))
   )
