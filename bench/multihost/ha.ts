@@ -134,23 +134,28 @@ export const haScenarios = (
     const copy = join(o.runDir, "ha-object.bin")
     writeFileSync(copy, Buffer.from(body))
     const rows: Array<ScenarioRow> = []
+    /** Reads under way, `victim` killed -9, then `settles` settle periods before the reader's tally becomes a row. */
+    const killUnderLoad = (scenario: string, victim: string, settles: number) =>
+      Effect.gen(function* () {
+        const r = yield* startReader(topo, o, copy, `reader-${scenario}`, coordinators)
+        yield* sleep(o.settleSeconds)
+        const at = Date.now()
+        yield* up.proc(victim).kill9
+        console.log(`${scenario}: kill -9 ${victim}`)
+        yield* sleep(o.settleSeconds * settles)
+        const f = yield* r.finish
+        if (f.errors > 0) console.log(`  client errors, e.g. ${f.error_samples.join("; ")}`)
+        rows.push({
+          scenario: `kill -9 ${victim} under load`,
+          errors: f.errors,
+          wrongBytes: f.wrong_bytes,
+          recovery: felt(f, at),
+          throughput: `${f.ok} verified reads`
+        })
+      })
 
     if (o.scenarios.includes("coordinator-kill")) {
-      const r = yield* startReader(topo, o, copy, "reader-coordinator-kill", coordinators)
-      yield* sleep(o.settleSeconds)
-      const at = Date.now()
-      yield* up.proc("coordinator-1").kill9
-      console.log("coordinator-kill: kill -9 coordinator-1")
-      yield* sleep(o.settleSeconds * 2)
-      const f = yield* r.finish
-      rows.push({
-        scenario: "kill -9 coordinator-1 under load",
-        errors: f.errors,
-        wrongBytes: f.wrong_bytes,
-        recovery: felt(f, at),
-        throughput: `${f.ok} verified reads`
-      })
-      if (f.errors > 0) console.log(`  client errors, e.g. ${f.error_samples.join("; ")}`)
+      yield* killUnderLoad("coordinator-kill", "coordinator-1", 2)
       // Back for the next scenario, as a restarted container would be.
       const svc = services.find((s) => s.name === "coordinator-1")!
       const relaunched = yield* start(topo.host(svc.name), launchOf(svc, o.talonArgv, o.runDir), join(o.runDir, "logs", "coordinator-1.restart.log"))
@@ -192,22 +197,6 @@ export const haScenarios = (
       yield* waitHttp(`${victim} (healed)`, admin(victim, "/readyz"), { okStatus: 200 })
     }
 
-    if (o.scenarios.includes("worker-kill")) {
-      const r = yield* startReader(topo, o, copy, "reader-worker-kill", coordinators)
-      yield* sleep(o.settleSeconds)
-      const at = Date.now()
-      yield* up.proc("worker-3").kill9
-      console.log("worker-kill: kill -9 worker-3")
-      yield* sleep(o.settleSeconds * 3)
-      const f = yield* r.finish
-      if (f.errors > 0) console.log(`  client errors, e.g. ${f.error_samples.join("; ")}`)
-      rows.push({
-        scenario: "kill -9 worker-3 under load",
-        errors: f.errors,
-        wrongBytes: f.wrong_bytes,
-        recovery: felt(f, at),
-        throughput: `${f.ok} verified reads`
-      })
-    }
+    if (o.scenarios.includes("worker-kill")) yield* killUnderLoad("worker-kill", "worker-3", 3)
     return rows
   })
