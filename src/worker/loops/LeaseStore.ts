@@ -14,7 +14,7 @@
  *   unlink a file this loop could still be sending from.
  */
 import type { Grant } from "./protocol.js"
-import { Entry, Unit } from "../store/entry.js"
+import { Entry, missingRunsOf, Unit } from "../store/entry.js"
 import { closeQuietly, openFd } from "../store/fsx.js"
 
 /** A leased unit: the lease id to give back, and when this loop last served from it. */
@@ -73,18 +73,7 @@ export class LeaseStore {
   }
 
   missingRuns(key: string, first: number, end: number): Array<[number, number]> {
-    const entry = this.#index.get(key)
-    if (entry === undefined) return first < end ? [[first, end]] : []
-    const runs: Array<[number, number]> = []
-    let i = first
-    while (i < end) {
-      while (i < end && entry.units[i] !== undefined) i++
-      if (i >= end) break
-      const s = i
-      while (i < end && entry.units[i] === undefined) i++
-      runs.push([s, i])
-    }
-    return runs
+    return missingRunsOf(this.#index.get(key), first, end)
   }
 
   // ---------------------------------------------------------------- owner side

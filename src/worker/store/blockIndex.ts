@@ -6,7 +6,7 @@
  * loop and the fill path both call it without awaiting.
  */
 import type { DirState } from "./dirs.js"
-import type { Entry, Unit } from "./entry.js"
+import { type Entry, missingRunsOf, type Unit } from "./entry.js"
 import { removeBlockDir, unlinkUnit } from "./files.js"
 import { blockDirName } from "./layout.js"
 
@@ -35,18 +35,7 @@ export class BlockIndex {
 
   /** Absent units in `[first, end)` as maximal runs (everything, when the block is not indexed). */
   missingRuns(key: string, first: number, end: number): Array<[number, number]> {
-    const entry = this.entries.get(key)
-    if (entry === undefined) return first < end ? [[first, end]] : []
-    const runs: Array<[number, number]> = []
-    let i = first
-    while (i < end) {
-      while (i < end && entry.units[i] !== undefined) i++
-      if (i >= end) break
-      const s = i
-      while (i < end && entry.units[i] === undefined) i++
-      runs.push([s, i])
-    }
-    return runs
+    return missingRunsOf(this.entries.get(key), first, end)
   }
 
   /** Which cache dir a block belongs to: an existing entry keeps its dir, new ones hash. */

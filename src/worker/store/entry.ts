@@ -102,3 +102,18 @@ export class Entry {
     return path.join(this.path, this.meta.pageSize > 0 ? pageFileName(i) : BLOCK_FILE)
   }
 }
+
+/** Absent units of `entry` in `[first, end)` as maximal runs (everything, when the block is not indexed). */
+export const missingRunsOf = (entry: Entry | undefined, first: number, end: number): Array<[number, number]> => {
+  if (entry === undefined) return first < end ? [[first, end]] : []
+  const runs: Array<[number, number]> = []
+  let i = first
+  while (i < end) {
+    while (i < end && entry.units[i] !== undefined) i++
+    if (i >= end) break
+    const s = i
+    while (i < end && entry.units[i] === undefined) i++
+    runs.push([s, i])
+  }
+  return runs
+}
