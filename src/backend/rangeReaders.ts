@@ -13,9 +13,9 @@ import {
   type RangeReader
 } from "./BackendStore.js"
 import type { ObjectId } from "../core/ids.js"
-import { transportError, type RequestLabel } from "./http.js"
-import { isRetryable, type RequestPolicy } from "./policy.js"
-import type { OpenRange, RangeBody } from "./ranged.js"
+import { transportError } from "./http.js"
+import { isRetryable } from "./policy.js"
+import type { RangeBody, RangedReadArgs } from "./ranged.js"
 
 /**
  * `rangedRead` for relays, with the same contract (backpressure, an idle timeout while
@@ -24,16 +24,12 @@ import type { OpenRange, RangeBody } from "./ranged.js"
  * attempt, then the body is read with plain listeners, paused past `highWaterMark`
  * bytes not yet pulled.
  */
-export const rangedReader = (args: {
-  readonly label: RequestLabel
-  readonly policy: RequestPolicy
-  readonly offset: number
-  readonly length: number
-  readonly version?: string | undefined
-  readonly open: OpenRange
-  readonly runtime: Runtime.Runtime<never>
-  readonly highWaterMark?: number
-}): RangeReader => {
+export const rangedReader = (
+  args: RangedReadArgs & {
+    readonly runtime: Runtime.Runtime<never>
+    readonly highWaterMark?: number
+  }
+): RangeReader => {
   const { label, policy } = args
   const runPromise = Runtime.runPromise(args.runtime)
   const runSync = Runtime.runSync(args.runtime)

@@ -31,6 +31,16 @@ export type OpenRange = (
   ifMatch: string | undefined
 ) => Effect.Effect<RangeBody, BackendError, Scope.Scope>
 
+/** What a ranged read needs: the request it is, its retry policy, the range, the version to pin (if known) and how to open an attempt. */
+export interface RangedReadArgs {
+  readonly label: RequestLabel
+  readonly policy: RequestPolicy
+  readonly offset: number
+  readonly length: number
+  readonly version?: string | undefined
+  readonly open: OpenRange
+}
+
 /**
  * Streams `[offset, offset+length)` with backpressure (the socket is read only as the
  * consumer pulls). A retryable failure — before or after the first byte — re-requests only
@@ -38,14 +48,7 @@ export type OpenRange = (
  * read can never splice two versions of an object; if the object changed the read fails
  * with 412. Attempts are bounded by the policy's schedule over the whole read.
  */
-export const rangedRead = (args: {
-  readonly label: RequestLabel
-  readonly policy: RequestPolicy
-  readonly offset: number
-  readonly length: number
-  readonly version?: string | undefined
-  readonly open: OpenRange
-}): Stream.Stream<Uint8Array, BackendError> =>
+export const rangedRead = (args: RangedReadArgs): Stream.Stream<Uint8Array, BackendError> =>
   Stream.unwrap(
     Effect.map(Schedule.driver(retrySchedule(args.policy)), (driver) => {
       let pos = args.offset
