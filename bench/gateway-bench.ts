@@ -49,6 +49,7 @@ import { slowRead } from "../test/gateway/fixtures/slowReader.js"
 import { repoRoot } from "./lib/args.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
+import { httpGet } from "./lib/httpGet.js"
 
 const root = repoRoot
 const flags = await parseFlags("gateway-bench", "The gateway's HTTP runtime under controlled delays, and the slow-consumer RSS run; JSON Lines.", {
@@ -166,21 +167,8 @@ const delayedWorker = (): Promise<{ server: net.Server; address: string }> =>
 
 const agentFor = (conns: number) => new http.Agent({ keepAlive: true, maxSockets: conns })
 
-const getOnce = (agent: http.Agent, url: string, offset: number): Promise<{ status: number; body: Buffer }> =>
-  new Promise((resolveGet, reject) => {
-    const u = new URL(url)
-    const req = http.request(
-      { host: u.hostname, port: u.port, path: `/${BUCKET}/${KEY}`, headers: { range: `bytes=${offset}-${offset + range - 1}` }, agent },
-      (res) => {
-        const chunks: Array<Buffer> = []
-        res.on("data", (c: Buffer) => chunks.push(c))
-        res.on("end", () => resolveGet({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }))
-        res.on("error", reject)
-      }
-    )
-    req.on("error", reject)
-    req.end()
-  })
+const getOnce = (agent: http.Agent, url: string, offset: number) =>
+  httpGet(agent, url, `/${BUCKET}/${KEY}`, { range: `bytes=${offset}-${offset + range - 1}` })
 
 const runLoad = async (scenario: string, gw: GatewayShape, conns: number) => {
   const agent = agentFor(conns)

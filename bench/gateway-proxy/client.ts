@@ -12,6 +12,7 @@ import { sharedKeyAuthorization } from "../../src/backend/azureSharedKey.js"
 import * as S3Backend from "../../src/backend/S3.js"
 import { clockTicks, parseStat } from "../../src/loadgen/procSampler.js"
 import { quantile } from "../../src/loadgen/quantile.js"
+import { httpGet, type Reply } from "../lib/httpGet.js"
 
 export const MiB = 1024 * 1024
 export const SIZE = 64 * MiB
@@ -51,23 +52,7 @@ export const loadavg = (): number => Number(readFileSync("/proc/loadavg", "utf8"
 // Admin and stats requests only; measured requests go through BenchConnection.
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })
 
-interface Reply {
-  readonly status: number
-  readonly body: Buffer
-}
-
-export const get = (url: string, path: string, headers: Record<string, string>): Promise<Reply> =>
-  new Promise((resolve, reject) => {
-    const u = new URL(url)
-    const req = http.request({ host: u.hostname, port: u.port, method: "GET", path, headers, agent }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (c: Buffer) => chunks.push(c))
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }))
-      res.on("error", reject)
-    })
-    req.on("error", reject)
-    req.end()
-  })
+export const get = (url: string, path: string, headers: Record<string, string>): Promise<Reply> => httpGet(agent, url, path, headers)
 
 /** Bytes of a read decoded at a time while looking for the end of a response head. */
 export const HEAD_SCAN = 4096
