@@ -7,7 +7,7 @@ import type { ConfigError, Effect } from "effect"
 import * as K from "../config/kinds.js"
 import { component, defaultsOf, resolve, setting } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE } from "../core/ids.js"
-import { nonNegative, positive } from "../config/checks.js"
+import { blockSizeRange, nonNegative, positive } from "../config/checks.js"
 
 export interface TalonClientOptions {
   /** Coordinator control addresses `host:port[,host:port…]`, tried in turn. */
@@ -54,7 +54,7 @@ export const ClientSchema = component<TalonClientOptions>({
       default: DEFAULT_BLOCK_SIZE,
       help: "Block size; must equal the workers' (K/M/G suffixes)",
       example: "8M",
-      check: (n) => (n > 0 && n <= 0xffffffff ? undefined : "must be in 1..4 GiB-1 (a u32)")
+      check: blockSizeRange
     }),
     replicas: setting(K.integer, {
       env: "TALON_CLIENT_REPLICAS",

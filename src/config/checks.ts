@@ -15,3 +15,6 @@ export const whenSet =
   <A>(check: (a: A) => string | undefined) =>
   (a: A | undefined) =>
     a === undefined ? undefined : check(a)
+
+/** A block size: Talon's wire carries it as a u32, and every client and worker must agree on it. */
+export const blockSizeRange = (n: number) => (n > 0 && n <= 0xffffffff ? undefined : "must be in 1..4 GiB-1 (a u32)")

@@ -8,7 +8,7 @@ import { type ConfigError, Context, Effect, Layer } from "effect"
 import * as K from "../config/kinds.js"
 import { component, defaultsOf, resolve, resolveOnly, setting } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
-import { nonNegative, notBlank, positive } from "../config/checks.js"
+import { blockSizeRange, nonNegative, notBlank, positive } from "../config/checks.js"
 
 export type DataPlaneName = "auto" | "native" | "portable"
 export type ServeModeName = "pipelined" | "multiplexed"
@@ -134,7 +134,7 @@ export const WorkerSchema = component<WorkerSettings>({
       default: DEFAULT_BLOCK_SIZE,
       help: "Block size; every client and worker of a cluster must agree on it, as placement is per block",
       example: "8M",
-      check: (n) => (n > 0 && n <= 0xffffffff ? undefined : "must be in 1..4 GiB-1 (a u32)")
+      check: blockSizeRange
     }),
     pageSize: setting(K.size, {
       env: "TALON_WORKER_PAGE_SIZE",
