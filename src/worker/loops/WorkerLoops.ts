@@ -99,11 +99,7 @@ const RESTART_DELAY_MS = 500
  */
 const LoopsListener = Layer.scopedContext(
   Effect.gen(function* () {
-    const cfg = yield* WorkerConfig
-    const store = yield* BlockStore
-    const miss = yield* MissPath
-    const stats = yield* WorkerMetrics
-    const state = yield* WorkerReadiness
+    const [cfg, store, miss, stats, state] = yield* Effect.all([WorkerConfig, BlockStore, MissPath, WorkerMetrics, WorkerReadiness])
     if (!cluster.isPrimary) return yield* Effect.fail(new LoopsStartError({ detail: "this process is itself a cluster worker" }))
     if (!(cfg.loops >= 2)) return yield* Effect.fail(new LoopsStartError({ detail: `--loops ${cfg.loops}: the multi-loop server needs at least 2` }))
     if (process.env["NODE_CLUSTER_SCHED_POLICY"] === undefined) {
