@@ -66,6 +66,24 @@ export interface TableSpec {
   readonly filter?: Filter
 }
 
+/** The usual `summary` bar chart: one bar per arm at the median over rounds, with min–max whiskers. */
+export const medianBarChart = (spec: {
+  readonly id: string
+  readonly title: string
+  readonly yTitle: string
+  readonly filter: Filter
+  readonly scale?: AxisSpec["scale"]
+}): ChartSpec => ({
+  id: spec.id,
+  title: spec.title,
+  data: "summary",
+  mark: "bar",
+  filter: spec.filter,
+  x: { field: "arm", title: "arm", type: "nominal" },
+  y: { field: "median", title: spec.yTitle, ...(spec.scale === undefined ? {} : { scale: spec.scale }) },
+  errorBars: { low: "min", high: "max" }
+})
+
 type Columns = TableSpec["columns"]
 
 const spreadColumns = (digits: number, medianTitle = "median"): Columns => [
