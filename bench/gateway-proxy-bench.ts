@@ -333,18 +333,11 @@ const main = Effect.gen(function* () {
     tables: [
       summaryTable({
         title: "Per arm, median over rounds",
-        lead: [
-          { field: "arm", title: "arm" },
-          { field: "metric", title: "metric" }
-        ]
+        lead: { arm: "arm", metric: "metric" }
       }),
       ratioTable({
         title: "Per-round ratios (arm / baseline)",
-        lead: [
-          { field: "arm", title: "arm" },
-          { field: "baseline", title: "baseline" },
-          { field: "metric", title: "metric" }
-        ]
+        lead: { arm: "arm", baseline: "baseline", metric: "metric" }
       })
     ]
   }

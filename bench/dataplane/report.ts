@@ -182,20 +182,11 @@ export const writeReport = (p: ReportParams, originTotal: number, final: boolean
       summaryTable({
         id: "medians",
         title: "Medians over rounds",
-        lead: [
-          { field: "config", title: "conns×depth" },
-          { field: "arm", title: "arm" },
-          { field: "metric", title: "metric" }
-        ]
+        lead: { config: "conns×depth", arm: "arm", metric: "metric" }
       }),
       ratioTable({
         title: "Per-round ratios (median, min, max)",
-        lead: [
-          { field: "config", title: "conns×depth" },
-          { field: "arm", title: "arm" },
-          { field: "baseline", title: "vs" },
-          { field: "metric", title: "metric" }
-        ]
+        lead: { config: "conns×depth", arm: "arm", baseline: "vs", metric: "metric" }
       })
     ]
   }
