@@ -3,28 +3,14 @@ import { Sha256 } from "@aws-crypto/sha256-js"
 import { SignatureV4 } from "@smithy/signature-v4"
 import { Config, type ConfigError, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import type { ObjectId } from "../core/ids.js"
-import {
-  type BackendError,
-  BackendRangeError,
-  BackendRequestError,
-  BackendStore,
-  type BackendStoreShape,
-  type ListOptions,
-  type ListPage,
-  type ObjectStat
-} from "./BackendStore.js"
+import type { BackendError, BackendStoreShape, ListOptions, ListPage, ObjectStat } from "./BackendStore.js"
+import { BackendRequestError, BackendStore } from "./BackendStore.js"
 import { normalizeEtag, quoteEtag } from "./etag.js"
-import {
-  contentLength,
-  escapePath,
-  escapeRfc3986,
-  lastModified,
-  parseContentRange,
-  queryString
-} from "./headers.js"
-import { header, makeTransport, type OriginRequest, type RequestLabel } from "./http.js"
-import { defaultPolicy, policyConfig, type RequestPolicy, withRetries } from "./policy.js"
-import { type OpenRange, rangeOperations } from "./ranged.js"
+import { escapePath, escapeRfc3986, parseContentRange, queryString } from "./headers.js"
+import { header, type OriginRequest, type RequestLabel } from "./http.js"
+import { listQuery, originBase, originCalls, type RequestOf } from "./originCalls.js"
+import { defaultPolicy, policyConfig, type RequestPolicy } from "./policy.js"
+import type { OpenRange } from "./ranged.js"
 import { child, children, errorDocument, parseXml, statusError, text } from "./xml.js"
 
 export interface S3Options {
@@ -94,10 +80,7 @@ export interface S3RequestParts {
  * signed is the string sent.
  */
 export const makeS3Signer = (options: S3Options) => {
-  const base = new URL(options.endpoint ?? `https://s3.${options.region}.amazonaws.com`)
-  const protocol = base.protocol === "http:" ? "http:" : "https:"
-  const port = base.port === "" ? (protocol === "https:" ? 443 : 80) : Number(base.port)
-  const basePath = base.pathname.replace(/\/+$/, "")
+  const { url: base, protocol, port, basePath } = originBase(options.endpoint ?? `https://s3.${options.region}.amazonaws.com`)
   const signer = new SignatureV4({
     credentials: {
       accessKeyId: options.accessKeyId,
@@ -142,150 +125,74 @@ export const makeS3Signer = (options: S3Options) => {
 
 export const make = (options: S3Options): Effect.Effect<BackendStoreShape, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const policy = options.policy
-    const transport = yield* makeTransport(policy)
     const sign = makeS3Signer(options)
     const request = (
-      method: OriginRequest["method"],
-      bucket: string,
-      key: string | undefined,
-      query: Record<string, string>,
-      headers: Record<string, string>,
       label: RequestLabel,
-      body?: Uint8Array
-    ): Effect.Effect<OriginRequest, BackendRequestError> =>
+      parts: Omit<S3RequestParts, "headers" | "query"> & Partial<Pick<S3RequestParts, "headers" | "query">>
+    ): RequestOf =>
       Effect.tryPromise({
-        try: () => sign({ method, bucket, key, query, headers, body }),
+        try: () => sign({ query: {}, headers: {}, ...parts }),
         catch: (error) =>
           new BackendRequestError({ ...label, retryable: false, detail: `could not sign the request: ${String(error)}` })
       })
+    const calls = yield* originCalls(options.policy, (label, res) => {
+      const doc = errorDocument(res.body.toString("utf8"))
+      return statusError(label, res.status, doc.code, doc.message)
+    })
 
     const labelOf = (object: ObjectId, operation: string): RequestLabel => ({
       object: objectUri("s3", object.bucket, object.objectPath),
       operation
     })
-
-    const failure = (label: RequestLabel, status: number, body: Buffer) => {
-      const doc = errorDocument(body.toString("utf8"))
-      return statusError(label, status, doc.code, doc.message)
-    }
+    const at = (object: ObjectId) => ({ bucket: object.bucket, key: object.objectPath })
 
     const stat = (object: ObjectId): Effect.Effect<ObjectStat, BackendError> => {
       const label = labelOf(object, "HeadObject")
-      return withRetries(
-        policy,
-        Effect.gen(function* () {
-          const req = yield* request("HEAD", object.bucket, object.objectPath, {}, {}, label)
-          const res = yield* transport.fetch(req, label)
-          if (res.status !== 200) return yield* Effect.fail(failure(label, res.status, res.body))
-          return {
-            size: contentLength(res.headers) ?? 0,
-            version: normalizeEtag(header(res.headers, "etag")),
-            lastModified: lastModified(res.headers)
-          }
-        })
-      )
+      return calls.stat(label, request(label, { method: "HEAD", ...at(object) }))
     }
 
-    /** One attempt of a range read: the request for `[from, to]` (pinned by If-Match), its response head. */
     const opener =
       (object: ObjectId, offset: number, length: number, label: RequestLabel): OpenRange =>
-      (from, to, ifMatch) =>
-        Effect.gen(function* () {
-          const headers: Record<string, string> = { range: `bytes=${from}-${to}` }
-          if (ifMatch !== undefined) headers["if-match"] = quoteEtag(ifMatch)
-          const req = yield* request("GET", object.bucket, object.objectPath, {}, headers, label)
-          const res = yield* transport.open(req, label)
-          if (res.status === 206 || res.status === 200) {
-            const range = parseContentRange(header(res.headers, "content-range"))
-            return {
-              start: res.status === 206 ? (range.start ?? from) : 0,
-              size: res.status === 206 ? range.size : contentLength(res.headers),
-              version: normalizeEtag(header(res.headers, "etag")) || undefined,
-              body: res.body
-            }
-          }
-          const body = yield* Effect.scoped(transport.readBody(res, label))
-          if (res.status === 416) {
-            const actual = text(child(child(parseXml(body.toString("utf8")), "Error"), "ActualObjectSize"))
-            const size = parseContentRange(header(res.headers, "content-range")).size ?? (actual ? Number(actual) : undefined)
-            return yield* Effect.fail(new BackendRangeError({ object: label.object, offset, length, size }))
-          }
-          return yield* Effect.fail(failure(label, res.status, body))
+      (from, to, ifMatch) => {
+        const headers: Record<string, string> = { range: `bytes=${from}-${to}` }
+        if (ifMatch !== undefined) headers["if-match"] = quoteEtag(ifMatch)
+        const req = request(label, { method: "GET", ...at(object), headers })
+        return calls.openRange(label, req, { from, offset, length }, (res) => {
+          const actual = text(child(child(parseXml(res.body.toString("utf8")), "Error"), "ActualObjectSize"))
+          return parseContentRange(header(res.headers, "content-range")).size ?? (actual ? Number(actual) : undefined)
         })
+      }
 
-    const { getRange, openRange } = rangeOperations({
-      operation: "GetObject",
-      labelOf,
-      opener,
-      stat,
-      policy,
-      runtime: yield* Effect.runtime<never>()
-    })
+    const { getRange, openRange } = calls.ranges("GetObject", labelOf, opener, stat)
 
     const list = (bucket: string, listOptions?: ListOptions): Effect.Effect<ListPage, BackendError> => {
       const label: RequestLabel = { object: `s3://${bucket}/${listOptions?.prefix ?? ""}`, operation: "ListObjectsV2" }
-      const query: Record<string, string> = { "list-type": "2" }
-      if (listOptions?.prefix) query.prefix = listOptions.prefix
-      if (listOptions?.delimiter) query.delimiter = listOptions.delimiter
-      if (listOptions?.token) query["continuation-token"] = listOptions.token
-      if (listOptions?.maxKeys !== undefined) query["max-keys"] = String(listOptions.maxKeys)
-      return withRetries(
-        policy,
-        Effect.gen(function* () {
-          const req = yield* request("GET", bucket, undefined, query, {}, label)
-          const res = yield* transport.fetch(req, label)
-          if (res.status !== 200) return yield* Effect.fail(failure(label, res.status, res.body))
-          const result = child(parseXml(res.body.toString("utf8")), "ListBucketResult")
-          const truncated = text(child(result, "IsTruncated"))?.trim() === "true"
-          const next = text(child(result, "NextContinuationToken"))
-          return {
-            objects: children(result, "Contents").map((entry) => ({
-              key: text(child(entry, "Key")) ?? "",
-              size: Number(text(child(entry, "Size")) ?? 0),
-              version: normalizeEtag(text(child(entry, "ETag")))
-            })),
-            commonPrefixes: children(result, "CommonPrefixes").map((p) => text(child(p, "Prefix")) ?? ""),
-            nextToken: truncated && next ? next : undefined
-          }
-        })
-      )
+      const query = listQuery({ "list-type": "2" }, listOptions, { token: "continuation-token", maxKeys: "max-keys" })
+      return calls.call(label, request(label, { method: "GET", bucket, query }), (status) => status === 200, (res) => {
+        const result = child(parseXml(res.body.toString("utf8")), "ListBucketResult")
+        const truncated = text(child(result, "IsTruncated"))?.trim() === "true"
+        const next = text(child(result, "NextContinuationToken"))
+        return {
+          objects: children(result, "Contents").map((entry) => ({
+            key: text(child(entry, "Key")) ?? "",
+            size: Number(text(child(entry, "Size")) ?? 0),
+            version: normalizeEtag(text(child(entry, "ETag")))
+          })),
+          commonPrefixes: children(result, "CommonPrefixes").map((p) => text(child(p, "Prefix")) ?? ""),
+          nextToken: truncated && next ? next : undefined
+        }
+      })
     }
 
     const put = (object: ObjectId, body: Uint8Array): Effect.Effect<ObjectStat, BackendError> => {
       const label = labelOf(object, "PutObject")
-      return withRetries(
-        policy,
-        Effect.gen(function* () {
-          const req = yield* request(
-            "PUT",
-            object.bucket,
-            object.objectPath,
-            {},
-            { "content-type": "application/octet-stream" },
-            label,
-            body
-          )
-          const res = yield* transport.fetch(req, label)
-          if (res.status !== 200 && res.status !== 201) return yield* Effect.fail(failure(label, res.status, res.body))
-          const etag = header(res.headers, "etag")
-          return { size: body.length, version: normalizeEtag(etag) }
-        })
-      ).pipe(Effect.flatMap((s) => (s.version === "" ? stat(object) : Effect.succeed(s))))
+      const headers = { "content-type": "application/octet-stream" }
+      return calls.put(label, request(label, { method: "PUT", ...at(object), headers, body }), body.length, stat(object))
     }
 
     const del = (object: ObjectId): Effect.Effect<void, BackendError> => {
       const label = labelOf(object, "DeleteObject")
-      return withRetries(
-        policy,
-        Effect.gen(function* () {
-          const req = yield* request("DELETE", object.bucket, object.objectPath, {}, {}, label)
-          const res = yield* transport.fetch(req, label)
-          // Deleting what is already gone is success, as S3 itself answers.
-          if (res.status === 404 || (res.status >= 200 && res.status < 300)) return
-          return yield* Effect.fail(failure(label, res.status, res.body))
-        })
-      )
+      return calls.remove(label, request(label, { method: "DELETE", ...at(object) }))
     }
 
     return { stat, getRange, openRange, list, put, delete: del } satisfies BackendStoreShape

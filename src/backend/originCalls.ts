@@ -1,0 +1,156 @@
+/**
+ * The request/response steps the S3 and Azure providers share. They differ in how a request is
+ * addressed and signed and in their error documents; what a status means, how a HEAD becomes a
+ * stat and how a range response is read are the same for both.
+ */
+import type { IncomingHttpHeaders } from "node:http"
+import { Effect, type Scope } from "effect"
+import type { ObjectId } from "../core/ids.js"
+import {
+  type BackendError,
+  BackendRangeError,
+  type BackendRequestError,
+  type BackendStoreShape,
+  type ListOptions,
+  type ObjectStat
+} from "./BackendStore.js"
+import { normalizeEtag } from "./etag.js"
+import { contentLength, lastModified, parseContentRange } from "./headers.js"
+import { header, makeTransport, type OriginRequest, type RequestLabel } from "./http.js"
+import { type RequestPolicy, withRetries } from "./policy.js"
+import { type OpenRange, type RangeBody, rangeOperations } from "./ranged.js"
+
+/** A response read whole (small bodies: error documents, listings). */
+export interface BufferedResponse {
+  readonly status: number
+  readonly headers: IncomingHttpHeaders
+  readonly body: Buffer
+}
+
+/** How a provider turns a failed response into the error its callers match on. */
+export type Failure = (label: RequestLabel, res: BufferedResponse) => BackendError
+
+/**
+ * A request built per attempt, so a retry carries a fresh date and signature. Building may
+ * fail (a signer that rejects its input).
+ */
+export type RequestOf = Effect.Effect<OriginRequest, BackendRequestError>
+
+/** An origin root URL as the parts every request needs; the path keeps no trailing slash. */
+export const originBase = (root: string) => {
+  const url = new URL(root)
+  const protocol: OriginRequest["protocol"] = url.protocol === "http:" ? "http:" : "https:"
+  return {
+    url,
+    protocol,
+    hostname: url.hostname,
+    port: url.port === "" ? (protocol === "https:" ? 443 : 80) : Number(url.port),
+    basePath: url.pathname.replace(/\/+$/, "")
+  }
+}
+
+/** Both providers answer a HEAD with the size, ETag and Last-Modified of the current version. */
+export const statOf = (headers: IncomingHttpHeaders): ObjectStat => ({
+  size: contentLength(headers) ?? 0,
+  version: normalizeEtag(header(headers, "etag")),
+  lastModified: lastModified(headers)
+})
+
+/** A listing's query: the provider's fixed parameters, then the caller's options under the provider's names. */
+export const listQuery = (
+  fixed: Record<string, string>,
+  options: ListOptions | undefined,
+  names: { readonly token: string; readonly maxKeys: string }
+): Record<string, string> => {
+  const query = { ...fixed }
+  if (options?.prefix) query.prefix = options.prefix
+  if (options?.delimiter) query.delimiter = options.delimiter
+  if (options?.token) query[names.token] = options.token
+  if (options?.maxKeys !== undefined) query[names.maxKeys] = String(options.maxKeys)
+  return query
+}
+
+/** The calls of one provider, over one keep-alive transport that lives as long as the scope. */
+export const originCalls = (policy: RequestPolicy, failure: Failure) =>
+  Effect.gen(function* () {
+    const transport = yield* makeTransport(policy)
+    const runtime = yield* Effect.runtime<never>()
+    /** One request with the policy's retries; a status `ok` refuses fails with the provider's error. */
+    const call = <A>(
+      label: RequestLabel,
+      request: RequestOf,
+      ok: (status: number) => boolean,
+      parse: (res: BufferedResponse) => A
+    ): Effect.Effect<A, BackendError> =>
+      withRetries(
+        policy,
+        Effect.gen(function* () {
+          const res = yield* transport.fetch(yield* request, label)
+          if (!ok(res.status)) return yield* Effect.fail(failure(label, res))
+          return parse(res)
+        })
+      )
+
+    const stat = (label: RequestLabel, request: RequestOf): Effect.Effect<ObjectStat, BackendError> =>
+      call(label, request, (status) => status === 200, (res) => statOf(res.headers))
+
+    /**
+     * Uploads `size` bytes; an origin that answers without an ETag is asked again with `restat`,
+     * so the version a caller gets back is always the one stored.
+     */
+    const put = (
+      label: RequestLabel,
+      request: RequestOf,
+      size: number,
+      restat: Effect.Effect<ObjectStat, BackendError>
+    ): Effect.Effect<ObjectStat, BackendError> =>
+      call(label, request, (status) => status === 200 || status === 201, (res) => ({
+        size,
+        version: normalizeEtag(header(res.headers, "etag"))
+      })).pipe(Effect.flatMap((s) => (s.version === "" ? restat : Effect.succeed(s))))
+
+    /** Deleting what is already gone is success, as S3 itself answers; Azure is made to agree. */
+    const remove = (label: RequestLabel, request: RequestOf): Effect.Effect<void, BackendError> =>
+      call(label, request, (status) => status === 404 || (status >= 200 && status < 300), () => undefined)
+
+    /**
+     * One attempt of a range read: its response head and body, or the error it is. A 416 is a
+     * range error whose size comes from `sizeOf416` (each provider says it in its own place).
+     */
+    const openRange = (
+      label: RequestLabel,
+      request: RequestOf,
+      range: { readonly from: number; readonly offset: number; readonly length: number },
+      sizeOf416: (res: BufferedResponse) => number | undefined
+    ): Effect.Effect<RangeBody, BackendError, Scope.Scope> =>
+      Effect.gen(function* () {
+        const res = yield* transport.open(yield* request, label)
+        if (res.status === 206 || res.status === 200) {
+          const sent = parseContentRange(header(res.headers, "content-range"))
+          return {
+            start: res.status === 206 ? (sent.start ?? range.from) : 0,
+            size: res.status === 206 ? sent.size : contentLength(res.headers),
+            version: normalizeEtag(header(res.headers, "etag")) || undefined,
+            body: res.body
+          }
+        }
+        const buffered = { status: res.status, headers: res.headers, body: yield* transport.readBody(res, label) }
+        if (res.status === 416) {
+          const { offset, length } = range
+          return yield* Effect.fail(
+            new BackendRangeError({ object: label.object, offset, length, size: sizeOf416(buffered) })
+          )
+        }
+        return yield* Effect.fail(failure(label, buffered))
+      })
+
+    /** getRange and openRange over the provider's per-attempt `opener` (see ranged.ts). */
+    const ranges = (
+      operation: string,
+      labelOf: (object: ObjectId, operation: string) => RequestLabel,
+      opener: (object: ObjectId, offset: number, length: number, label: RequestLabel) => OpenRange,
+      stat: BackendStoreShape["stat"]
+    ) => rangeOperations({ operation, labelOf, opener, stat, policy, runtime })
+
+    return { call, stat, put, remove, openRange, ranges }
+  })
