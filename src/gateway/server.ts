@@ -7,10 +7,10 @@
 import { randomBytes, randomUUID } from "node:crypto"
 import * as http from "node:http"
 import * as https from "node:https"
-import { azureError, AZURE_API_VERSION } from "../http/azureErrors.js"
+import { azureError } from "../http/azureErrors.js"
+import { internalError, s3Address, stampResponse, targetOrReject } from "../http/frontEnd.js"
 import { s3Error } from "../http/s3Errors.js"
 import { listenHttp, type RunningServer } from "../http/server.js"
-import { splitTarget } from "../http/target.js"
 import { type AuthResult, verifySharedKey, verifySigV4 } from "./auth.js"
 import { handleAzure } from "./azureApi.js"
 import { type GwCtx, RequestAbort, RequestContext, type Services } from "./context.js"
@@ -65,24 +65,11 @@ export const handleRequest = (g: Services) => {
   let uploads = 0
   return async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const method = req.method ?? "GET"
-    const target = splitTarget(req)
-    if (target === undefined) {
-      res.writeHead(400, { "Content-Type": "text/plain" })
-      res.end("bad request target\n")
-      return
-    }
+    const target = targetOrReject(req, res)
+    if (target === undefined) return
     const azure = target.protocol === "azure"
     const requestId = azure ? randomUUID() : s3RequestId()
-    res.setHeader("Server", SERVER)
-    if (azure) {
-      res.setHeader("x-ms-request-id", requestId)
-      res.setHeader("x-ms-version", req.headers["x-ms-version"] ?? AZURE_API_VERSION)
-      const clientId = req.headers["x-ms-client-request-id"]
-      if (typeof clientId === "string") res.setHeader("x-ms-client-request-id", clientId)
-    } else {
-      res.setHeader("x-amz-request-id", requestId)
-      res.setHeader("x-amz-id-2", requestId)
-    }
+    stampResponse(req, res, SERVER, azure, requestId)
     const raw = req.url ?? "/"
     const q = raw.indexOf("?")
     const aborts = new RequestAbort()
@@ -120,20 +107,11 @@ export const handleRequest = (g: Services) => {
           : s3Error(ctx, verdict.status, verdict.code, verdict.message)
       }
       if (azure) return await handleAzure(ctx, segments)
-      const [bucket, rawKey] =
-        target.vhostBucket !== undefined
-          ? [target.vhostBucket, target.pathname.slice(1)]
-          : [segments[0] ?? "", segments.length > 1 ? segments.slice(1).join("/") : undefined]
+      const { bucket, rawKey } = s3Address(target, segments)
       return await handleS3(ctx, bucket === "" ? undefined : bucket, rawKey)
     } catch (e) {
       g.counters.errors++
-      if (res.headersSent || res.destroyed) {
-        res.destroy()
-        return
-      }
-      const message = `internal error in the gateway: ${(e as Error).message ?? String(e)}`
-      if (azure) azureError(ctx, 500, "InternalError", message)
-      else s3Error(ctx, 500, "InternalError", message)
+      internalError(ctx, azure, "the gateway", e)
     }
   }
 }

@@ -16,10 +16,10 @@
 import { randomBytes, randomUUID } from "node:crypto"
 import * as http from "node:http"
 import { Either, Schema } from "effect"
-import { azureError, AZURE_API_VERSION } from "../http/azureErrors.js"
+import { azureError } from "../http/azureErrors.js"
+import { internalError, s3Address, stampResponse, targetOrReject } from "../http/frontEnd.js"
 import { s3Error } from "../http/s3Errors.js"
 import { listenHttp, type RunningServer } from "../http/server.js"
-import { splitTarget } from "../http/target.js"
 import { handleAzure } from "./azure.js"
 import type { Ctx, StubState } from "./context.js"
 import { FaultsPatch, type RequestKind } from "./faults.js"
@@ -96,26 +96,13 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 export const handleRequest = (state: StubState) => async (req: http.IncomingMessage, res: http.ServerResponse) => {
   const method = req.method ?? "GET"
-  const target = splitTarget(req)
-  if (target === undefined) {
-    res.writeHead(400, { "Content-Type": "text/plain" })
-    res.end("bad request target\n")
-    return
-  }
+  const target = targetOrReject(req, res)
+  if (target === undefined) return
   if (target.pathname.startsWith("/_talon/")) return admin(state, req, res, target.pathname)
 
   const azure = target.protocol === "azure"
   const requestId = azure ? randomUUID() : randomBytes(8).toString("hex").toUpperCase()
-  res.setHeader("Server", SERVER)
-  if (azure) {
-    res.setHeader("x-ms-request-id", requestId)
-    res.setHeader("x-ms-version", req.headers["x-ms-version"] ?? AZURE_API_VERSION)
-    const clientId = req.headers["x-ms-client-request-id"]
-    if (typeof clientId === "string") res.setHeader("x-ms-client-request-id", clientId)
-  } else {
-    res.setHeader("x-amz-request-id", requestId)
-    res.setHeader("x-amz-id-2", requestId)
-  }
+  stampResponse(req, res, SERVER, azure, requestId)
 
   const segments = target.pathname.split("/").slice(1)
   let kind: RequestKind
@@ -125,10 +112,7 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
     kind = classify(method, hasBlob, target.query.get("comp") === "list")
     run = (ctx) => handleAzure(ctx, segments)
   } else {
-    const [bucket, rawKey] =
-      target.vhostBucket !== undefined
-        ? [target.vhostBucket, target.pathname.slice(1)]
-        : [segments[0] ?? "", segments.length > 1 ? segments.slice(1).join("/") : undefined]
+    const { bucket, rawKey } = s3Address(target, segments)
     kind = classify(method, rawKey !== undefined && rawKey !== "", bucket !== "" && !target.query.has("location"))
     run = (ctx) => handleS3(ctx, bucket === "" ? undefined : bucket, rawKey)
   }
@@ -166,13 +150,7 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
     }
     await run(ctx)
   } catch (e) {
-    if (res.headersSent) {
-      res.destroy()
-      return
-    }
-    const message = `internal error in the origin stub: ${(e as Error).message ?? String(e)}`
-    if (azure) azureError(ctx, 500, "InternalError", message)
-    else s3Error(ctx, 500, "InternalError", message)
+    internalError(ctx, azure, "the origin stub", e)
   }
 }
 
