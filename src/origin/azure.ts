@@ -12,19 +12,7 @@ import { azureError, azureReadFailure } from "../http/azureErrors.js"
 import { isValidBucket } from "../http/names.js"
 import { compareKeys, keyProblem } from "./layout.js"
 import { serveObject, type ReadDialect } from "./objectRead.js"
-import {
-  bucketExists,
-  createBucket,
-  deleteBucket,
-  deleteObject,
-  listBuckets,
-  listObjects,
-  openObject,
-  putObject,
-  PutConflict,
-  PutPreconditionFailed,
-  type ObjectInfo
-} from "./store.js"
+import * as store from "./store.js"
 import { getBlockList, putBlock, putBlockList } from "./azureBlocks.js"
 import { copyBlob, propsHeaders, readProps, setProps, writeProps } from "./blobProps.js"
 import { md5Hex } from "./s3Body.js"
@@ -38,7 +26,7 @@ const conditionNotMet = (ctx: Ctx) =>
 const notImplemented = (ctx: Ctx) =>
   azureError(ctx, 501, "NotImplemented", "The requested operation is not implemented by the Talon origin stub.")
 
-const blobHeaders = (obj: ObjectInfo): Record<string, string> => ({
+const blobHeaders = (obj: store.ObjectInfo): Record<string, string> => ({
   "x-ms-blob-type": "BlockBlob",
   "x-ms-creation-time": obj.created.toUTCString(),
   "x-ms-lease-status": "unlocked",
@@ -78,7 +66,7 @@ const listBlobs = async (ctx: Ctx, account: string, container: string) => {
   if (after === undefined) return invalidQuery(ctx, "marker")
   const prefix = ctx.query.get("prefix") ?? ""
   const delimiter = ctx.query.get("delimiter") ?? ""
-  const page = await listObjects(ctx.state.root, container, { prefix, delimiter, after, maxKeys: maxResults })
+  const page = await store.listObjects(ctx.state.root, container, { prefix, delimiter, after, maxKeys: maxResults })
   // Azure interleaves blobs and prefixes in name order; both are sorted already.
   const items = [
     ...page.objects.map((o) => ({ name: o.key, xml: blobXml(o) })),
@@ -96,7 +84,7 @@ const listBlobs = async (ctx: Ctx, account: string, container: string) => {
   sendXml(ctx, 200, body)
 }
 
-const blobXml = (o: ObjectInfo) =>
+const blobXml = (o: store.ObjectInfo) =>
   `<Blob>${el("Name", o.key)}<Properties>` +
   el("Creation-Time", o.created.toUTCString()) +
   el("Last-Modified", o.lastModified.toUTCString()) +
@@ -111,7 +99,7 @@ const containerEtag = (created: Date) => `"0x${created.getTime().toString(16).to
 
 const listContainers = async (ctx: Ctx, account: string) => {
   const prefix = ctx.query.get("prefix") ?? ""
-  const buckets = (await listBuckets(ctx.state.root)).filter((b) => b.name.startsWith(prefix))
+  const buckets = (await store.listBuckets(ctx.state.root)).filter((b) => b.name.startsWith(prefix))
   const body =
     `${XML_DECL_AZURE}<EnumerationResults ServiceEndpoint="${escapeXml(serviceEndpoint(ctx, account))}">` +
     (prefix === "" ? "" : el("Prefix", prefix)) +
@@ -136,24 +124,24 @@ const containerOp = async (ctx: Ctx, account: string, container: string) => {
     case "PUT": {
       discardBody(ctx)
       if (comp !== null) return notImplemented(ctx)
-      const r = await createBucket(root, container)
+      const r = await store.createBucket(root, container)
       if (r === "exists") return azureError(ctx, 409, "ContainerAlreadyExists", "The specified container already exists.")
       const now = new Date()
       return sendEmpty(ctx, 201, { ETag: containerEtag(now), "Last-Modified": now.toUTCString() })
     }
     case "DELETE": {
-      const r = await deleteBucket(root, container, true)
+      const r = await store.deleteBucket(root, container, true)
       if (r === "missing") return containerNotFound(ctx)
       return sendEmpty(ctx, 202)
     }
     case "GET":
     case "HEAD": {
-      if (!(await bucketExists(root, container))) {
+      if (!(await store.bucketExists(root, container))) {
         return ctx.method === "HEAD" ? sendEmpty(ctx, 404, { "x-ms-error-code": "ContainerNotFound" }) : containerNotFound(ctx)
       }
       if (comp === "list") return listBlobs(ctx, account, container)
       if (comp !== null) return notImplemented(ctx)
-      const created = (await listBuckets(root)).find((b) => b.name === container)?.created ?? new Date(0)
+      const created = (await store.listBuckets(root)).find((b) => b.name === container)?.created ?? new Date(0)
       return sendEmpty(ctx, 200, {
         ETag: containerEtag(created),
         "Last-Modified": created.toUTCString(),
@@ -179,8 +167,8 @@ export const writeFailed = (ctx: Ctx, e: unknown): void => {
   if (e instanceof DigestMismatch) {
     return azureError(ctx, 400, "Md5Mismatch", "The MD5 value specified in the request did not match with the MD5 value calculated by the server.")
   }
-  if (e instanceof PutPreconditionFailed) return conditionNotMet(ctx)
-  if (e instanceof PutConflict) return azureError(ctx, 409, "BlobConflict", e.message)
+  if (e instanceof store.PutPreconditionFailed) return conditionNotMet(ctx)
+  if (e instanceof store.PutConflict) return azureError(ctx, 409, "BlobConflict", e.message)
   if (ctx.req.destroyed || ctx.req.readableAborted) return
   throw e
 }
@@ -192,7 +180,7 @@ const putBlob = async (ctx: Ctx, container: string, blob: string) => {
   }
   const digester = new Digester(algorithmsFor(ctx.req.headers))
   try {
-    const info = await putObject(ctx.state.root, container, blob, ctx.req, putOptions(ctx, digester))
+    const info = await store.putObject(ctx.state.root, container, blob, ctx.req, putOptions(ctx, digester))
     ctx.state.stats.bytesReceived += digester.length
     await writeProps(ctx, container, blob, info.etag)
     sendEmpty(ctx, 201, {
@@ -214,7 +202,7 @@ const blobOp = async (ctx: Ctx, container: string, blob: string) => {
       ? azureError(ctx, 400, "OutOfRangeInput", "The specified blob name is too long.")
       : azureError(ctx, 400, "InvalidUri", "The requested URI does not represent any resource on the server: '.' and '..' segments are rejected.")
   }
-  if (!(await bucketExists(root, container))) {
+  if (!(await store.bucketExists(root, container))) {
     return ctx.method === "HEAD" ? sendEmpty(ctx, 404, { "x-ms-error-code": "ContainerNotFound" }) : containerNotFound(ctx)
   }
   const comp = ctx.query.get("comp")
@@ -223,7 +211,7 @@ const blobOp = async (ctx: Ctx, container: string, blob: string) => {
     case "HEAD": {
       if (comp === "blocklist" && ctx.method === "GET") return getBlockList(ctx, container, blob)
       if (comp !== null && comp !== "metadata") return notImplemented(ctx)
-      const obj = await openObject(root, container, blob)
+      const obj = await store.openObject(root, container, blob)
       if (!obj) return ctx.method === "HEAD" ? sendEmpty(ctx, 404, { "x-ms-error-code": "BlobNotFound" }) : blobNotFound(ctx)
       const extra = propsHeaders(await readProps(root, container, blob, obj.etag))
       if (comp === "metadata") {
@@ -246,12 +234,12 @@ const blobOp = async (ctx: Ctx, container: string, blob: string) => {
       discardBody(ctx)
       const ifMatch = header(ctx, "if-match")
       if (ifMatch !== undefined) {
-        const obj = await openObject(root, container, blob)
+        const obj = await store.openObject(root, container, blob)
         await obj?.handle.close()
         if (!obj) return blobNotFound(ctx)
         if (ifMatch.trim() !== "*" && unquote(ifMatch.trim()) !== unquote(obj.etag)) return conditionNotMet(ctx)
       }
-      if (!(await deleteObject(root, container, blob))) return blobNotFound(ctx)
+      if (!(await store.deleteObject(root, container, blob))) return blobNotFound(ctx)
       return sendEmpty(ctx, 202, { "x-ms-delete-type-permanent": "true" })
     }
     default:

@@ -12,18 +12,7 @@ import { isValidBucket } from "../http/names.js"
 import { s3Error, s3ReadFailure } from "../http/s3Errors.js"
 import { keyProblem } from "./layout.js"
 import { serveObject, type ReadDialect } from "./objectRead.js"
-import {
-  bucketExists,
-  createBucket,
-  deleteBucket,
-  deleteObject,
-  listBuckets,
-  listObjects,
-  openObject,
-  putObject,
-  PutConflict,
-  PutPreconditionFailed
-} from "./store.js"
+import * as store from "./store.js"
 import { abortUpload, completeUpload, createUpload, listParts, listUploads, uploadPart } from "./multipart.js"
 import { bodyError, md5Hex, s3Body } from "./s3Body.js"
 import { copyObject } from "./s3Copy.js"
@@ -70,7 +59,7 @@ const listV2 = async (ctx: Ctx, bucket: string) => {
   const delimiter = ctx.query.get("delimiter") ?? ""
   const startAfter = ctx.query.get("start-after") ?? undefined
   const enc = encoder(ctx)
-  const page = await listObjects(ctx.state.root, bucket, {
+  const page = await store.listObjects(ctx.state.root, bucket, {
     prefix,
     delimiter,
     after: after ?? startAfter ?? "",
@@ -113,7 +102,7 @@ const listV1 = async (ctx: Ctx, bucket: string) => {
   const delimiter = ctx.query.get("delimiter") ?? ""
   const marker = ctx.query.get("marker") ?? ""
   const enc = encoder(ctx)
-  const page = await listObjects(ctx.state.root, bucket, { prefix, delimiter, after: marker, maxKeys })
+  const page = await store.listObjects(ctx.state.root, bucket, { prefix, delimiter, after: marker, maxKeys })
   const body =
     `${XML_DECL_S3}<ListBucketResult xmlns="${S3_XMLNS}">` +
     el("Name", bucket) +
@@ -154,7 +143,7 @@ const deleteMany = async (ctx: Ctx, bucket: string) => {
       out += `<Error>${el("Key", key)}<Code>InvalidArgument</Code><Message>Invalid key</Message></Error>`
       continue
     }
-    await deleteObject(ctx.state.root, bucket, key)
+    await store.deleteObject(ctx.state.root, bucket, key)
     if (!quiet) out += `<Deleted>${el("Key", key)}</Deleted>`
   }
   sendXml(ctx, 200, `${XML_DECL_S3}<DeleteResult xmlns="${S3_XMLNS}">${out}</DeleteResult>`)
@@ -166,12 +155,12 @@ const bucketOp = async (ctx: Ctx, bucket: string) => {
     case "PUT": {
       discardBody(ctx)
       if ([...ctx.query.keys()].length > 0) return notImplemented(ctx)
-      await createBucket(root, bucket)
+      await store.createBucket(root, bucket)
       // us-east-1 semantics: re-creating a bucket you own succeeds.
       return sendEmpty(ctx, 200, { Location: `/${bucket}` })
     }
     case "DELETE": {
-      const r = await deleteBucket(root, bucket, false)
+      const r = await store.deleteBucket(root, bucket, false)
       if (r === "missing") return noSuchBucket(ctx, bucket)
       if (r === "not-empty") {
         return s3Error(ctx, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty", { BucketName: bucket })
@@ -179,10 +168,10 @@ const bucketOp = async (ctx: Ctx, bucket: string) => {
       return sendEmpty(ctx, 204)
     }
     case "HEAD":
-      if (!(await bucketExists(root, bucket))) return sendEmpty(ctx, 404)
+      if (!(await store.bucketExists(root, bucket))) return sendEmpty(ctx, 404)
       return sendEmpty(ctx, 200, { "x-amz-bucket-region": "us-east-1" })
     case "GET": {
-      if (!(await bucketExists(root, bucket))) return noSuchBucket(ctx, bucket)
+      if (!(await store.bucketExists(root, bucket))) return noSuchBucket(ctx, bucket)
       if (ctx.query.has("location")) {
         return sendXml(ctx, 200, `${XML_DECL_S3}<LocationConstraint xmlns="${S3_XMLNS}"/>`)
       }
@@ -193,7 +182,7 @@ const bucketOp = async (ctx: Ctx, bucket: string) => {
       return ctx.query.get("list-type") === "2" ? listV2(ctx, bucket) : listV1(ctx, bucket)
     }
     case "POST":
-      if (!(await bucketExists(root, bucket))) return noSuchBucket(ctx, bucket)
+      if (!(await store.bucketExists(root, bucket))) return noSuchBucket(ctx, bucket)
       if (ctx.query.has("delete")) return deleteMany(ctx, bucket)
       return notImplemented(ctx)
     default:
@@ -215,7 +204,7 @@ const putOp = async (ctx: Ctx, bucket: string, key: string) => {
   if (header(ctx, "x-amz-copy-source") !== undefined) return copyObject(ctx, bucket, key)
   const body = s3Body(ctx)
   try {
-    const info = await putObject(ctx.state.root, bucket, key, ctx.req, {
+    const info = await store.putObject(ctx.state.root, bucket, key, ctx.req, {
       transforms: body.transforms,
       verify: body.verify,
       conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") },
@@ -226,10 +215,10 @@ const putOp = async (ctx: Ctx, bucket: string, key: string) => {
   } catch (e) {
     const bad = bodyError(e)
     if (bad) return s3Error(ctx, bad.status, bad.code, bad.message)
-    if (e instanceof PutPreconditionFailed) {
+    if (e instanceof store.PutPreconditionFailed) {
       return s3Error(ctx, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold", { Key: key })
     }
-    if (e instanceof PutConflict) return s3Error(ctx, 409, "KeyConflict", e.message, { Key: key })
+    if (e instanceof store.PutConflict) return s3Error(ctx, 409, "KeyConflict", e.message, { Key: key })
     if (ctx.req.destroyed || ctx.req.readableAborted) return
     throw e
   }
@@ -237,7 +226,7 @@ const putOp = async (ctx: Ctx, bucket: string, key: string) => {
 
 /** GetObjectTagging: the stub stores no tags (PutObjectTagging is refused), so every object has none. */
 const objectTagging = async (ctx: Ctx, bucket: string, key: string) => {
-  const obj = await openObject(ctx.state.root, bucket, key)
+  const obj = await store.openObject(ctx.state.root, bucket, key)
   if (!obj) return s3Error(ctx, 404, "NoSuchKey", "The specified key does not exist.", { Key: key })
   await obj.handle.close()
   sendXml(ctx, 200, `${XML_DECL_S3}<Tagging xmlns="${S3_XMLNS}"><TagSet></TagSet></Tagging>`)
@@ -251,7 +240,7 @@ const objectOp = async (ctx: Ctx, bucket: string, key: string) => {
       ? s3Error(ctx, 400, "KeyTooLongError", "Your key is too long", { Key: key })
       : s3Error(ctx, 400, "InvalidURI", "Couldn't parse the specified URI: keys with '.' or '..' segments or NUL are rejected")
   }
-  if (!(await bucketExists(root, bucket))) {
+  if (!(await store.bucketExists(root, bucket))) {
     if (ctx.method === "HEAD") return sendEmpty(ctx, 404)
     return noSuchBucket(ctx, bucket)
   }
@@ -263,7 +252,7 @@ const objectOp = async (ctx: Ctx, bucket: string, key: string) => {
       for (const sub of ["tagging", "acl", "attributes", "retention", "legal-hold", "torrent"]) {
         if (ctx.query.has(sub)) return notImplemented(ctx)
       }
-      const obj = await openObject(root, bucket, key)
+      const obj = await store.openObject(root, bucket, key)
       if (!obj) {
         if (ctx.method === "HEAD") return sendEmpty(ctx, 404)
         return s3Error(ctx, 404, "NoSuchKey", "The specified key does not exist.", { Key: key })
@@ -280,7 +269,7 @@ const objectOp = async (ctx: Ctx, bucket: string, key: string) => {
     case "DELETE":
       discardBody(ctx)
       if (ctx.query.has("uploadId")) return abortUpload(ctx, bucket, key)
-      await deleteObject(root, bucket, key)
+      await store.deleteObject(root, bucket, key)
       return sendEmpty(ctx, 204)
     default:
       return methodNotAllowed(ctx)
@@ -291,7 +280,7 @@ const objectOp = async (ctx: Ctx, bucket: string, key: string) => {
 export const handleS3 = async (ctx: Ctx, bucket: string | undefined, rawKey: string | undefined): Promise<void> => {
   if (bucket === undefined || bucket === "") {
     if (ctx.method !== "GET") return methodNotAllowed(ctx)
-    const buckets = await listBuckets(ctx.state.root)
+    const buckets = await store.listBuckets(ctx.state.root)
     return sendXml(
       ctx,
       200,
