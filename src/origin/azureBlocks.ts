@@ -9,7 +9,6 @@ import { createHash, randomBytes } from "node:crypto"
 import { createWriteStream } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import { XMLParser } from "fast-xml-parser"
 import { azureError } from "../http/azureErrors.js"
@@ -19,7 +18,7 @@ import { header, sendEmpty, sendXml } from "../http/context.js"
 import type { Ctx } from "./context.js"
 import { TMP_DIR } from "./layout.js"
 import { putObject, statObject } from "./store.js"
-import { algorithmsFor, Digester, verifyDigests } from "./upload.js"
+import { algorithmsFor, concatFiles, Digester, readBounded, verifyDigests } from "./upload.js"
 import { el, XML_DECL_AZURE } from "../http/xml.js"
 
 /** Azure's limits: 50,000 blocks per blob, ids up to 64 bytes (base64 in the list). */
@@ -53,20 +52,6 @@ export const putBlock = async (ctx: Ctx, container: string, blob: string) => {
     await fs.rm(tmp, { force: true })
     writeFailed(ctx, e)
   }
-}
-
-const readSmall = async (ctx: Ctx): Promise<string | undefined> => {
-  const chunks: Array<Buffer> = []
-  let size = 0
-  for await (const c of ctx.req) {
-    size += (c as Buffer).length
-    if (size > MAX_BLOCK_LIST_BYTES) {
-      ctx.res.setHeader("Connection", "close")
-      return undefined
-    }
-    chunks.push(c as Buffer)
-  }
-  return Buffer.concat(chunks).toString("utf8")
 }
 
 const parser = new XMLParser({ preserveOrder: true, parseTagValue: false, trimValues: true })
@@ -113,8 +98,9 @@ const readCommitted = async (ctx: Ctx, container: string, blob: string): Promise
 }
 
 export const putBlockList = async (ctx: Ctx, container: string, blob: string) => {
-  const text = await readSmall(ctx)
+  const text = (await readBounded(ctx.req, MAX_BLOCK_LIST_BYTES))?.toString("utf8")
   if (text === undefined) {
+    ctx.res.setHeader("Connection", "close")
     return azureError(ctx, 413, "RequestBodyTooLarge", `The block list is larger than ${MAX_BLOCK_LIST_BYTES} bytes; a blob has at most 50,000 blocks.`)
   }
   const entries = parseBlockList(text)
@@ -135,18 +121,8 @@ export const putBlockList = async (ctx: Ctx, container: string, blob: string) =>
     const why = committed.some((b) => b.id === e.id) ? "re-committing a committed block is not supported by this stub; stage it again" : "no such block was staged (or it expired)"
     return azureError(ctx, 400, "InvalidBlockList", `The specified block list is invalid: block ${e.id}: ${why}.`)
   }
-  async function* concat() {
-    for (const f of files) {
-      const h = await fs.open(f.file, "r")
-      try {
-        for await (const c of h.createReadStream({ autoClose: false })) yield c as Buffer
-      } finally {
-        await h.close()
-      }
-    }
-  }
   try {
-    const info = await putObject(ctx.state.root, container, blob, Readable.from(concat()), {
+    const info = await putObject(ctx.state.root, container, blob, concatFiles(files.map((f) => f.file)), {
       conditions: { ifMatch: header(ctx, "if-match"), ifNoneMatch: header(ctx, "if-none-match") }
     })
     await fs.rm(dir, { recursive: true, force: true })

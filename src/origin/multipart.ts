@@ -20,7 +20,7 @@ import { bodyError, s3Body } from "./s3Body.js"
 import { s3Error } from "../http/s3Errors.js"
 import { copySourceOf } from "./s3Copy.js"
 import { putObject, PutConflict } from "./store.js"
-import { Digester } from "./upload.js"
+import { concatFiles, Digester, readBounded } from "./upload.js"
 import { el, S3_XMLNS, XML_DECL_S3 } from "../http/xml.js"
 
 /** S3's rules: parts 1..10000, every part but the last at least 5 MiB. */
@@ -154,17 +154,6 @@ const uploadPartCopy = async (ctx: Ctx, dir: string, number: number): Promise<vo
   }
 }
 
-const readSmallBody = async (ctx: Ctx, limit: number): Promise<string | undefined> => {
-  const chunks: Array<Buffer> = []
-  let size = 0
-  for await (const c of ctx.req) {
-    size += (c as Buffer).length
-    if (size > limit) return undefined
-    chunks.push(c as Buffer)
-  }
-  return Buffer.concat(chunks).toString("utf8")
-}
-
 const parser = new XMLParser({ isArray: (name) => name === "Part", parseTagValue: false })
 /** ETags as listed in a Complete body: quoted, or with the quotes as entities (Go's encoder writes `&#34;`). */
 const unquote = (s: string) => s.trim().replace(/&#34;|&#x22;|&quot;|"/gi, "")
@@ -172,7 +161,7 @@ const unquote = (s: string) => s.trim().replace(/&#34;|&#x22;|&quot;|"/gi, "")
 export const completeUpload = async (ctx: Ctx, bucket: string, key: string): Promise<void> => {
   const id = await theUpload(ctx, bucket, key)
   if (id === undefined) return noSuchUpload(ctx)
-  const text = await readSmallBody(ctx, 4 * 1024 * 1024)
+  const text = (await readBounded(ctx.req, 4 * 1024 * 1024))?.toString("utf8")
   if (text === undefined) return s3Error(ctx, 400, "MalformedXML", "The CompleteMultipartUpload body is larger than 4 MiB")
   let listed: Array<{ PartNumber?: unknown; ETag?: unknown }>
   try {
@@ -199,20 +188,10 @@ export const completeUpload = async (ctx: Ctx, bucket: string, key: string): Pro
       return s3Error(ctx, 400, "EntityTooSmall", `Your proposed upload is smaller than the minimum allowed size: part ${p.number} is ${p.size} bytes, every part but the last must be at least 5 MiB.`, { PartNumber: p.number, ProposedSize: p.size, MinSizeAllowed: MIN_PART_BYTES })
     }
   }
-  async function* concat() {
-    for (const p of chosen) {
-      const h = await fs.open(p.file, "r")
-      try {
-        for await (const c of h.createReadStream({ autoClose: false })) yield c as Buffer
-      } finally {
-        await h.close()
-      }
-    }
-  }
   try {
     const partMd5s = Buffer.concat(chosen.map((p) => Buffer.from(unquote(p.etag), "hex")))
     const contentEtag = `${createHash("md5").update(partMd5s).digest("hex")}-${chosen.length}`
-    const info = await putObject(ctx.state.root, bucket, key, Readable.from(concat()), { contentEtag: () => contentEtag })
+    const info = await putObject(ctx.state.root, bucket, key, concatFiles(chosen.map((p) => p.file)), { contentEtag: () => contentEtag })
     await fs.rm(dir, { recursive: true, force: true })
     sendXml(ctx, 200, `${XML_DECL_S3}<CompleteMultipartUploadResult xmlns="${S3_XMLNS}">${el("Location", `${ctx.state.url}/${bucket}/${key.split("/").map(encodeURIComponent).join("/")}`)}${el("Bucket", bucket)}${el("Key", key)}${el("ETag", info.etag)}</CompleteMultipartUploadResult>`)
   } catch (e) {

@@ -24,6 +24,7 @@ import { handleAzure } from "./azure.js"
 import type { Ctx, StubState } from "./context.js"
 import { FaultsPatch, type RequestKind } from "./faults.js"
 import { handleS3 } from "./s3.js"
+import { readBounded } from "./upload.js"
 
 const SERVER = "TalonOriginStub"
 
@@ -45,14 +46,9 @@ const sendJson = (res: http.ServerResponse, status: number, value: unknown) => {
 }
 
 const readJson = async (req: http.IncomingMessage): Promise<unknown> => {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const c of req) {
-    size += (c as Buffer).length
-    if (size > 64 * 1024) throw new Error("body too large")
-    chunks.push(c as Buffer)
-  }
-  const text = Buffer.concat(chunks).toString("utf8").trim()
+  const body = await readBounded(req, 64 * 1024)
+  if (body === undefined) throw new Error("body too large")
+  const text = body.toString("utf8").trim()
   return text === "" ? {} : JSON.parse(text)
 }
 

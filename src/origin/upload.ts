@@ -4,7 +4,8 @@
  * (Content-MD5, `x-amz-checksum-*` headers or trailers). Mismatch aborts the write.
  */
 import { createHash, type Hash } from "node:crypto"
-import { Transform, type TransformCallback } from "node:stream"
+import * as fs from "node:fs/promises"
+import { Readable, Transform, type TransformCallback } from "node:stream"
 import * as zlib from "node:zlib"
 
 type Algorithm = "md5" | "crc32" | "sha1" | "sha256"
@@ -84,3 +85,33 @@ export const verifyDigests = (
     }
   }
 }
+
+/**
+ * A small request body (a block list, a Complete document, an admin patch) read whole; undefined
+ * as soon as it passes `limit` bytes, leaving the rest unread.
+ */
+export const readBounded = async (body: AsyncIterable<unknown>, limit: number): Promise<Buffer | undefined> => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  for await (const c of body) {
+    size += (c as Buffer).length
+    if (size > limit) return undefined
+    chunks.push(c as Buffer)
+  }
+  return Buffer.concat(chunks)
+}
+
+/** Staged parts or blocks, in order, as one stream (each file opened only when its turn comes). */
+export const concatFiles = (files: ReadonlyArray<string>): Readable =>
+  Readable.from(
+    (async function* () {
+      for (const file of files) {
+        const h = await fs.open(file, "r")
+        try {
+          for await (const c of h.createReadStream({ autoClose: false })) yield c as Buffer
+        } finally {
+          await h.close()
+        }
+      }
+    })()
+  )
