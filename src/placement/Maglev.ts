@@ -1,14 +1,6 @@
-import { Layer } from "effect"
 import type { BlockId, NodeInfo } from "../core/ids.js"
 import { sharedBlockHasher as importedHasher, workerPermutation } from "./keys.js"
-import {
-  makePlacementTable,
-  membershipEpoch,
-  normalizeWorkers,
-  PlacementTable,
-  type Placement,
-  type PlacementOptions
-} from "./Placement.js"
+import { membershipEpoch, normalizeWorkers, placementLayer, type Placement, type PlacementOptions } from "./Placement.js"
 
 /** Bound locally: an imported binding costs a getter call per access under vitest. */
 const sharedBlockHasher = importedHasher
@@ -31,10 +23,7 @@ const nextPowerOfTwo = (n: number): number => {
  */
 export class Maglev implements Placement {
   /** A `PlacementTable` service backed by Maglev, starting from an empty membership. */
-  static readonly layer: Layer.Layer<PlacementTable> = Layer.effect(
-    PlacementTable,
-    makePlacementTable((nodes, options) => Maglev.build(nodes, options))
-  )
+  static readonly layer = placementLayer((nodes, options) => Maglev.build(nodes, options))
 
   static build(nodes: ReadonlyArray<NodeInfo>, options: PlacementOptions = {}): Maglev {
     const workers = normalizeWorkers(nodes)

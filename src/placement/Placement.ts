@@ -1,4 +1,4 @@
-import { Context, Effect, Ref } from "effect"
+import { Context, Effect, Layer, Ref } from "effect"
 import { NodeRole, type BlockId, type NodeInfo } from "../core/ids.js"
 import { membershipToken } from "./keys.js"
 
@@ -111,3 +111,7 @@ export const makePlacementTable = (
         Effect.sync(() => build(nodes, options)).pipe(Effect.tap((p) => Ref.set(ref, p)))
     }
   })
+
+/** The `PlacementTable` service of one placement scheme, starting from an empty membership. */
+export const placementLayer = (build: PlacementBuilder): Layer.Layer<PlacementTable> =>
+  Layer.effect(PlacementTable, makePlacementTable(build))

@@ -1,14 +1,6 @@
-import { Layer } from "effect"
 import type { BlockId, NodeInfo } from "../core/ids.js"
 import { hrwWorkerSeed, sharedBlockHasher as importedHasher } from "./keys.js"
-import {
-  makePlacementTable,
-  membershipEpoch,
-  normalizeWorkers,
-  PlacementTable,
-  type Placement,
-  type PlacementOptions
-} from "./Placement.js"
+import { membershipEpoch, normalizeWorkers, placementLayer, type Placement, type PlacementOptions } from "./Placement.js"
 
 export interface RendezvousOptions extends PlacementOptions {
   /**
@@ -41,10 +33,7 @@ const fmix = (x: number): number => {
  */
 export class Rendezvous implements Placement {
   /** A `PlacementTable` service backed by HRW, starting from an empty membership. */
-  static readonly layer: Layer.Layer<PlacementTable> = Layer.effect(
-    PlacementTable,
-    makePlacementTable((nodes, options) => Rendezvous.build(nodes, options))
-  )
+  static readonly layer = placementLayer((nodes, options) => Rendezvous.build(nodes, options))
 
   static build(nodes: ReadonlyArray<NodeInfo>, options: RendezvousOptions = {}): Rendezvous {
     const weightOf = options.weight
