@@ -70,6 +70,20 @@ export interface ConnectionReader {
 }
 
 /**
+ * What a hit table is told of an object it may answer for: its bincode ObjectId bytes, its
+ * geometry, how long it stays fresh, and `version` (bincode String of the current version, or
+ * empty), which lets the table also answer GetCachedRanges that name exactly that version.
+ */
+export type PublishedObject = [
+  id: Uint8Array,
+  size: number,
+  blockSize: number,
+  pageSize: number,
+  freshMs: number,
+  version: Uint8Array
+]
+
+/**
  * GetRange replies a plane answers without the serve loop (native/hits.c), one table per data
  * server. What is published must be exactly what the serve loop would send: the owner
  * publishes only ranges its own hit path has just served, and drops them when that stops
@@ -79,19 +93,8 @@ export interface HitTable {
   readonly id: number
   /** [replies, payload bytes] the table has answered so far. */
   readonly counts: Float64Array
-  /**
-   * An object (bincode ObjectId bytes) servable for `freshMs` more: its oid (> 0), or < 0 when the
-   * table is full. `version` (bincode String of the current version, or empty) lets the table also
-   * answer GetCachedRanges that name exactly that version.
-   */
-  readonly publishObject: (
-    id: Uint8Array,
-    size: number,
-    blockSize: number,
-    pageSize: number,
-    freshMs: number,
-    version: Uint8Array
-  ) => number
+  /** An object servable for `freshMs` more (see PublishedObject): its oid (> 0), or < 0 when the table is full. */
+  readonly publishObject: (...object: PublishedObject) => number
   /** A resident unit of a published object (bytes `[start, start+bytes)` of it, in `fd`): 0, or < 0 when not published. */
   readonly publishUnit: (oid: number, start: number, bytes: number, fd: number, tag: number) => number
   readonly dropObject: (oid: number) => void

@@ -1,5 +1,6 @@
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
+import type { PublishedObject } from "./DataPlane.js"
 
 /** Counters of the native plane in this process (all connections), for tests and benchmarks. */
 export interface NativeCounters {
@@ -57,15 +58,7 @@ export interface NativeAddon {
   readonly hitsCreate: (counts: Float64Array) => number
   readonly hitsDestroy: (table: number) => number
   /** Publishes an object (bincode ObjectId bytes) fresh for `freshMs`: its oid (> 0), or -errno. */
-  readonly hitsObject: (
-    table: number,
-    id: Uint8Array,
-    size: number,
-    blockSize: number,
-    pageSize: number,
-    freshMs: number,
-    version: Uint8Array
-  ) => number
+  readonly hitsObject: (table: number, ...object: PublishedObject) => number
   /** Publishes a resident unit of an object (the table keeps its own dup of `fd`): 0 or -errno. */
   readonly hitsUnit: (table: number, oid: number, start: number, bytes: number, fd: number, tag: number) => number
   readonly hitsDropObject: (table: number, oid: number) => number
