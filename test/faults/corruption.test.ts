@@ -5,23 +5,10 @@
  * None of them is ever served once detected: every successful read is checked byte for byte
  * against the origin's copy, the bad unit is counted in /metrics and refetched.
  */
-import { randomBytes } from "node:crypto"
 import * as fsp from "node:fs/promises"
 import { afterEach, describe, expect, it } from "vitest"
 import { makeCleanup, tempDir } from "../worker/support/harness.js"
-import {
-  eventually,
-  metric,
-  objectId,
-  originBytes,
-  putObject,
-  readRange,
-  resetOrigin,
-  startOrigin,
-  startWorker,
-  unitFiles,
-  wrongUnitFiles
-} from "./support/faultWorker.js"
+import { eventually, metric, type objectId, originBytes, originHolding, readRange, resetOrigin, startWorker, unitFiles, wrongUnitFiles } from "./support/faultWorker.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
@@ -31,12 +18,9 @@ const SIZE = 1024 * 1024 + 5000
 const FLAGS = ["--block-size", "256K", "--page-size", "32K", "--capacity", "64M"]
 
 const setup = async (scrubRate: string) => {
-  const stub = await startOrigin(cleanup)
-  const data = randomBytes(SIZE)
-  await putObject(stub, "obj.bin", data)
+  const origin = await originHolding(cleanup, "obj.bin", SIZE)
   const cache = await tempDir(cleanup, "talon-faults-cache-")
-  const flags = [...FLAGS, "--scrub-rate", scrubRate]
-  return { stub, data, cache, flags, object: objectId("obj.bin"), objects: new Map([["obj.bin", data]]) }
+  return { ...origin, cache, flags: [...FLAGS, "--scrub-rate", scrubRate] }
 }
 
 /** Reads the whole object, asserting every byte. */

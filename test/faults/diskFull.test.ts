@@ -8,12 +8,11 @@
  * Needs root to mount the tmpfs (CI runs as root): without it the test fails and says so.
  */
 import { execFileSync } from "node:child_process"
-import { randomBytes } from "node:crypto"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { type Cleanup, makeCleanup, tempDir } from "../worker/support/harness.js"
-import { eventually, metric, objectId, putObject, readRange, startOrigin, startWorker, unitFiles, wrongUnitFiles } from "./support/faultWorker.js"
+import { eventually, metric, originHolding, readRange, startWorker, unitFiles, wrongUnitFiles } from "./support/faultWorker.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
@@ -41,10 +40,7 @@ const mountSmallTmpfs = async (c: Cleanup): Promise<string> => {
 
 describe("faults: disk full", () => {
   it("a cache dir smaller than --capacity: ENOSPC evicts, reads keep succeeding, metrics and log say so, nothing corrupt left", async () => {
-    const stub = await startOrigin(cleanup)
-    const data = randomBytes(SIZE)
-    await putObject(stub, "huge.bin", data)
-    const object = objectId("huge.bin")
+    const { stub, data, object, objects } = await originHolding(cleanup, "huge.bin", SIZE)
     const cache = await mountSmallTmpfs(cleanup)
 
     const w = await startWorker(cleanup, stub, cache, FLAGS)
@@ -70,7 +66,6 @@ describe("faults: disk full", () => {
     await w.stop()
 
     // Nothing corrupt or partial left behind.
-    const objects = new Map([["huge.bin", data]])
     expect(await wrongUnitFiles(cache, objects)).toEqual([])
     expect(await fsp.readdir(path.join(cache, "tmp"))).toEqual([])
     const pages = (await unitFiles(cache)).length

@@ -4,25 +4,12 @@
  * served (fills go to a temp name, are fdatasynced and renamed with a recorded checksum; the
  * temp dir is emptied at start), and the pages completed before the kill are served warm.
  */
-import { randomBytes } from "node:crypto"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { makeCleanup, tempDir } from "../worker/support/harness.js"
-import {
-  eventually,
-  metric,
-  objectId,
-  originBytes,
-  putObject,
-  readRange,
-  resetOrigin,
-  startOrigin,
-  startWorker,
-  unitFiles,
-  wrongUnitFiles
-} from "./support/faultWorker.js"
+import { eventually, metric, originBytes, originHolding, readRange, resetOrigin, startWorker, unitFiles, wrongUnitFiles } from "./support/faultWorker.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
@@ -33,10 +20,7 @@ const FLAGS = ["--block-size", "1M", "--page-size", "64K", "--capacity", "64M", 
 
 describe("faults: kill -9 during fills", () => {
   it("a worker killed mid-fill restarts on the same dir and serves every byte right, warm where pages completed", async () => {
-    const stub = await startOrigin(cleanup)
-    const data = randomBytes(SIZE)
-    await putObject(stub, "big.bin", data)
-    const object = objectId("big.bin")
+    const { stub, data, object, objects } = await originHolding(cleanup, "big.bin", SIZE)
     const cache = await tempDir(cleanup, "talon-faults-kill-")
 
     for (let round = 0; round < 2; round++) {
@@ -75,7 +59,7 @@ describe("faults: kill -9 during fills", () => {
       expect(await metric(again, 'talon_worker_store_corrupt_units_total{reason="checksum"}')).toBe(0)
       expect(await metric(again, 'talon_worker_store_corrupt_units_total{reason="size"}')).toBe(0)
       await again.stop()
-      expect(await wrongUnitFiles(cache, new Map([["big.bin", data]]))).toEqual([])
+      expect(await wrongUnitFiles(cache, objects)).toEqual([])
       // Again from cold, so the kill lands at another point of the fills.
       await fsp.rm(path.join(cache, "v1"), { recursive: true, force: true })
     }

@@ -5,6 +5,7 @@
  * Every process and dir is released by the test's cleanup.
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { Effect, ManagedRuntime } from "effect"
@@ -33,6 +34,17 @@ export const startOrigin = async (cleanup: Cleanup): Promise<OriginStubShape> =>
 
 export const putObject = (stub: OriginStubShape, name: string, bytes: Uint8Array): Promise<void> =>
   fsp.writeFile(path.join(stub.root, BUCKET, name), bytes)
+
+/**
+ * An origin stub holding one object of `size` random bytes named `name`: the stub, the bytes,
+ * the object's id, and the map `wrongUnitFiles` checks a cache dir against.
+ */
+export const originHolding = async (cleanup: Cleanup, name: string, size: number) => {
+  const stub = await startOrigin(cleanup)
+  const data = randomBytes(size)
+  await putObject(stub, name, data)
+  return { stub, data, object: objectId(name), objects: new Map([[name, data]]) }
+}
 
 export interface WorkerProcess {
   readonly child: ChildProcess
