@@ -3,30 +3,11 @@
  * gateway, auth on (its Shared Key verified), on both routes; every body is checked by
  * SHA-256 against the origin behind the gateway.
  */
-import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
 import { azureSdkSuite } from "../support/sdkSuite.js"
 import { azureWriteSuite } from "../support/sdkWrites.js"
-import { gatewayFixture, readPlacedObject } from "./fixtures/targets.js"
+import { sdkOnBothRoutes } from "./fixtures/sdkRoutes.js"
 
-for (const route of ["cache", "origin"] as const) {
-  layer(gatewayFixture(route), { excludeTestServices: true, timeout: "60 seconds" })(`Azure Blob SDK through the gateway (${route} route)`, (it) => {
-    azureSdkSuite(it)
-    azureWriteSuite(it)
-
-    it.effect(`the bytes came through the ${route} route`, () =>
-      Effect.gen(function* () {
-        // The suite's own reads mostly follow their writes within the fresh-after-write
-        // window (they bypass the cache by design), so one object placed at the origin is read too.
-        const stats = yield* readPlacedObject("azure")
-        expect(stats.route).toBe(route)
-        expect(stats.aborted).toBe(0)
-        if (route === "cache") expect(stats.cachePieces).toBeGreaterThan(0)
-        else {
-          expect(stats.cachePieces).toBe(0)
-          expect(stats.originReads).toBeGreaterThan(0)
-        }
-      })
-    )
-  })
-}
+sdkOnBothRoutes("azure", "Azure Blob SDK", (it) => {
+  azureSdkSuite(it)
+  azureWriteSuite(it)
+})
