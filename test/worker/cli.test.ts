@@ -6,59 +6,21 @@
  * Process start-up (tsx transpiling the import graph) is slow on a loaded
  * machine, hence the long bounds; nothing here asserts on speed.
  */
-import { type ChildProcess, spawn } from "node:child_process"
-import * as fsp from "node:fs/promises"
-import * as path from "node:path"
-import { Effect, ManagedRuntime } from "effect"
+import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { Backend } from "../../src/core/ids.js"
-import { OriginStub, type OriginStubShape } from "../../src/origin/index.js"
 import { encodeGetRangeFrame, Flags } from "../../src/protocol/index.js"
 import { workerOptions } from "../../src/worker/cli.js"
 import { pattern } from "./support/dirBackend.js"
 import { makeCleanup, tempDir } from "./support/harness.js"
+import { putObjectAt, startOriginStub } from "./support/originFiles.js"
 import { connect, within } from "./support/rawClient.js"
+import { spawnWorker, stubCredentials } from "./support/workerProcess.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
 
-const repoRoot = path.resolve(__dirname, "../..")
-const script = path.join(__dirname, "fixtures", "workerCli.ts")
-
-const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
-  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let out = ""
-  child.stdout!.on("data", (d) => (out += d))
-  child.stderr!.on("data", (d) => (out += d))
-  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)))
-  cleanup.add(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGKILL")
-      await exited
-    }
-  })
-  const waitFor = async (re: RegExp, ms = 150_000): Promise<RegExpExecArray> => {
-    const deadline = Date.now() + ms
-    for (;;) {
-      const m = re.exec(out)
-      if (m !== null) return m
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${re} in output:\n${out}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
-  return { child: child as ChildProcess, exited, output: () => out, waitFor }
-}
-
-const startOrigin = async (): Promise<OriginStubShape> => {
-  const root = await tempDir(cleanup, "talon-stub-")
-  const runtime = ManagedRuntime.make(OriginStub.layer({ root }))
-  cleanup.add(() => runtime.dispose())
-  return runtime.runPromise(OriginStub)
-}
+const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => spawnWorker(cleanup, args, env)
 
 describe("talon worker (process)", () => {
   it("--help explains every option", async () => {
@@ -78,15 +40,13 @@ describe("talon worker (process)", () => {
   }, 180_000)
 
   it("serves from flags + env, exits on SIGTERM, and after SIGKILL restarts warm on the same dir", async () => {
-    const stub = await startOrigin()
+    const stub = await startOriginStub(cleanup, "talon-stub-")
     const data = pattern(300 * 1024, 77)
-    await fsp.mkdir(path.join(stub.root, "cli-bucket"), { recursive: true })
-    await fsp.writeFile(path.join(stub.root, "cli-bucket", "obj.bin"), data)
+    await putObjectAt(stub.root, "cli-bucket", "obj.bin", data)
     const cache = await tempDir(cleanup, "talon-cache-")
     const env = {
       TALON_S3_ENDPOINT: stub.url,
-      TALON_S3_ACCESS_KEY_ID: "talon",
-      TALON_S3_SECRET_ACCESS_KEY: "talon-secret",
+      ...stubCredentials,
       TALON_WORKER_PAGE_SIZE: "32K",
       TALON_WORKER_VERSION_TTL_MS: "600000"
     }

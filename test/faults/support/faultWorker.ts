@@ -1,33 +1,28 @@
 /**
- * Fault tests' harness: an origin stub in this process, `talon worker` as a real child
- * process (started through tsx, as test/worker/cli.test.ts does), reads over fresh
- * connections checked byte for byte, /metrics, and the unit files a cache dir holds.
+ * Fault tests' harness: an origin stub in this process, `talon worker` as a real child process
+ * (test/worker/support/workerProcess.ts), reads over fresh connections checked byte for byte,
+ * /metrics, and the unit files a cache dir holds.
  * Every process and dir is released by the test's cleanup.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { Effect, ManagedRuntime } from "effect"
+import { Effect } from "effect"
 import { Backend, type ObjectId } from "../../../src/core/ids.js"
-import { OriginStub, type OriginStubShape } from "../../../src/origin/index.js"
+import type { OriginStubShape } from "../../../src/origin/index.js"
 import { encodeGetRangeFrame, Flags } from "../../../src/protocol/index.js"
 import { decodeMeta, LAYOUT_VERSION, parsePageFileName } from "../../../src/worker/store/layout.js"
-import { type Cleanup, tempDir } from "../../worker/support/harness.js"
+import type { Cleanup } from "../../worker/support/harness.js"
+import { startOriginStub } from "../../worker/support/originFiles.js"
 import { connect } from "../../worker/support/rawClient.js"
-
-const repoRoot = path.resolve(__dirname, "../../..")
-const script = path.join(repoRoot, "test/worker/fixtures/workerCli.ts")
+import { spawnWorker, stubCredentials, type WorkerChild } from "../../worker/support/workerProcess.js"
 
 export const BUCKET = "faults"
 
 export const objectId = (name: string): ObjectId => ({ backend: Backend.S3, bucket: BUCKET, objectPath: name })
 
 export const startOrigin = async (cleanup: Cleanup): Promise<OriginStubShape> => {
-  const root = await tempDir(cleanup, "talon-faults-origin-")
-  const runtime = ManagedRuntime.make(OriginStub.layer({ root }))
-  cleanup.add(() => runtime.dispose())
-  const stub = await runtime.runPromise(OriginStub)
+  const stub = await startOriginStub(cleanup, "talon-faults-origin-")
   await fsp.mkdir(path.join(stub.root, BUCKET), { recursive: true })
   return stub
 }
@@ -46,14 +41,9 @@ export const originHolding = async (cleanup: Cleanup, name: string, size: number
   return { stub, data, object: objectId(name), objects: new Map([[name, data]]) }
 }
 
-export interface WorkerProcess {
-  readonly child: ChildProcess
+export interface WorkerProcess extends WorkerChild {
   readonly dataPort: number
   readonly adminUrl: string
-  readonly output: () => string
-  readonly exited: Promise<number | null>
-  /** SIGKILL, then wait for the exit. */
-  readonly kill: () => Promise<void>
   /** SIGTERM (a clean stop), then wait for the exit. */
   readonly stop: () => Promise<void>
 }
@@ -65,53 +55,24 @@ export const startWorker = async (
   cacheDir: string,
   flags: ReadonlyArray<string>
 ): Promise<WorkerProcess> => {
-  const child = spawn(
-    process.execPath,
-    [
-      "--import", "tsx", script,
-      "--coordinator", "",
-      "--data-addr", "127.0.0.1:0",
-      "--admin-addr", "127.0.0.1:0",
-      "--cache-dir", cacheDir,
-      "--version-ttl-ms", "600000",
-      ...flags
-    ],
-    {
-      cwd: repoRoot,
-      env: { ...process.env, TALON_S3_ENDPOINT: stub.url, TALON_S3_ACCESS_KEY_ID: "talon", TALON_S3_SECRET_ACCESS_KEY: "talon-secret" },
-      stdio: ["ignore", "pipe", "pipe"]
-    }
-  )
-  let out = ""
-  child.stdout!.on("data", (d) => (out += d))
-  child.stderr!.on("data", (d) => (out += d))
-  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)))
-  const kill = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-    await exited
-  }
-  cleanup.add(kill)
-  const waitFor = async (re: RegExp): Promise<RegExpExecArray> => {
-    const deadline = Date.now() + 180_000
-    for (;;) {
-      const m = re.exec(out)
-      if (m !== null) return m
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${re} in the worker's output:\n${out}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
-  const dataPort = Number((await waitFor(/worker data listener on 127\.0\.0\.1:(\d+)/))[1])
-  const adminUrl = (await waitFor(/worker admin HTTP on (http:\/\/[0-9.:]+)/))[1]!
+  const args = [
+    "--coordinator", "",
+    "--data-addr", "127.0.0.1:0",
+    "--admin-addr", "127.0.0.1:0",
+    "--cache-dir", cacheDir,
+    "--version-ttl-ms", "600000",
+    ...flags
+  ]
+  const w = spawnWorker(cleanup, args, { TALON_S3_ENDPOINT: stub.url, ...stubCredentials }, 180_000)
+  const dataPort = Number((await w.waitFor(/worker data listener on 127\.0\.0\.1:(\d+)/))[1])
+  const adminUrl = (await w.waitFor(/worker admin HTTP on (http:\/\/[0-9.:]+)/))[1]!
   return {
-    child,
+    ...w,
     dataPort,
     adminUrl,
-    output: () => out,
-    exited,
-    kill,
     stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
-      await exited
+      if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill("SIGTERM")
+      await w.exited
     }
   }
 }

@@ -6,23 +6,18 @@
  * Start-up transpiles and loads the worker in three processes: slow on a
  * loaded machine, hence the long bounds; nothing here asserts on speed.
  */
-import { type ChildProcess, spawn } from "node:child_process"
-import * as fsp from "node:fs/promises"
-import * as path from "node:path"
-import { Effect, ManagedRuntime } from "effect"
+import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { Backend } from "../../../src/core/ids.js"
-import { OriginStub } from "../../../src/origin/index.js"
 import { encodeGetRangeFrame, Flags } from "../../../src/protocol/index.js"
 import { pattern } from "../support/dirBackend.js"
 import { makeCleanup, tempDir } from "../support/harness.js"
+import { putObjectAt, startOriginStub } from "../support/originFiles.js"
 import { connect, within } from "../support/rawClient.js"
+import { spawnWorker, stubCredentials } from "../support/workerProcess.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
-
-const repoRoot = path.resolve(__dirname, "../../..")
-const script = path.join(__dirname, "..", "fixtures", "workerCli.ts")
 
 const alive = (pid: number): boolean => {
   try {
@@ -33,34 +28,13 @@ const alive = (pid: number): boolean => {
   }
 }
 
+/** A worker whose loop pids, once known, are killed by the cleanup too (after the primary). */
 const start = (args: ReadonlyArray<string>, env: Record<string, string>) => {
-  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let out = ""
-  child.stdout!.on("data", (d) => (out += d))
-  child.stderr!.on("data", (d) => (out += d))
-  const exited = new Promise<void>((r) => child.once("exit", () => r()))
   const pids: Array<number> = []
   cleanup.add(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGKILL")
-      await exited
-    }
     for (const pid of pids) if (alive(pid)) process.kill(pid, "SIGKILL")
   })
-  const waitFor = async (re: RegExp, ms = 240_000): Promise<RegExpExecArray> => {
-    const deadline = Date.now() + ms
-    for (;;) {
-      const m = re.exec(out)
-      if (m !== null) return m
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${re} in output:\n${out}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
-  return { child: child as ChildProcess, exited, waitFor, pids }
+  return { ...spawnWorker(cleanup, args, env, 240_000), pids }
 }
 
 const allGone = async (pids: ReadonlyArray<number>, ms = 30_000) => {
@@ -74,17 +48,12 @@ const allGone = async (pids: ReadonlyArray<number>, ms = 30_000) => {
 
 describe("talon worker --loops 2 (processes)", () => {
   it("serves through its loops, and leaves none behind on SIGTERM or SIGKILL", async () => {
-    const root = await tempDir(cleanup, "talon-stub-")
-    const stubRuntime = ManagedRuntime.make(OriginStub.layer({ root }))
-    cleanup.add(() => stubRuntime.dispose())
-    const stub = await stubRuntime.runPromise(OriginStub)
+    const stub = await startOriginStub(cleanup, "talon-stub-")
     const data = pattern(300 * 1024, 11)
-    await fsp.mkdir(path.join(root, "loops-bucket"), { recursive: true })
-    await fsp.writeFile(path.join(root, "loops-bucket", "obj.bin"), data)
+    await putObjectAt(stub.root, "loops-bucket", "obj.bin", data)
     const env = {
       TALON_S3_ENDPOINT: stub.url,
-      TALON_S3_ACCESS_KEY_ID: "talon",
-      TALON_S3_SECRET_ACCESS_KEY: "talon-secret",
+      ...stubCredentials,
       TALON_WORKER_LOOPS: "2"
     }
     const args = (cache: string) => [

@@ -1,0 +1,58 @@
+/**
+ * `talon worker` as a real child process (fixtures/workerCli.ts through tsx): its stdout and
+ * stderr gathered, lines awaited by pattern, and a SIGKILL from the test's cleanup if it is
+ * still running then. Start-up transpiles the import graph: slow on a loaded machine, hence
+ * the long default wait.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as path from "node:path"
+import type { Cleanup } from "./harness.js"
+
+export const repoRoot = path.resolve(__dirname, "../../..")
+const script = path.join(repoRoot, "test/worker/fixtures/workerCli.ts")
+
+/** The S3 credentials the origin stub accepts, for a worker's environment. */
+export const stubCredentials = { TALON_S3_ACCESS_KEY_ID: "talon", TALON_S3_SECRET_ACCESS_KEY: "talon-secret" }
+
+export interface WorkerChild {
+  readonly child: ChildProcess
+  /** Resolves with the exit code (null when a signal ended it). */
+  readonly exited: Promise<number | null>
+  readonly output: () => string
+  /** The first match of `re` in the output so far or to come; throws if the worker exits first or `ms` pass. */
+  readonly waitFor: (re: RegExp, ms?: number) => Promise<RegExpExecArray>
+  /** SIGKILL (when still running), then the exit. */
+  readonly kill: () => Promise<void>
+}
+
+export const spawnWorker = (
+  cleanup: Cleanup,
+  args: ReadonlyArray<string>,
+  env: Record<string, string> = {},
+  waitMs = 150_000
+): WorkerChild => {
+  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout!.on("data", (d) => (out += d))
+  child.stderr!.on("data", (d) => (out += d))
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)))
+  const kill = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+    await exited
+  }
+  cleanup.add(kill)
+  const waitFor = async (re: RegExp, ms = waitMs): Promise<RegExpExecArray> => {
+    const deadline = Date.now() + ms
+    for (;;) {
+      const m = re.exec(out)
+      if (m !== null) return m
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${re} in the worker's output:\n${out}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  return { child, exited, output: () => out, waitFor, kill }
+}
