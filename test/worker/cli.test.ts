@@ -9,12 +9,11 @@
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { Backend } from "../../src/core/ids.js"
-import { encodeGetRangeFrame, Flags } from "../../src/protocol/index.js"
 import { workerOptions } from "../../src/worker/cli.js"
 import { pattern } from "./support/dirBackend.js"
 import { makeCleanup, tempDir } from "./support/harness.js"
 import { putObjectAt, startOriginStub } from "./support/originFiles.js"
-import { connect, within } from "./support/rawClient.js"
+import { expectRange, within } from "./support/rawClient.js"
 import { spawnWorker, stubCredentials } from "./support/workerProcess.js"
 
 const cleanup = makeCleanup()
@@ -59,14 +58,8 @@ describe("talon worker (process)", () => {
       "--capacity", "16M",
       "--data-plane", "portable"
     ]
-    const read = async (port: number) => {
-      const c = await connect(port)
-      c.send(encodeGetRangeFrame(1, { object: { backend: Backend.S3, bucket: "cli-bucket", objectPath: "obj.bin" }, offset: 1000, len: 200_000 }))
-      const f = await c.next()
-      c.close()
-      expect(f.header.flags & Flags.Error).toBe(0)
-      expect(Buffer.compare(f.payload, data.subarray(1000, 201_000))).toBe(0)
-    }
+    const object = { backend: Backend.S3, bucket: "cli-bucket", objectPath: "obj.bin" }
+    const read = (port: number) => expectRange(port, object, data, 1000, 200_000)
 
     const first = run(args, env)
     const port1 = Number((await first.waitFor(/worker data listener on 127\.0\.0\.1:(\d+) \(portable plane, pipelined mode\)/))[1])

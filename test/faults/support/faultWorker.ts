@@ -10,11 +10,9 @@ import * as path from "node:path"
 import { Effect } from "effect"
 import { Backend, type ObjectId } from "../../../src/core/ids.js"
 import type { OriginStubShape } from "../../../src/origin/index.js"
-import { encodeGetRangeFrame, Flags } from "../../../src/protocol/index.js"
 import { decodeMeta, LAYOUT_VERSION, parsePageFileName } from "../../../src/worker/store/layout.js"
 import type { Cleanup } from "../../worker/support/harness.js"
 import { startOriginStub } from "../../worker/support/originFiles.js"
-import { connect } from "../../worker/support/rawClient.js"
 import { spawnWorker, stubCredentials, type WorkerChild } from "../../worker/support/workerProcess.js"
 
 export const BUCKET = "faults"
@@ -77,27 +75,7 @@ export const startWorker = async (
   }
 }
 
-export type ReadResult = { readonly ok: true; readonly bytes: Buffer } | { readonly ok: false; readonly error: string }
-
-/** One GetRange over a fresh connection: the payload, or why there is none (an ERROR frame, a cut reply). */
-export const readRange = async (port: number, object: ObjectId, offset: number, len: number): Promise<ReadResult> => {
-  let c
-  try {
-    c = await connect(port)
-  } catch (e) {
-    return { ok: false, error: `connect: ${String(e)}` }
-  }
-  try {
-    c.send(encodeGetRangeFrame(1, { object, offset, len }))
-    const f = await c.next()
-    if ((f.header.flags & Flags.Error) !== 0) return { ok: false, error: Buffer.from(f.payload).toString("utf8") }
-    return { ok: true, bytes: Buffer.from(f.payload) }
-  } catch (e) {
-    return { ok: false, error: String(e) }
-  } finally {
-    c.close()
-  }
-}
+export { readRange, type ReadResult } from "../../worker/support/rawClient.js"
 
 /** Value of one sample of the worker's /metrics (`name` may carry labels, e.g. `x{reason="short"}`). */
 export const metric = async (w: WorkerProcess, name: string): Promise<number> => {

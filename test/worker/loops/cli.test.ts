@@ -9,11 +9,10 @@
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { Backend } from "../../../src/core/ids.js"
-import { encodeGetRangeFrame, Flags } from "../../../src/protocol/index.js"
 import { pattern } from "../support/dirBackend.js"
 import { makeCleanup, tempDir } from "../support/harness.js"
 import { putObjectAt, startOriginStub } from "../support/originFiles.js"
-import { connect, within } from "../support/rawClient.js"
+import { expectRange, within } from "../support/rawClient.js"
 import { spawnWorker, stubCredentials } from "../support/workerProcess.js"
 
 const cleanup = makeCleanup()
@@ -61,15 +60,9 @@ describe("talon worker --loops 2 (processes)", () => {
       "--cache-dir", cache, "--block-size", "128K", "--page-size", "32K", "--data-plane", "portable"
     ]
     const listening = /worker data listener on 127\.0\.0\.1:(\d+) \(portable plane, pipelined mode, 2 loops, ([a-z-]+); pids (\d+), (\d+)\)/
+    const object = { backend: Backend.S3, bucket: "loops-bucket", objectPath: "obj.bin" }
     const read = async (port: number) => {
-      for (let i = 0; i < 2; i++) {
-        const c = await connect(port)
-        c.send(encodeGetRangeFrame(1, { object: { backend: Backend.S3, bucket: "loops-bucket", objectPath: "obj.bin" }, offset: 1000, len: 200_000 }))
-        const f = await c.next()
-        c.close()
-        expect(f.header.flags & Flags.Error).toBe(0)
-        expect(Buffer.compare(f.payload, data.subarray(1000, 201_000))).toBe(0)
-      }
+      for (let i = 0; i < 2; i++) await expectRange(port, object, data, 1000, 200_000)
     }
 
     // TALON_WORKER_LOOPS=2 from the environment; SIGTERM stops the primary and both loops.

@@ -1,6 +1,8 @@
 /** A raw framed-protocol client for worker tests: send any bytes, read whole reply frames. */
 import * as net from "node:net"
-import { FrameDecoder, RESPONSE_CAPS, type Frame } from "../../../src/protocol/index.js"
+import { expect } from "vitest"
+import type { ObjectId } from "../../../src/core/ids.js"
+import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS, type Frame } from "../../../src/protocol/index.js"
 
 export interface RawConnection {
   readonly socket: net.Socket
@@ -70,4 +72,33 @@ export const within = async (p: Promise<unknown>, ms: number): Promise<boolean> 
   } finally {
     clearTimeout(timer)
   }
+}
+
+export type ReadResult = { readonly ok: true; readonly bytes: Buffer } | { readonly ok: false; readonly error: string }
+
+/** One GetRange over a fresh connection: the payload, or why there is none (an ERROR frame, a cut reply). */
+export const readRange = async (port: number, object: ObjectId, offset: number, len: number): Promise<ReadResult> => {
+  let c
+  try {
+    c = await connect(port)
+  } catch (e) {
+    return { ok: false, error: `connect: ${String(e)}` }
+  }
+  try {
+    c.send(encodeGetRangeFrame(1, { object, offset, len }))
+    const f = await c.next()
+    if ((f.header.flags & Flags.Error) !== 0) return { ok: false, error: Buffer.from(f.payload).toString("utf8") }
+    return { ok: true, bytes: Buffer.from(f.payload) }
+  } catch (e) {
+    return { ok: false, error: String(e) }
+  } finally {
+    c.close()
+  }
+}
+
+/** Reads `[offset, offset+len)` of `object` over a fresh connection and checks every byte against `bytes`, the object's. */
+export const expectRange = async (port: number, object: ObjectId, bytes: Uint8Array, offset: number, len: number): Promise<void> => {
+  const r = await readRange(port, object, offset, len)
+  if (!r.ok) throw new Error(`GetRange [${offset}, ${offset + len}) of ${object.objectPath} failed: ${r.error}`)
+  expect(Buffer.compare(r.bytes, bytes.subarray(offset, offset + len))).toBe(0)
 }
