@@ -7,23 +7,12 @@
 import { spawn } from "node:child_process"
 import * as net from "node:net"
 import * as fc from "fast-check"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeScratch, type Running, type Scratch, startFake, startRefServer } from "./servers.js"
+import { describe, expect, it } from "vitest"
+import { refServerPerFile, startFake, startRefServer } from "./servers.js"
 
 const BLOB = 4 * 1024 * 1024
 const RUN_TIMEOUT = 120_000
-let scratch: Scratch
-let server: Running
-
-beforeAll(async () => {
-  scratch = makeScratch(BLOB)
-  server = await startRefServer(scratch.server, scratch.blob)
-}, 120_000)
-
-afterAll(async () => {
-  await server?.stop()
-  scratch?.cleanup()
-})
+const ref = refServerPerFile(BLOB)
 
 interface Run {
   readonly code: number | null
@@ -33,7 +22,7 @@ interface Run {
 
 const load = (args: ReadonlyArray<string>): Promise<Run> =>
   new Promise((resolve) => {
-    const child = spawn(scratch.load, args)
+    const child = spawn(ref.scratch.load, args)
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
@@ -61,7 +50,7 @@ const target = (port: number, over: Record<string, string> = {}): Array<string> 
 
 describe("talon-ref-load against talon-ref-server", () => {
   it("a clean verified run: exit 0, JSON summary with samples, percentiles in order, server CPU and RSS", async () => {
-    const r = await load([...target(server.port, { "--verify": scratch.blob, "--server-pid": String(server.pid) }), "--json"])
+    const r = await load([...target(ref.server.port, { "--verify": ref.scratch.blob, "--server-pid": String(ref.server.pid) }), "--json"])
     expect(r.stderr).toBe("")
     expect(r.code).toBe(0)
     const j = JSON.parse(r.stdout.trim()) as Record<string, number>
@@ -78,13 +67,13 @@ describe("talon-ref-load against talon-ref-server", () => {
   }, RUN_TIMEOUT)
 
   it("prints a one-line text summary without --json (server fields null without --server-pid)", async () => {
-    const r = await load(target(server.port, { "--range": "4K", "--conns": "1", "--depth": "1" }))
+    const r = await load(target(ref.server.port, { "--range": "4K", "--conns": "1", "--depth": "1" }))
     expect(r.code).toBe(0)
     expect(r.stdout).toMatch(/^conns 1 depth 1 range 4096: \d+ rps, [\d.]+ MiB\/s, p50 \d+ p90 \d+ p99 \d+ p99\.9 \d+ max \d+ us, [1-9]\d* samples, 0 errors; server cores null/)
   }, RUN_TIMEOUT)
 
   it("fails on an error frame and prints the server's message verbatim", async () => {
-    const failing = await startRefServer(scratch.server, scratch.blob, ["--error", "worker is not ready: cache dir /x is read-only"])
+    const failing = await startRefServer(ref.scratch.server, ref.scratch.blob, ["--error", "worker is not ready: cache dir /x is read-only"])
     try {
       const r = await load([...target(failing.port), "--json"])
       expect(r.code).toBe(1)
@@ -96,7 +85,7 @@ describe("talon-ref-load against talon-ref-server", () => {
   }, RUN_TIMEOUT)
 
   it("fails a run that asks past the end of the file with the server's out-of-bounds message", async () => {
-    const r = await load(target(server.port, { "--size": "5M", "--conns": "1" }))
+    const r = await load(target(ref.server.port, { "--size": "5M", "--conns": "1" }))
     expect(r.code).toBe(1)
     expect(r.stderr).toMatch(/error frame from server \(conn 0, id \d+, offset \d+\): range out of bounds: offset \d+ \+ len 65536 exceeds object size 4194304/)
   }, RUN_TIMEOUT)
@@ -105,7 +94,7 @@ describe("talon-ref-load against talon-ref-server", () => {
     const refused = await load(target(1))
     expect(refused.code).toBe(1)
     expect(refused.stderr).toMatch(/^talon-ref-load: connect 127\.0\.0\.1:1 \(conn 0\): Connection refused/)
-    const usage = await load(target(server.port, { "--object": "ftp://x/y" }))
+    const usage = await load(target(ref.server.port, { "--object": "ftp://x/y" }))
     expect(usage.code).toBe(2)
     expect(usage.stderr).toContain("--object ftp://x/y: want s3://bucket/key, gs://bucket/key or az://container/key")
   }, RUN_TIMEOUT)
@@ -115,13 +104,13 @@ describe("talon-ref-load against misbehaving servers", () => {
   it("--verify catches one wrong byte in a reply and says where", async () => {
     const fake = await startFake({
       answer: (o, l) => {
-        const b = Buffer.from(scratch.bytes.subarray(o, o + l))
+        const b = Buffer.from(ref.scratch.bytes.subarray(o, o + l))
         b[1000] = b[1000]! ^ 0x5a
         return b
       }
     })
     try {
-      const r = await load(target(fake.port, { "--verify": scratch.blob, "--conns": "1" }))
+      const r = await load(target(fake.port, { "--verify": ref.scratch.blob, "--conns": "1" }))
       expect(r.code).toBe(1)
       expect(r.stderr).toMatch(/^talon-ref-load: payload mismatch \(conn 0, id 1, offset \d+\): byte 1000 of the reply is 0x[0-9a-f]{2}, the file has 0x[0-9a-f]{2}\n/)
       // Without --verify the same bytes pass: the check is the client's, not the server's.
@@ -132,9 +121,9 @@ describe("talon-ref-load against misbehaving servers", () => {
   }, RUN_TIMEOUT)
 
   it("rejects replies out of request order on a connection", async () => {
-    const fake = await startFake({ reverse: true, answer: (o, l) => scratch.bytes.subarray(o, o + l) })
+    const fake = await startFake({ reverse: true, answer: (o, l) => ref.scratch.bytes.subarray(o, o + l) })
     try {
-      const r = await load(target(fake.port, { "--depth": "8", "--conns": "1", "--verify": scratch.blob }))
+      const r = await load(target(fake.port, { "--depth": "8", "--conns": "1", "--verify": ref.scratch.blob }))
       expect(fake.stats.outOfOrder).toBeGreaterThan(0)
       expect(r.code).toBe(1)
       expect(r.stderr).toMatch(/^talon-ref-load: out-of-order reply \(conn 0\): expected id (\d+) \(offset \d+\), got id (?!\1\b)\d+\n/)
@@ -144,7 +133,7 @@ describe("talon-ref-load against misbehaving servers", () => {
   }, RUN_TIMEOUT)
 
   it("rejects a reply whose length is not the range asked", async () => {
-    const fake = await startFake({ lengthDelta: -1, answer: (o, l) => scratch.bytes.subarray(o, o + l) })
+    const fake = await startFake({ lengthDelta: -1, answer: (o, l) => ref.scratch.bytes.subarray(o, o + l) })
     try {
       const r = await load(target(fake.port, { "--conns": "1" }))
       expect(r.code).toBe(1)

@@ -4,7 +4,7 @@
  * every error path answered (or the connection dropped) as the wire spec says.
  */
 import * as fc from "fast-check"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { Backend } from "../../src/core/ids.js"
 import {
   Flags,
@@ -19,30 +19,19 @@ import {
   isFrameError
 } from "../../src/protocol/index.js"
 import { wireVector } from "../support/wireVectors.js"
-import { makeScratch, rawBytes, type Running, type Scratch, startRefServer } from "./servers.js"
+import { rawBytes, refServerPerFile, startRefServer } from "./servers.js"
 
 const BLOB = 1024 * 1024
 const object = { backend: Backend.S3, bucket: "bucket", objectPath: "any/key" }
-let scratch: Scratch
-let server: Running
-
-beforeAll(async () => {
-  scratch = makeScratch(BLOB)
-  server = await startRefServer(scratch.server, scratch.blob)
-}, 120_000)
-
-afterAll(async () => {
-  await server?.stop()
-  scratch?.cleanup()
-})
+const ref = refServerPerFile(BLOB)
 
 const ok = (id: number, offset: number, len: number): Buffer =>
-  Buffer.concat([encodeHeader({ type: MsgType.GetRange, flags: 0, requestId: id, length: len }), scratch.bytes.subarray(offset, offset + len)])
+  Buffer.concat([encodeHeader({ type: MsgType.GetRange, flags: 0, requestId: id, length: len }), ref.scratch.bytes.subarray(offset, offset + len)])
 const get = (id: number, offset: number, len: number): Buffer => encodeGetRangeFrame(id, { object, offset, len })
 const errorReply = (id: number, message: string, type: MsgType = MsgType.GetRange): Buffer => encodeErrorFrame(type, id, message)
 
 /** Sends `request` on a fresh connection and returns the first `expectedLength` bytes of reply. */
-const exchange = async (request: Buffer, expectedLength: number, port = server.port) => {
+const exchange = async (request: Buffer, expectedLength: number, port = ref.server.port) => {
   const c = await rawBytes(port)
   c.socket.write(request)
   const got = await c.take(expectedLength)
@@ -53,7 +42,7 @@ describe("talon-ref-server: Talon's wire vectors", () => {
   it("data.range_request → exactly data.response_header_ok, then the file's bytes at the offset", async () => {
     const { c, got } = await exchange(wireVector("data.range_request"), HEADER_LEN + 4096)
     expect(got.subarray(0, HEADER_LEN).toString("hex")).toBe(wireVector("data.response_header_ok").toString("hex"))
-    expect(got.subarray(HEADER_LEN).equals(scratch.bytes.subarray(65536, 65536 + 4096))).toBe(true)
+    expect(got.subarray(HEADER_LEN).equals(ref.scratch.bytes.subarray(65536, 65536 + 4096))).toBe(true)
     c.socket.destroy()
   })
 
@@ -93,7 +82,7 @@ describe("talon-ref-server: pipelining", () => {
   })
 
   it("takes a request delivered one byte per write", async () => {
-    const c = await rawBytes(server.port)
+    const c = await rawBytes(ref.server.port)
     c.socket.setNoDelay(true)
     const req = get(5, 1000, 3000)
     for (const b of req) {
@@ -105,7 +94,7 @@ describe("talon-ref-server: pipelining", () => {
   })
 
   it("after a half-close sends every queued reply, then closes", async () => {
-    const c = await rawBytes(server.port)
+    const c = await rawBytes(ref.server.port)
     c.socket.end(Buffer.concat([get(1, 0, 65536), get(2, BLOB - 65536, 65536), get(3, 7, 1)]))
     const all = await c.closed
     expect(all.equals(Buffer.concat([ok(1, 0, 65536), ok(2, BLOB - 65536, 65536), ok(3, 7, 1)]))).toBe(true)
@@ -151,7 +140,7 @@ describe("talon-ref-server: bad requests", () => {
     ["a GetRange body over the 64 KiB cap", encodeHeader({ type: MsgType.GetRange, flags: 0, requestId: 1, length: 65537 })],
     ["a Ping body over the 4 KiB cap", encodeHeader({ type: MsgType.Ping, flags: 0, requestId: 1, length: 4097 })]
   ])("drops the connection unanswered on %s, and serves others meanwhile", async (_name, bytes) => {
-    const c = await rawBytes(server.port)
+    const c = await rawBytes(ref.server.port)
     c.socket.write(bytes)
     expect((await c.closed).length).toBe(0)
     const { c: other, got } = await exchange(get(2, 0, 100), HEADER_LEN + 100)
@@ -160,7 +149,7 @@ describe("talon-ref-server: bad requests", () => {
   })
 
   it("--error MSG answers every GetRange with an ERROR frame carrying MSG (pings still answered)", async () => {
-    const failing = await startRefServer(scratch.server, scratch.blob, ["--error", "worker is not ready"])
+    const failing = await startRefServer(ref.scratch.server, ref.scratch.blob, ["--error", "worker is not ready"])
     try {
       const want = Buffer.concat([wireVector("data.error_response"), encodeHeader({ type: MsgType.Ping, flags: 0, requestId: 4, length: 0 })])
       const { c, got } = await exchange(Buffer.concat([wireVector("data.range_request"), encodeFrame(MsgType.Ping, 4, new Uint8Array(0))]), want.length, failing.port)
@@ -175,7 +164,7 @@ describe("talon-ref-server: bad requests", () => {
 
 describe("talon-ref-server: a slow reader", () => {
   it("with a 4 KiB send buffer, 64 pipelined 64 KiB replies all arrive intact once the client reads", async () => {
-    const small = await startRefServer(scratch.server, scratch.blob, ["--sndbuf", "4096"])
+    const small = await startRefServer(ref.scratch.server, ref.scratch.blob, ["--sndbuf", "4096"])
     try {
       const c = await rawBytes(small.port)
       c.socket.pause()
@@ -210,7 +199,7 @@ describe("talon-ref-server: arbitrary input", () => {
   it("answers any bytes with well-formed frames or a dropped connection, and keeps serving everyone else", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(anyInput, { minLength: 1, maxLength: 4 }), async (inputs) => {
-        const c = await rawBytes(server.port)
+        const c = await rawBytes(ref.server.port)
         c.socket.end(Buffer.concat(inputs))
         const replies = new FrameDecoder(RESPONSE_CAPS)
         replies.push(await c.closed)

@@ -6,6 +6,7 @@ import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll } from "vitest"
 import { buildRefTools } from "../../tools/ref/build.js"
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
@@ -64,6 +65,23 @@ export const startRefServer = (bin: string, file: string, extra: ReadonlyArray<s
       if (m) resolvePort({ port: Number(m[1]), pid: Number(m[2]), stop })
     })
   })
+
+/**
+ * A test file's scratch dir (a `blobBytes` blob, the tools built) and talon-ref-server over it,
+ * started before the file's tests and stopped after them; read the fields inside tests.
+ */
+export const refServerPerFile = (blobBytes: number): { scratch: Scratch; server: Running } => {
+  const ref = {} as { scratch: Scratch; server: Running }
+  beforeAll(async () => {
+    ref.scratch = makeScratch(blobBytes)
+    ref.server = await startRefServer(ref.scratch.server, ref.scratch.blob)
+  }, 120_000)
+  afterAll(async () => {
+    await ref.server?.stop()
+    ref.scratch?.cleanup()
+  })
+  return ref
+}
 
 export interface FakeOptions {
   /** Bytes served for a range, or undefined to answer nothing (a silent server). */
