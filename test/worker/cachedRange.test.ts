@@ -6,8 +6,6 @@
  * longer has is a typed VersionMismatch; bad bodies get typed errors and the connection keeps
  * serving; AdmitCachedBlock is refused and its connection closed.
  */
-import * as fsp from "node:fs/promises"
-import * as path from "node:path"
 import { createHash } from "node:crypto"
 import { afterEach, describe, expect, it } from "vitest"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
@@ -23,8 +21,8 @@ import {
 } from "../../src/protocol/index.js"
 import { Sendfile } from "../../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../../src/worker/server/ServeMode.js"
-import { makeDirBackend, pattern } from "./support/dirBackend.js"
-import { makeCleanup, startWorker, tempDir } from "./support/harness.js"
+import { pattern, startDirWorker } from "./support/dirBackend.js"
+import { makeCleanup } from "./support/harness.js"
 import { connect } from "./support/rawClient.js"
 
 const cleanup = makeCleanup()
@@ -51,15 +49,8 @@ describe.each([
   ["auto", "multiplexed", Sendfile.Auto, ServeMode.Multiplexed]
 ] as const)("GetCachedRange on the %s plane, %s mode", (_plane, _mode, plane, mode) => {
   it("serves exactly the named version, refuses a gone one, and keeps the connection", async () => {
-    const originRoot = await tempDir(cleanup, "talon-origin-")
-    const put = async (key: string, bytes: Uint8Array) => {
-      const p = path.join(originRoot, "bkt", key)
-      await fsp.mkdir(path.dirname(p), { recursive: true })
-      await fsp.writeFile(p, bytes)
-    }
-    const origin = makeDirBackend(originRoot)
-    const settings = { cacheDirs: [await tempDir(cleanup, "talon-cache-")], blockSize: 64 * KiB, pageSize: 16 * KiB, versionTtlMs: 600_000 }
-    const w = await startWorker(cleanup, origin.layer, settings, mode, plane)
+    const settings = { blockSize: 64 * KiB, pageSize: 16 * KiB, versionTtlMs: 600_000 }
+    const { w, put, origin } = await startDirWorker(cleanup, settings, mode, plane)
     const v1 = pattern(200 * KiB, 5)
     const v2 = pattern(150 * KiB, 6)
     await put("a.bin", v1)
@@ -72,14 +63,14 @@ describe.each([
       expect(f.header.requestId).toBe(10 + i)
       bytesOf(f, v1.subarray(10 * KiB, 160 * KiB))
     }
-    const gets = origin.counters.gets
+    const gets = origin.gets
 
     // Replaced at the origin (the worker still believes v1, TTL 10 min).
     await put("a.bin", v2)
     // Resident v1 bytes are still served by name, without the origin.
     c.send(encodeGetCachedRangeFrame(20, { object: obj("a.bin"), version: md5(v1), offset: 64 * KiB, len: 64 * KiB }, { _tag: "Named", name: "acme" }))
     bytesOf(await c.next(), v1.subarray(64 * KiB, 128 * KiB))
-    expect(origin.counters.gets).toBe(gets)
+    expect(origin.gets).toBe(gets)
     // A part of v1 that is not resident cannot be had any more: VersionMismatch, no bytes.
     c.send(encodeGetCachedRangeFrame(21, { object: obj("a.bin"), version: md5(v1), offset: 0, len: 200 * KiB }))
     const gone = typed(await c.next())

@@ -6,16 +6,14 @@
  * write, hundreds of requests in one write, a connection closed mid-response, a partial
  * frame left idle, a Put (close after its error frame), a bad header after good frames.
  */
-import * as fsp from "node:fs/promises"
-import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
 import { encodeFrame, encodeGetRangeFrame, Flags, HEADER_LEN, MsgType, type Frame } from "../../src/protocol/index.js"
 import { nativeCounters } from "../../src/worker/plane/Native.js"
 import { Sendfile } from "../../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../../src/worker/server/ServeMode.js"
-import { makeDirBackend, pattern } from "./support/dirBackend.js"
-import { makeCleanup, startWorker, tempDir } from "./support/harness.js"
+import { pattern, startDirWorker } from "./support/dirBackend.js"
+import { makeCleanup } from "./support/harness.js"
 import { connect, within } from "./support/rawClient.js"
 
 const cleanup = makeCleanup()
@@ -35,19 +33,10 @@ const modes = [
 ] as const
 
 const setup = async (plane: (typeof planes)[number], mode: (typeof modes)[number], readTimeoutMs = 30_000) => {
-  const originRoot = await tempDir(cleanup, "talon-origin-")
   const data = pattern(2 * 1024 * KiB, 17)
-  const file = path.join(originRoot, "bkt", "blob")
-  await fsp.mkdir(path.dirname(file), { recursive: true })
-  await fsp.writeFile(file, data)
-  const cache = await tempDir(cleanup, "talon-cache-")
-  const w = await startWorker(
-    cleanup,
-    makeDirBackend(originRoot).layer,
-    { cacheDirs: [cache], blockSize: 256 * KiB, pageSize: 64 * KiB, versionTtlMs: 600_000, readTimeoutMs },
-    mode.layer,
-    plane.layer
-  )
+  const settings = { blockSize: 256 * KiB, pageSize: 64 * KiB, versionTtlMs: 600_000, readTimeoutMs }
+  const { w, put } = await startDirWorker(cleanup, settings, mode.layer, plane.layer)
+  await put("blob", data)
   expect(w.worker.dataPlane).toBe(plane.name)
   return { data, w, port: w.worker.dataPort }
 }

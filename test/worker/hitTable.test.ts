@@ -6,8 +6,6 @@
  * table, a partly sent reply is finished by JS, and the worker's counters include the table.
  */
 import fc from "fast-check"
-import * as fsp from "node:fs/promises"
-import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { createHash } from "node:crypto"
 import { encodeFrame, encodeGetCachedRangeFrame, encodeGetRangeFrame, HEADER_LEN, MsgType, type Frame } from "../../src/protocol/index.js"
@@ -16,8 +14,8 @@ import { loadNativeAddon } from "../../src/worker/plane/NativeAddon.js"
 import { Sendfile } from "../../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../../src/worker/server/ServeMode.js"
 import { KiB, MiB, obj } from "./loops/stream.js"
-import { makeDirBackend, pattern } from "./support/dirBackend.js"
-import { makeCleanup, startWorker, tempDir } from "./support/harness.js"
+import { pattern, startDirWorker } from "./support/dirBackend.js"
+import { makeCleanup } from "./support/harness.js"
 import { connect, type RawConnection } from "./support/rawClient.js"
 import { exchange } from "./loops/stream.js"
 
@@ -33,24 +31,20 @@ const counters = () => {
 }
 
 const setup = async (settings: { capacity?: number; versionTtlMs?: number; hitTable?: boolean } = {}, multiplexed = false) => {
-  const root = await tempDir(cleanup, "talon-origin-")
-  await fsp.mkdir(path.join(root, "bkt"), { recursive: true })
   const big = pattern(SIZE, 5)
   const other = pattern(SIZE, 9)
-  await fsp.writeFile(path.join(root, "bkt", "big"), big)
-  await fsp.writeFile(path.join(root, "bkt", "other"), other)
-  const origin = makeDirBackend(root)
-  const w = await startWorker(
+  const { w, put, origin } = await startDirWorker(
     cleanup,
-    origin.layer,
     // A version trusted for a minute unless a test says otherwise: on a loaded machine the warm-up
     // passes can outlast a short TTL, and a renewal takes the object out of the table for a read.
-    { cacheDirs: [await tempDir(cleanup, "talon-cache-")], blockSize: MiB, pageSize: 256 * KiB, versionTtlMs: 60_000, ...settings },
+    { blockSize: MiB, pageSize: 256 * KiB, versionTtlMs: 60_000, ...settings },
     multiplexed ? ServeMode.Multiplexed : ServeMode.Pipelined,
     Sendfile.Native
   )
+  await put("big", big)
+  await put("other", other)
   expect(w.worker.dataPlane).toBe("native")
-  return { root, big, other, origin, w }
+  return { put, big, other, origin, w }
 }
 
 let nextId = 1
@@ -187,16 +181,16 @@ describe.runIf(native)("native hit table", () => {
     expectRange((await roundTrip(c, [get("big", ...hot)]))[0]!, big, ...hot)
     expect(counters().fastHits - before.fastHits).toBe(1)
     for (let p = 4; p < 12; p++) expectRange((await roundTrip(c, [get("big", p * 256 * KiB, 1000)]))[0]!, big, p * 256 * KiB, 1000)
-    const gets = origin.counters.gets
+    const gets = origin.gets
     const fast = counters().fastHits
     expectRange((await roundTrip(c, [get("big", ...hot)]))[0]!, big, ...hot)
-    expect(origin.counters.gets).toBe(gets + 1)
+    expect(origin.gets).toBe(gets + 1)
     expect(counters().fastHits).toBe(fast)
     c.close()
   })
 
   it("serves a changed object new once its version TTL has passed, never the table's old bytes", async () => {
-    const { root, big, w } = await setup({ versionTtlMs: 300 })
+    const { put, big, w } = await setup({ versionTtlMs: 300 })
     const c = await connect(w.worker.dataPort)
     const r: [number, number] = [1000, 20_000]
     for (let i = 0; i < 3; i++) expectRange((await roundTrip(c, [get("big", ...r)]))[0]!, big, ...r)
@@ -204,7 +198,7 @@ describe.runIf(native)("native hit table", () => {
     expectRange((await roundTrip(c, [get("big", ...r)]))[0]!, big, ...r)
     expect(counters().fastHits - before.fastHits).toBe(1)
     const changed = pattern(SIZE, 42)
-    await fsp.writeFile(path.join(root, "bkt", "big"), changed)
+    await put("big", changed)
     await new Promise((resolve) => setTimeout(resolve, 350))
     for (let i = 0; i < 4; i++) expectRange((await roundTrip(c, [get("big", ...r)]))[0]!, changed, ...r)
     c.close()

@@ -21,8 +21,8 @@ import {
 } from "../../src/protocol/index.js"
 import { Sendfile } from "../../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../../src/worker/server/ServeMode.js"
-import { makeDirBackend, pattern } from "./support/dirBackend.js"
-import { makeCleanup, startWorker, tempDir } from "./support/harness.js"
+import { pattern, startDirWorker } from "./support/dirBackend.js"
+import { makeCleanup, type startWorker } from "./support/harness.js"
 import { connect, within } from "./support/rawClient.js"
 
 const cleanup = makeCleanup()
@@ -31,18 +31,8 @@ afterEach(() => cleanup.run())
 const KiB = 1024
 const obj = (key: string, backend: Backend = Backend.S3): ObjectId => ({ backend, bucket: "bkt", objectPath: key })
 
-const setup = async (settings: Parameters<typeof startWorker>[2] = {}, mode?: Parameters<typeof startWorker>[3]) => {
-  const originRoot = await tempDir(cleanup, "talon-origin-")
-  const put = async (key: string, bytes: Uint8Array) => {
-    const p = path.join(originRoot, "bkt", key)
-    await fsp.mkdir(path.dirname(p), { recursive: true })
-    await fsp.writeFile(p, bytes)
-  }
-  const origin = makeDirBackend(originRoot)
-  const cache = await tempDir(cleanup, "talon-cache-")
-  const w = await startWorker(cleanup, origin.layer, { cacheDirs: [cache], blockSize: 64 * KiB, pageSize: 16 * KiB, versionTtlMs: 60_000, ...settings }, mode)
-  return { put, origin: origin.counters, w, port: w.worker.dataPort, cache }
-}
+const setup = (settings: Parameters<typeof startWorker>[2] = {}, mode?: Parameters<typeof startWorker>[3]) =>
+  startDirWorker(cleanup, { blockSize: 64 * KiB, pageSize: 16 * KiB, versionTtlMs: 60_000, ...settings }, mode)
 
 const isError = (f: Frame) => (f.header.flags & Flags.Error) !== 0
 const text = (f: Frame) => f.payload.toString("utf8")
@@ -285,19 +275,10 @@ describe("worker data server", () => {
 
   for (const [planeName, plane] of [["portable", Sendfile.Portable], ["auto (native where it loads)", Sendfile.Auto]] as const) {
     it(`a failure after the header is on the wire closes that connection (${planeName} plane); others keep working`, async () => {
-      const originRoot = await tempDir(cleanup, "talon-origin-")
-      await fsp.mkdir(path.join(originRoot, "bkt"), { recursive: true })
       const data = pattern(60 * KiB, 12)
-      await fsp.writeFile(path.join(originRoot, "bkt", "t"), data)
-      await fsp.writeFile(path.join(originRoot, "bkt", "u"), data)
-      const cache = await tempDir(cleanup, "talon-cache-")
-      const w = await startWorker(
-        cleanup,
-        makeDirBackend(originRoot).layer,
-        { cacheDirs: [cache], blockSize: 64 * KiB, pageSize: 0, versionTtlMs: 60_000 },
-        ServeMode.Pipelined,
-        plane
-      )
+      const { w, put, cache } = await startDirWorker(cleanup, { blockSize: 64 * KiB, pageSize: 0, versionTtlMs: 60_000 }, ServeMode.Pipelined, plane)
+      await put("t", data)
+      await put("u", data)
       const c = await connect(w.worker.dataPort)
       c.send(encodeGetRangeFrame(1, { object: obj("t"), offset: 0, len: 60 * KiB }))
       sameBytes((await c.next()).payload, data)

@@ -16,6 +16,8 @@ import {
 } from "../../../src/backend/BackendStore.js"
 import type { ObjectId } from "../../../src/core/ids.js"
 import { objectIdToUri } from "../../../src/core/objectId.js"
+import { type Cleanup, startWorker, tempDir } from "./harness.js"
+import { putObjectAt } from "./originFiles.js"
 
 export interface OriginCounters {
   stats: number
@@ -70,6 +72,24 @@ export const makeDirBackend = (root: string, chunk = 16 * 1024) => {
     delete: () => Effect.die("not used")
   }
   return { counters, layer: Layer.succeed(BackendStore, shape) }
+}
+
+/**
+ * A worker (startWorker's defaults, a temp cache dir) over a dir backend in a temp dir: `put`
+ * writes an object of bucket `bkt`, `origin` counts what the worker asked of it.
+ */
+export const startDirWorker = async (
+  cleanup: Cleanup,
+  settings: Parameters<typeof startWorker>[2],
+  mode?: Parameters<typeof startWorker>[3],
+  plane?: Parameters<typeof startWorker>[4]
+) => {
+  const originRoot = await tempDir(cleanup, "talon-origin-")
+  const origin = makeDirBackend(originRoot)
+  const cache = await tempDir(cleanup, "talon-cache-")
+  const w = await startWorker(cleanup, origin.layer, { cacheDirs: [cache], ...settings }, mode, plane)
+  const put = (key: string, bytes: Uint8Array) => putObjectAt(originRoot, "bkt", key, bytes)
+  return { w, port: w.worker.dataPort, put, origin: origin.counters, cache }
 }
 
 /** Deterministic pseudo-random bytes. */
