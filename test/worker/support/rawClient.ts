@@ -2,7 +2,7 @@
 import * as net from "node:net"
 import { expect } from "vitest"
 import type { ObjectId } from "../../../src/core/ids.js"
-import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS, type Frame } from "../../../src/protocol/index.js"
+import { encodeFrame, encodeGetRangeFrame, Flags, FrameDecoder, MsgType, RESPONSE_CAPS, type Frame } from "../../../src/protocol/index.js"
 
 export interface RawConnection {
   readonly socket: net.Socket
@@ -101,4 +101,22 @@ export const expectRange = async (port: number, object: ObjectId, bytes: Uint8Ar
   const r = await readRange(port, object, offset, len)
   if (!r.ok) throw new Error(`GetRange [${offset}, ${offset + len}) of ${object.objectPath} failed: ${r.error}`)
   expect(Buffer.compare(r.bytes, bytes.subarray(offset, offset + len))).toBe(0)
+}
+
+/**
+ * A worker's read timeout (set short by the caller) as a client sees it: a connection left idle
+ * inside `partial` (the start of a frame) is dropped without a reply, one with nothing pending
+ * is kept past it and still answers a Ping. Returns that quiet connection, open.
+ */
+export const expectReadTimeout = async (port: number, partial: Uint8Array): Promise<RawConnection> => {
+  const idle = await connect(port)
+  idle.send(partial)
+  expect(await within(idle.closed, 10_000)).toBe(true)
+  expect(idle.backlog()).toBe(0)
+
+  const quiet = await connect(port)
+  expect(await within(quiet.closed, 900)).toBe(false)
+  quiet.send(encodeFrame(MsgType.Ping, 3, new Uint8Array(0)))
+  expect((await quiet.next()).header.requestId).toBe(3)
+  return quiet
 }
