@@ -9,16 +9,7 @@
 import { createHash } from "node:crypto"
 import { afterEach, describe, expect, it } from "vitest"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
-import {
-  DataErrorCode,
-  decodeErrorPayload,
-  encodeFrame,
-  encodeGetCachedRangeFrame,
-  encodeGetRangeFrame,
-  Flags,
-  MsgType,
-  type Frame
-} from "../../src/protocol/index.js"
+import { DataErrorCode, decodeErrorPayload, encodeFrame, encodeGetCachedRangeFrame, encodeGetRangeFrame, Flags, MsgType, type Frame } from "../../src/protocol/index.js"
 import { Sendfile } from "../../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../../src/worker/server/ServeMode.js"
 import { pattern, startDirWorker } from "./support/dirBackend.js"

@@ -8,14 +8,7 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { Coordinator } from "../../src/coordinator/Coordinator.js"
 import { Backend, NodeRole, type NodeInfo } from "../../src/core/ids.js"
-import {
-  decodeControl,
-  encodeControlFrame,
-  encodeGetRangeFrame,
-  FrameDecoder,
-  MsgType,
-  type ControlMessage
-} from "../../src/protocol/index.js"
+import { decodeControl, encodeControlFrame, encodeGetRangeFrame, FrameDecoder, MsgType, type ControlMessage } from "../../src/protocol/index.js"
 import { makeDirBackend, pattern } from "./support/dirBackend.js"
 import { makeCleanup, startWorker, tempDir } from "./support/harness.js"
 import { connect } from "./support/rawClient.js"

@@ -6,19 +6,7 @@ import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
-import {
-  decodeControl,
-  encodeControlFrame,
-  encodeFrame,
-  encodeGetRangeFrame,
-  encodeHeader,
-  Flags,
-  HEADER_LEN,
-  MsgType,
-  BincodeWriter,
-  writeObjectId,
-  type Frame
-} from "../../src/protocol/index.js"
+import { decodeControl, encodeControlFrame, encodeFrame, encodeGetRangeFrame, encodeHeader, Flags, HEADER_LEN, MsgType, BincodeWriter, writeObjectId, type Frame } from "../../src/protocol/index.js"
 import { Sendfile } from "../../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../../src/worker/server/ServeMode.js"
 import { pattern, startDirWorker } from "./support/dirBackend.js"
