@@ -3,6 +3,7 @@
  * a handful of gauges and counters does not justify a metrics library.
  */
 import type { ControlServerStats } from "./ControlServer.js"
+import { TOKEN_REFUSALS } from "./registry/auth.js"
 import type { RegistryCounters } from "./registry/Registry.js"
 import type { RegistryView } from "./registry/view.js"
 
@@ -44,6 +45,12 @@ export const renderMetrics = (m: MetricsInput): string => {
   metric("talon_coordinator_heartbeats_rejected_total", "counter", "Heartbeats refused (unknown node, another cluster, or full).", [
     ["", m.counters.rejectedHeartbeats]
   ])
+  metric(
+    "talon_coordinator_token_refusals_total",
+    "counter",
+    "Statuses, Registers and Heartbeats refused for the cluster token, by reason (missing, wrong, takeover, legacy).",
+    TOKEN_REFUSALS.map((r) => [`{reason="${r}"}`, m.counters.tokenRefusals.counts[r]])
+  )
   metric("talon_coordinator_expirations_total", "counter", "Nodes that left placement (silent, expired or removed).", [
     ["", m.counters.expirations]
   ])

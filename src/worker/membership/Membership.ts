@@ -14,11 +14,12 @@
  * readiness (so the first, sent before any coordinator accepted one, says not
  * ready, and the one right after acceptance says ready) and the admin address.
  */
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Either, Layer, Schedule } from "effect"
 import { ControlChannel } from "../../transport/ControlChannel.js"
 import { formatHostPort, parseHostPortList } from "../../transport/address.js"
 import { NodeRole, type NodeInfo } from "../../core/ids.js"
 import type { NodeStatus } from "../../protocol/status.js"
+import { signStatus } from "../../protocol/statusProof.js"
 import { WorkerConfig } from "../config.js"
 import { WorkerMetrics } from "../metrics.js"
 import { DataServer } from "../server/DataServer.js"
@@ -83,7 +84,7 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
       /** The status to the current target, then to each other coordinator in turn until one accepts it. */
       const beat: Effect.Effect<void> = Effect.gen(function* () {
         const s = store.stats()
-        const status = workerStatus(
+        const built = workerStatus(
           identity,
           ++seq,
           yield* Clock.currentTimeMillis,
@@ -91,6 +92,10 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
           { blockCount: store.blockCount, residentBytes: s.residentBytes, capacityBytes: s.perDir.reduce((n, d) => n + d.capacity, 0) },
           { ready: readiness.ready, adminAddress: admin.address }
         )
+        // With a cluster token every status carries its HMAC (src/protocol/statusProof.ts), never the token.
+        const signed = cfg.clusterToken === undefined ? Either.right(built) : signStatus(built, cfg.clusterToken)
+        if (Either.isLeft(signed)) return yield* Effect.logError(`worker ${node.id}: status not sent: ${signed.left}`)
+        const status = signed.right
         const problems: Array<string> = []
         for (let i = 0; i < channels.length; i++) {
           const index = (target + i) % channels.length
