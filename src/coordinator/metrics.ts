@@ -25,7 +25,8 @@ export const renderMetrics = (m: MetricsInput): string => {
   }
   const members = m.view.members
   metric("talon_coordinator_ready", "gauge", "1 while the cluster state store is followed, else 0.", [["", m.view.ready ? 1 : 0]])
-  metric("talon_coordinator_members", "gauge", "Healthy, ready nodes.", [["", members.length]])
+  metric("talon_coordinator_members", "gauge", "Healthy, ready workers (what placement runs over).", [["", members.length]])
+  metric("talon_coordinator_coordinators", "gauge", "Live coordinators of the cluster (their own records).", [["", m.view.coordinators.length]])
   metric("talon_coordinator_records", "gauge", "Node records in the state store, healthy or not.", [["", m.view.nodes.length]])
   metric("talon_coordinator_epoch", "gauge", "Placement epoch (low 53 bits of the membership content hash).", [
     ["", m.epoch]

@@ -30,5 +30,8 @@ export interface ClusterStatus {
   readonly heartbeatIntervalMs: number
   /** A node silent this long leaves the membership. */
   readonly livenessWindowMs: number
+  /** Healthy, ready workers: what MembershipQuery lists and placement runs over. */
   readonly members: ReadonlyArray<ClusterMember>
+  /** Live coordinators of the cluster (each keeps its own leased record); never in placement. */
+  readonly coordinators: ReadonlyArray<ClusterMember>
 }

@@ -9,6 +9,7 @@
  */
 import { Clock, Duration, Effect, Schedule, Stream, SubscriptionRef, type Scope } from "effect"
 import { Actor, type ActorRef } from "../../actor/index.js"
+import { NodeRole } from "../../core/ids.js"
 import type { NodeStatus } from "../../protocol/status.js"
 import type { ClusterStateStoreShape } from "../state/ClusterStateStore.js"
 import { membershipEpoch } from "../state/epoch.js"
@@ -144,6 +145,13 @@ export const makeRegistry = (
               counters.rejectedHeartbeats++
               return [
                 ack(false, `node status belongs to cluster ${JSON.stringify(received.clusterId)}, this coordinator serves ${JSON.stringify(clusterId)}; set the worker's cluster id to match`),
+                state
+              ] as const
+            }
+            if (received.node.role !== NodeRole.Worker) {
+              counters.rejectedHeartbeats++
+              return [
+                ack(false, `status of ${JSON.stringify(received.node.id.slice(0, 256))} refused: only workers send statuses (coordinators write their own records to the state store); report role Worker`),
                 state
               ] as const
             }
