@@ -64,7 +64,8 @@ const clusterMember = (m: RegistryNode, now: number): ClusterMember => ({
   registeredAt: new Date(m.status.startedAtUnixMs).toISOString(),
   lastHeartbeatAt: new Date(m.updatedAtUnixMs).toISOString(),
   lastHeartbeatAgeMs: Math.max(0, now - m.updatedAtUnixMs),
-  blockCount: m.status.metrics.blockCount
+  blockCount: m.status.metrics.blockCount,
+  ready: m.status.ready
 })
 
 const notReady = (view: RegistryView): ControlMessage =>
@@ -218,7 +219,8 @@ export const makeCoordinatorOn = (
       heartbeatIntervalMs: options.heartbeatIntervalMs,
       livenessWindowMs: store.settings.unhealthyAfterMs,
       members: v.members.map((m) => clusterMember(m, v.observedAtUnixMs)),
-      coordinators: v.coordinators.map((m) => clusterMember(m, v.observedAtUnixMs))
+      coordinators: v.coordinators.map((m) => clusterMember(m, v.observedAtUnixMs)),
+      outOfPlacement: v.outOfPlacement.map((m) => clusterMember(m, v.observedAtUnixMs))
     }))
 
     const metrics = Effect.map(view, (v) =>

@@ -14,6 +14,8 @@ export interface ClusterMember {
   /** How long ago the last heartbeat (or registration) arrived, in ms. */
   readonly lastHeartbeatAgeMs: number
   readonly blockCount: number
+  /** What the node last said about its readiness (placement needs ready and healthy). */
+  readonly ready: boolean
 }
 
 export interface ClusterStatus {
@@ -34,4 +36,6 @@ export interface ClusterStatus {
   readonly members: ReadonlyArray<ClusterMember>
   /** Live coordinators of the cluster (each keeps its own leased record); never in placement. */
   readonly coordinators: ReadonlyArray<ClusterMember>
+  /** Workers with a live record that placement leaves out (not ready, or not healthy), and why in `ready`/`health`. */
+  readonly outOfPlacement: ReadonlyArray<ClusterMember>
 }

@@ -24,6 +24,8 @@ export interface RegistryView {
   readonly members: ReadonlyArray<RegistryNode>
   /** Live coordinators (each keeps its own record), by id: for the cluster view, never placement. */
   readonly coordinators: ReadonlyArray<RegistryNode>
+  /** Workers with a record that placement leaves out (not ready, degraded, unhealthy or silent), by id. */
+  readonly outOfPlacement: ReadonlyArray<RegistryNode>
   /** Healthy, ready workers: what placement runs over. */
   readonly placement: ReadonlyArray<NodeInfo>
   /** Talon's content epoch of `placement` (same members, same epoch, on every coordinator). */
@@ -37,6 +39,7 @@ export const emptyView: RegistryView = {
   nodes: [],
   members: [],
   coordinators: [],
+  outOfPlacement: [],
   placement: [],
   epoch: 0n,
   observedAtUnixMs: 0
@@ -81,6 +84,7 @@ export const mergeView = (
     error: followed.ready ? undefined : (followed.error ?? "starting"),
     nodes,
     members: nodes.filter((n) => n.status.node.role === NodeRole.Worker && n.status.ready && n.health === "healthy"),
+    outOfPlacement: nodes.filter((n) => n.status.node.role === NodeRole.Worker && !(n.status.ready && n.health === "healthy")),
     coordinators: nodes.filter((n) => n.status.node.role === NodeRole.Coordinator && n.health !== "unhealthy"),
     placement: placementNodes(stored, now, unhealthyAfterMs),
     observedAtUnixMs: now

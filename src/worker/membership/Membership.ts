@@ -27,6 +27,7 @@ import { BlockStore } from "../store/BlockStore.js"
 import { AdminHttp } from "../admin/AdminHttp.js"
 import { WorkerReadiness } from "./Readiness.js"
 import { newIdentity, workerStatus, type WorkerIdentity } from "./status.js"
+import { watchCacheHealth } from "./health.js"
 
 export interface MembershipShape {
   /** What this worker reports as. */
@@ -61,6 +62,12 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
         return { node, coordinators, coordinator: undefined, identity: undefined }
       }
       const identity = newIdentity(cfg.clusterId, node, cfg.zone, yield* Clock.currentTimeMillis)
+      const cacheHealth = yield* watchCacheHealth(cfg.cacheDirs, cfg.heartbeatIntervalMs, (health, probes) => {
+        const failing = probes.flatMap((p) => (p.problem === undefined ? [] : [`${p.dir}: ${p.problem}`]))
+        return health === "healthy"
+          ? Effect.logInfo(`worker ${node.id} healthy again: every cache dir passes its write probe; it rejoins placement`)
+          : Effect.logWarning(`worker ${node.id} ${health}: cache dir write probe failed (${failing.join("; ")}); it reports ${health} and stays out of placement until the probe passes`)
+      })
       const timeout = Duration.millis(Math.max(1000, cfg.heartbeatIntervalMs * 2))
       const channels: Array<ControlChannel> = []
       for (const address of coordinators) channels.push(yield* ControlChannel.make(address, { requestTimeout: timeout, retries: 0 }))
@@ -90,7 +97,7 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
           yield* Clock.currentTimeMillis,
           stats,
           { blockCount: store.blockCount, residentBytes: s.residentBytes, capacityBytes: s.perDir.reduce((n, d) => n + d.capacity, 0) },
-          { ready: readiness.ready, adminAddress: admin.address }
+          { ready: readiness.ready, adminAddress: admin.address, health: cacheHealth.current() }
         )
         // With a cluster token every status carries its HMAC (src/protocol/statusProof.ts), never the token.
         const signed = cfg.clusterToken === undefined ? Either.right(built) : signStatus(built, cfg.clusterToken)
