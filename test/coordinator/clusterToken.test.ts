@@ -119,6 +119,7 @@ describe("cluster token (TALON_CLUSTER_TOKEN) on the control plane", () => {
           expect(yield* report(address, signedWith(OTHER_TOKEN, hijack))).toMatchObject(refusedWith(/does not match/))
           const after = yield* cluster(admin)
           expect(after.members.map((m) => [m.id, m.address])).toEqual([["w1", worker.address]])
+          expect(after.outOfPlacement).toEqual([])
           expect(yield* refusals(admin, "missing")).toBeGreaterThanOrEqual(2)
           expect(yield* refusals(admin, "wrong")).toBeGreaterThanOrEqual(4)
           expect(yield* refusals(admin, "legacy")).toBe(1)

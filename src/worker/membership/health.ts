@@ -62,7 +62,8 @@ export const watchCacheHealth = (
   Effect.gen(function* () {
     let probes: ReadonlyArray<DirProbe> = dirs.map((dir) => ({ dir, problem: undefined }))
     let health: NodeHealth = "healthy"
-    const timeoutMs = Math.max(1000, intervalMs * 2)
+    // Generous: the probe shares libuv's thread pool with fills, and a busy worker is not a sick one.
+    const timeoutMs = Math.max(10_000, intervalMs * 5)
     const round = Effect.gen(function* () {
       probes = yield* Effect.forEach(dirs, (dir) => Effect.map(probeDir(dir, timeoutMs), (problem) => ({ dir, problem })), { concurrency: "unbounded" })
       const next = healthOf(probes)
