@@ -164,6 +164,13 @@ describe("cluster token (TALON_CLUSTER_TOKEN) on the control plane", () => {
         expect((yield* c.cluster).members.map((m) => [m.id, m.address])).toEqual([["w-open", "127.0.0.1:10"]])
         expect(yield* send(c.controlAddress, { _tag: "Register", node: { id: "legacy", address: "127.0.0.1:11", role: NodeRole.Worker } })).toMatchObject({ ok: true })
         expect((yield* c.cluster).members.map((m) => m.id)).toEqual(["legacy", "w-open"])
+        // ...refreshes its own registration, but cannot move the id to another address.
+        expect(yield* send(c.controlAddress, { _tag: "Register", node: { id: "legacy", address: "127.0.0.1:11", role: NodeRole.Worker } })).toMatchObject({ ok: true })
+        expect(yield* send(c.controlAddress, { _tag: "Register", node: { id: "legacy", address: "127.0.0.1:12", role: NodeRole.Worker } })).toMatchObject({
+          ok: false,
+          detail: expect.stringContaining("moving it to 127.0.0.1:12 needs the cluster token")
+        })
+        expect((yield* c.cluster).members.find((m) => m.id === "legacy")?.address).toBe("127.0.0.1:11")
       })
     )
   )

@@ -16,7 +16,7 @@ import { membershipEpoch } from "../state/epoch.js"
 import { followMembership, type Membership } from "../state/MembershipView.js"
 import type { StateStoreError } from "../state/errors.js"
 import type { StatusProof } from "../../protocol/statusProof.js"
-import { admit, legacyRefusal, refusalOf, TokenRefusals } from "./auth.js"
+import { admit, legacyMove, legacyRefusal, refusalOf, TokenRefusals } from "./auth.js"
 import { invalidRegistration, isLegacy, legacyStatus } from "./legacy.js"
 import { Heartbeat, Register, RegistryProtocol, ReportStatus, Snapshot, Sweep, type RegistryAck, type RegistryMessage } from "./protocol.js"
 import { emptyView, mergeView, pendingWrites, revisionNumber, type LocalWrite, type RegistryView } from "./view.js"
@@ -183,6 +183,8 @@ export const makeRegistry = (
               counters.registrations++
               return [ack(true), state] as const
             }
+            const moved = known === undefined ? undefined : legacyMove(store.settings, known.status, node)
+            if (moved !== undefined) return yield* Effect.as(counters.tokenRefusals.refused(node.id, "takeover", moved), [ack(false, moved), state] as const)
             const now = yield* Clock.currentTimeMillis
             const status = legacyStatus(clusterId, node, known?.status.metrics.blockCount ?? 0, now, known?.status)
             const reply = yield* write(state, status, "missing")

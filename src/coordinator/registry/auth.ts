@@ -6,6 +6,7 @@
  * bookkeeping of refusals: counted by reason, logged once per node id.
  */
 import { Effect } from "effect"
+import type { NodeInfo } from "../../core/ids.js"
 import type { NodeStatus } from "../../protocol/status.js"
 import { verifyStatus, withoutProof, type StatusProof } from "../../protocol/statusProof.js"
 import type { StateStoreSettings } from "../state/config.js"
@@ -22,6 +23,15 @@ export const admit = (settings: StateStoreSettings, received: NodeStatus): { rea
 export const legacyRefusal = (settings: StateStoreSettings, what: "Register" | "Heartbeat"): string | undefined =>
   settings.clusterToken !== undefined && settings.tokenCheck === "every-write"
     ? `this cluster requires TALON_CLUSTER_TOKEN; legacy ${what} cannot carry it — use a worker that sends NodeStatusHeartbeat (with TALON_CLUSTER_TOKEN set)`
+    : undefined
+
+/**
+ * With a token (takeover-only), a legacy Register may create a node id or refresh its own
+ * registration, but not move a registered id to another address: it cannot prove the token.
+ */
+export const legacyMove = (settings: StateStoreSettings, known: NodeStatus, node: NodeInfo): string | undefined =>
+  settings.clusterToken !== undefined && known.node.address !== node.address
+    ? `Register refused: node id ${node.id} is registered at ${known.node.address}; moving it to ${node.address} needs the cluster token, which legacy Register cannot carry — use a worker that sends NodeStatusHeartbeat with TALON_CLUSTER_TOKEN, or wait for the record's lease to expire`
     : undefined
 
 /** The refusal reason of a store error, or undefined when the store refused for another reason. */
