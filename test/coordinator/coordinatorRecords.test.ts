@@ -70,19 +70,23 @@ describe.runIf(etcdAvailable())("coordinators' own records on etcd", () => {
           expect(yield* gauge(c.admin, "talon_coordinator_records")).toBe(3)
         }
         // Only coordinators write coordinator records: a status claiming the role is refused.
-        const forged = yield* Effect.scoped(
-          Effect.flatMap(ControlChannel.make(a.address), (ch) =>
-            ch.request({
-              _tag: "NodeStatusHeartbeat",
-              status: {
-                schemaVersion: NODE_STATUS_SCHEMA_VERSION, clusterId: "default", node: { id: "fake-coordinator", address: "127.0.0.1:9", role: NodeRole.Coordinator },
-                incarnationId: randomUUID(), adminAddress: null, buildVersion: "forged", startedAtUnixMs: Date.now(), reportedAtUnixMs: Date.now(),
-                heartbeatSeq: 1, health: "healthy", ready: true, metrics: emptyMetrics, labels: []
-              }
-            })
+        const forge = (id: string, role: NodeRole) =>
+          Effect.scoped(
+            Effect.flatMap(ControlChannel.make(a.address), (ch) =>
+              ch.request({
+                _tag: "NodeStatusHeartbeat",
+                status: {
+                  schemaVersion: NODE_STATUS_SCHEMA_VERSION, clusterId: "default", node: { id, address: "127.0.0.1:9", role },
+                  incarnationId: randomUUID(), adminAddress: null, buildVersion: "forged", startedAtUnixMs: Date.now() + 60_000, reportedAtUnixMs: Date.now() + 60_000,
+                  heartbeatSeq: 1, health: "healthy", ready: true, metrics: emptyMetrics, labels: []
+                }
+              })
+            )
           )
-        )
-        expect(forged).toMatchObject({ _tag: "Ack", ok: false, detail: expect.stringContaining("only workers send statuses") })
+        expect(yield* forge("fake-coordinator", NodeRole.Coordinator)).toMatchObject({ _tag: "Ack", ok: false, detail: expect.stringContaining("only workers send statuses") })
+        // Nor can a status without the token's proof take over w1's id in the shared store: b still sees w1 where it is.
+        expect(yield* forge("w1", NodeRole.Worker)).toMatchObject({ _tag: "Ack", ok: false, detail: expect.stringContaining("sent no cluster-token proof") })
+        expect((yield* getJson<ClusterStatus>(b.admin, "/api/v1/cluster")).members.map((m) => [m.id, m.address])).toEqual([["w1", w.address]])
 
         // b dies hard: a stops listing it once it is silent, and its record goes when its lease runs out.
         const killedAt = Date.now()
