@@ -30,12 +30,13 @@ const ids = (ms: ClusterStatus["members"]) => ms.map((m) => m.id).join(",")
 const worker = (origin: Origin, id: string, coordinator: string, cacheDirs: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const address = `127.0.0.1:${yield* freePort}`
+    const admin = `127.0.0.1:${yield* freePort}`
     const child = yield* spawnTalon(
-      ["worker", "--id", id, "--coordinator", coordinator, "--data-addr", address, "--admin-addr", `127.0.0.1:${yield* freePort}`,
+      ["worker", "--id", id, "--coordinator", coordinator, "--data-addr", address, "--admin-addr", admin,
         ...cacheDirs.flatMap((d) => ["--cache-dir", d]), "--block-size", String(BLOCK), "--page-size", "0", "--heartbeat-interval-ms", String(HEARTBEAT_MS)],
       originEnv(origin)
     )
-    return { id, address, child }
+    return { id, address, admin, child }
   })
 
 describe("worker health", () => {
@@ -67,7 +68,9 @@ describe("worker health", () => {
         fs.writeFileSync(d2, "not a directory")
         const out = yield* pollUntil(cluster(admin), (s) => ids(s.members) === "w2", 60_000, () => `w1 stayed in placement\n${why()}`)
         expect(out.outOfPlacement.map((m) => [m.id, m.health, m.ready])).toEqual([["w1", "degraded", true]])
-        expect(w1.child.output()).toMatch(/worker w1 degraded: cache dir write probe failed \(.*w1-b: ENOTDIR/)
+        expect(w1.child.output()).toMatch(/worker w1 degraded: cache dir \S*w1-b failed its write probe: ENOTDIR/)
+        const readyz = yield* Effect.tryPromise(async () => (await fetch(`http://${w1.admin}/readyz`, { signal: AbortSignal.timeout(5000) })).text())
+        expect(readyz).toMatch(/reporting degraded \(out of placement\): cache dir \S*w1-b failed its write probe: ENOTDIR/)
         // Clients place on w2 alone now, and read every byte through it.
         yield* pollUntil(client.members(true), (ms) => ms.map((m) => m.id).join(",") === "w2", 30_000, () => `the client kept w1\n${why()}`)
         expect(yield* readAll).toBe(true)

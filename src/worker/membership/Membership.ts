@@ -27,7 +27,7 @@ import { BlockStore } from "../store/BlockStore.js"
 import { AdminHttp } from "../admin/AdminHttp.js"
 import { WorkerReadiness } from "./Readiness.js"
 import { newIdentity, workerStatus, type WorkerIdentity } from "./status.js"
-import { watchCacheHealth } from "./health.js"
+import { describeProblems, watchCacheHealth } from "./health.js"
 
 export interface MembershipShape {
   /** What this worker reports as. */
@@ -57,12 +57,11 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
         return { node, coordinators, coordinator: undefined, identity: undefined }
       }
       const identity = newIdentity(cfg.clusterId, node, cfg.zone, yield* Clock.currentTimeMillis)
-      const cacheHealth = yield* watchCacheHealth(cfg.cacheDirs, cfg.heartbeatIntervalMs, (health, probes) => {
-        const failing = probes.flatMap((p) => (p.problem === undefined ? [] : [`${p.dir}: ${p.problem}`]))
-        return health === "healthy"
+      const cacheHealth = yield* watchCacheHealth(cfg.cacheDirs, cfg.heartbeatIntervalMs, (health, probes) =>
+        health === "healthy"
           ? Effect.logInfo(`worker ${node.id} healthy again: every cache dir passes its write probe; it rejoins placement`)
-          : Effect.logWarning(`worker ${node.id} ${health}: cache dir write probe failed (${failing.join("; ")}); it reports ${health} and stays out of placement until the probe passes`)
-      })
+          : Effect.logWarning(`worker ${node.id} ${health}: ${describeProblems(probes)}; it reports ${health} and stays out of placement until the probe passes`)
+      )
       const timeout = Duration.millis(Math.max(1000, cfg.heartbeatIntervalMs * 2))
       const channels: Array<ControlChannel> = []
       for (const address of coordinators) channels.push(yield* ControlChannel.make(address, { requestTimeout: timeout, retries: 0 }))
@@ -118,7 +117,10 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
             ready: true,
             registered: true,
             coordinator: channel.address,
-            detail: `member of cluster ${identity.clusterId} as ${node.id} via ${channel.address}`
+            detail:
+              status.health === "healthy"
+                ? `member of cluster ${identity.clusterId} as ${node.id} via ${channel.address}`
+                : `registered in cluster ${identity.clusterId} as ${node.id} via ${channel.address}, reporting ${status.health} (out of placement): ${cacheHealth.problems()}`
           })
           // Accepted while reporting not ready (the first status): say ready now rather than a
           // heartbeat later, so placement does not wait an interval for this worker.

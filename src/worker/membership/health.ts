@@ -27,6 +27,9 @@ export const healthOf = (probes: ReadonlyArray<DirProbe>): NodeHealth => {
   return failing === 0 ? "healthy" : failing === probes.length ? "unhealthy" : "degraded"
 }
 
+export const describeProblems = (probes: ReadonlyArray<DirProbe>): string =>
+  probes.flatMap((p) => (p.problem === undefined ? [] : [`cache dir ${p.dir} failed its write probe: ${p.problem}`])).join("; ")
+
 /** One probe of `dir`: undefined when a write reads back intact, else what went wrong. */
 export const probeDir = (dir: string, timeoutMs: number): Effect.Effect<string | undefined> => {
   const file = path.join(dir, PROBE_FILE)
@@ -48,6 +51,8 @@ export interface CacheHealth {
   /** The health as of the latest round of probes (healthy before the first). */
   readonly current: () => NodeHealth
   readonly probes: () => ReadonlyArray<DirProbe>
+  /** The failing dirs and why, for messages. */
+  readonly problems: () => string
 }
 
 /**
@@ -73,5 +78,5 @@ export const watchCacheHealth = (
     })
     yield* round
     yield* Effect.forkScoped(Effect.repeat(round, Schedule.spaced(Duration.millis(intervalMs))))
-    return { current: () => health, probes: () => probes }
+    return { current: () => health, probes: () => probes, problems: () => describeProblems(probes) }
   })
