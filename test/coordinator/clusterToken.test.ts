@@ -127,6 +127,14 @@ describe("cluster token (TALON_CLUSTER_TOKEN) on the control plane", () => {
           yield* pollUntil(Effect.sync(() => coordinator.output()), (o) => o.includes(`refused node "intruder"`), 30_000, why)
           expect(coordinator.output().split(`refused node "intruder"`).length - 1).toBe(1)
 
+          // A worker process configured with another token never joins, and its log says why.
+          const stranger = yield* startWorker(dir, origin, { id: "w-other", coordinator: address, blockSize: 64 * 1024, heartbeatMs: HEARTBEAT_MS, env: { TALON_CLUSTER_TOKEN: OTHER_TOKEN } })
+          yield* pollUntil(Effect.sync(() => stranger.child.output()), (o) => o.includes("does not match this cluster's TALON_CLUSTER_TOKEN"), START_MS, () => `w-other never said why\n${stranger.child.output()}`)
+          expect(stranger.child.output()).not.toContain(OTHER_TOKEN)
+          const withStranger = yield* cluster(admin)
+          expect([...withStranger.members, ...withStranger.outOfPlacement].map((m) => m.id)).toEqual(["w1"])
+          yield* kill9(stranger.child)
+
           // Replay: the worker is gone; every status it sent, replayed, leaves its record as it was.
           yield* kill9(worker.child)
           const frozen = (yield* cluster(admin)).members.find((m) => m.id === "w1")!
