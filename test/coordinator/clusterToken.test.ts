@@ -137,7 +137,11 @@ describe("cluster token (TALON_CLUSTER_TOKEN) on the control plane", () => {
 
           // Replay: the worker is gone; every status it sent, replayed, leaves its record as it was.
           yield* kill9(worker.child)
-          const frozen = (yield* cluster(admin)).members.find((m) => m.id === "w1")!
+          // Settled: the last status it sent (complete frames only reached the proxy's list) is applied.
+          const lastSent = Math.max(...seen.map((s) => s.heartbeatSeq))
+          const w1Of = (s: ClusterStatus) => s.members.find((m) => m.id === "w1")
+          const settled = yield* pollUntil(cluster(admin), (s) => w1Of(s)?.heartbeatSeq === lastSent, 30_000, () => `w1's record never reached seq ${lastSent}\n${why()}`)
+          const frozen = w1Of(settled)!
           const captured = seen.filter((s) => s.heartbeatSeq <= frozen.heartbeatSeq)
           expect(captured.length).toBeGreaterThan(1)
           for (const s of captured) expect(yield* report(address, s)).toMatchObject({ _tag: "Ack" })
