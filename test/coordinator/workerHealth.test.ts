@@ -70,6 +70,8 @@ describe("worker health", () => {
         expect(out.outOfPlacement.map((m) => [m.id, m.health, m.ready])).toEqual([["w1", "degraded", true]])
         expect(w1.child.output()).toMatch(/worker w1 degraded: cache dir \S*w1-b failed its write probe: ENOTDIR/)
         const readyz = yield* Effect.tryPromise(async () => (await fetch(`http://${w1.admin}/readyz`, { signal: AbortSignal.timeout(5000) })).text())
+        const metrics = yield* Effect.tryPromise(async () => (await fetch(`http://${w1.admin}/metrics`, { signal: AbortSignal.timeout(5000) })).text())
+        expect(metrics.split("\n")).toContain("talon_worker_cache_dirs_failing_probe 1")
         expect(readyz).toMatch(/reporting degraded \(out of placement\): cache dir \S*w1-b failed its write probe: ENOTDIR/)
         // Clients place on w2 alone now, and read every byte through it.
         yield* pollUntil(client.members(true), (ms) => ms.map((m) => m.id).join(",") === "w2", 30_000, () => `the client kept w1\n${why()}`)

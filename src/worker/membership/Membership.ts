@@ -85,6 +85,7 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
       /** The status to the current target, then to each other coordinator in turn until one accepts it. */
       const beat: Effect.Effect<void> = Effect.gen(function* () {
         const s = store.stats()
+        stats.cacheDirsFailingProbe = cacheHealth.probes().filter((p) => p.problem !== undefined).length
         const built = workerStatus(
           identity,
           ++seq,
