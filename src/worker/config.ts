@@ -4,11 +4,12 @@
  */
 import * as os from "node:os"
 import * as path from "node:path"
-import { type ConfigError, Context, Effect, Layer } from "effect"
+import { type ConfigError, Context, Effect, Layer, type Redacted } from "effect"
 import * as K from "../config/kinds.js"
 import { component, defaultsOf, resolve, resolveOnly, setting } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
 import { blockSizeRange, nonNegative, notBlank, positive } from "../config/checks.js"
+import { clusterTokenSetting } from "../config/clusterToken.js"
 
 export type DataPlaneName = "auto" | "native" | "portable"
 export type ServeModeName = "pipelined" | "multiplexed"
@@ -24,6 +25,8 @@ export interface WorkerSettings {
   readonly clusterId: string
   /** Deployment zone, sent as the `zone` label of the status (empty = none). */
   readonly zone: string
+  /** The cluster token (the coordinators' TALON_CLUSTER_TOKEN): each status carries an HMAC made with it. */
+  readonly clusterToken?: Redacted.Redacted<string> | undefined
   /** Address announced to the coordinator; empty = the bound data address. */
   readonly advertiseAddress: string
   readonly cacheDirs: ReadonlyArray<string>
@@ -102,6 +105,7 @@ export const WorkerSchema = component<WorkerSettings>({
       help: "Deployment zone, reported to the coordinator as the status label zone",
       example: "us-east-1a"
     }),
+    clusterToken: clusterTokenSetting,
     advertiseAddress: setting(K.text, {
       env: "TALON_WORKER_ADVERTISE_ADDR",
       flag: "advertise-addr",
