@@ -21,19 +21,9 @@ import { verifySharedKey, verifySigV4 } from "../../src/gateway/auth.js"
 import { Gateway } from "../../src/gateway/Gateway.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { raw, tempDir } from "../origin/fixtures/testOrigin.js"
+import { failure, send } from "../support/checks.js"
 import { blobServiceFor, s3ClientFor } from "../support/sdkSuite.js"
 import { AZURE_KEY, authOn, gatewayEndpoint, gatewayFixture, S3_KEY, TestOriginStub } from "./fixtures/targets.js"
-
-const send = <O>(p: () => Promise<O>) => Effect.promise(p)
-const failure = <E>(p: () => Promise<unknown>) =>
-  Effect.promise(() =>
-    p().then(
-      () => {
-        throw new Error("expected the request to fail")
-      },
-      (e: unknown) => e as E
-    )
-  )
 
 const BUCKET = "auth"
 

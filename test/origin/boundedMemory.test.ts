@@ -10,7 +10,8 @@ import * as fs from "node:fs/promises"
 import * as net from "node:net"
 import * as path from "node:path"
 import { sampleBytes } from "../../src/origin/seed.js"
-import { rawEffect, sameBytes, tempDir } from "./fixtures/testOrigin.js"
+import { sameBytes } from "../support/checks.js"
+import { rawEffect, tempDir } from "./fixtures/testOrigin.js"
 
 const GiB = 1024 * 1024 * 1024
 const REGIONS = [0, 512 * 1024 * 1024, GiB - 65536] // written regions of an otherwise sparse file

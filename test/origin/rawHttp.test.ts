@@ -13,7 +13,8 @@ import * as zlib from "node:zlib"
 import { noFaults } from "../../src/origin/faults.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { SAMPLE_KEY, SAMPLE_SIZE, sampleBytes, seed, SEED_BUCKET } from "../../src/origin/seed.js"
-import { raw, rawEffect, sameBytes, tempDir, TestOrigin } from "./fixtures/testOrigin.js"
+import { sameBytes } from "../support/checks.js"
+import { raw, rawEffect, tempDir, TestOrigin } from "./fixtures/testOrigin.js"
 
 const AZ = { "x-ms-version": "2025-05-05" }
 const SECRET = "TOP-SECRET-OUTSIDE-ROOT"

@@ -27,6 +27,7 @@ import { Context, Effect } from "effect"
 import { createHash } from "node:crypto"
 import { Readable } from "node:stream"
 import { sampleBytes } from "../../src/origin/seed.js"
+import { failure, sameBytes, send } from "./checks.js"
 
 export interface Endpoint {
   /** S3 endpoint, path-style. */
@@ -82,29 +83,7 @@ export const blobServiceFor = (e: Endpoint): BlobServiceClient =>
     retryOptions: { maxTries: 1 }
   })
 
-const send = <O>(p: () => Promise<O>) => Effect.promise(p)
-/** The SDK's rejection, as a value. */
-const failure = <E>(p: () => Promise<unknown>) =>
-  Effect.promise(() =>
-    p().then(
-      () => {
-        throw new Error("expected the request to fail")
-      },
-      (e: unknown) => e as E
-    )
-  )
-
 export const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex")
-
-/** Byte equality without vitest's per-element deep diff (slow on large buffers). */
-export const sameBytes = (actual: Uint8Array, expected: Uint8Array): string => {
-  if (actual.length !== expected.length) return `length ${actual.length} != ${expected.length}`
-  const a = Buffer.from(actual.buffer, actual.byteOffset, actual.byteLength)
-  if (a.equals(expected)) return "equal"
-  let i = 0
-  while (a[i] === expected[i]) i++
-  return `first difference at byte ${i}`
-}
 
 const s3Body = async (out: { Body?: { transformToByteArray(): Promise<Uint8Array> } | undefined }) =>
   Buffer.from(await out.Body!.transformToByteArray())

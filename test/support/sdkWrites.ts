@@ -24,20 +24,10 @@ import type { RestError } from "@azure/storage-blob"
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
-import { blobServiceFor, s3ClientFor, sameBytes, sha256, SdkTarget } from "./sdkSuite.js"
+import { failure, sameBytes, send } from "./checks.js"
+import { blobServiceFor, s3ClientFor, sha256, SdkTarget } from "./sdkSuite.js"
 
 type It = Parameters<typeof import("./sdkSuite.js").s3SdkSuite>[0]
-
-const send = <O>(p: () => Promise<O>) => Effect.promise(p)
-const failure = <E>(p: () => Promise<unknown>) =>
-  Effect.promise(() =>
-    p().then(
-      () => {
-        throw new Error("expected the request to fail")
-      },
-      (e: unknown) => e as E
-    )
-  )
 
 const MiB = 1024 * 1024
 const BUCKET = "sdk-writes"
