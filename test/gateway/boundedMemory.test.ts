@@ -15,13 +15,13 @@ import { OriginStub } from "../../src/origin/OriginStub.js"
 import { sampleBytes } from "../../src/origin/seed.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { raw, tempDir } from "../origin/fixtures/testOrigin.js"
+import { sparseObject } from "../support/sparseObject.js"
 import { slowRead, startListeningChild } from "./fixtures/slowReader.js"
 
 const MiB = 1024 * 1024
 const GiB = 1024 * MiB
 const BLOCK = 64 * MiB
-const REGIONS = [0, 512 * MiB + 12345, GiB - 65536] // written regions of an otherwise sparse file
-const REGION_LEN = 65536
+const HUGE = sparseObject(GiB, [0, 512 * MiB + 12345, GiB - 65536], 65536)
 
 const shmDir = Effect.acquireRelease(
   Effect.promise(() => fs.mkdtemp(path.join(process.platform === "linux" ? "/dev/shm" : "/tmp", "talon-gw-cache-"))),
@@ -34,13 +34,7 @@ it.scopedLive(
     Effect.gen(function* () {
       const dir = yield* tempDir
       const file = path.join(dir, "origin", "bigdata", "huge.bin")
-      yield* Effect.promise(async () => {
-        await fs.mkdir(path.dirname(file), { recursive: true })
-        const h = await fs.open(file, "w")
-        await h.truncate(GiB)
-        for (const off of REGIONS) await h.write(sampleBytes(off, REGION_LEN), 0, REGION_LEN, off)
-        await h.close()
-      })
+      yield* Effect.promise(() => HUGE.write(file))
       const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
       const backend = Layer.succeed(BackendStore, yield* Router.make(Router.localOptions(origin.url)))
       const coordinator = yield* makeCoordinator({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", heartbeatIntervalMs: 1000 }).pipe(
@@ -98,15 +92,7 @@ it.scopedLive(
           path: "/bigdata/huge.bin",
           expectLength: GiB,
           slowMs: 4000,
-          check: (chunk, at) => {
-            let ok = true
-            for (const off of REGIONS) {
-              const from = Math.max(off, at)
-              const to = Math.min(off + REGION_LEN, at + chunk.length)
-              if (from < to && !chunk.subarray(from - at, to - at).equals(sampleBytes(from, to - from))) ok = false
-            }
-            return ok
-          }
+          check: HUGE.matches
         })
       )
       const growthMiB = (result.peak - result.baseline) / MiB

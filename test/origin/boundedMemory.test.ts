@@ -11,11 +11,11 @@ import * as net from "node:net"
 import * as path from "node:path"
 import { sampleBytes } from "../../src/origin/seed.js"
 import { sameBytes } from "../support/checks.js"
+import { sparseObject } from "../support/sparseObject.js"
 import { rawEffect, tempDir } from "./fixtures/testOrigin.js"
 
 const GiB = 1024 * 1024 * 1024
-const REGIONS = [0, 512 * 1024 * 1024, GiB - 65536] // written regions of an otherwise sparse file
-const REGION_LEN = 65536
+const HUGE = sparseObject(GiB, [0, 512 * 1024 * 1024, GiB - 65536], 65536)
 
 const rssBytes = async (pid: number): Promise<number> => {
   const status = await fs.readFile(`/proc/${pid}/status`, "utf8")
@@ -59,13 +59,7 @@ it.scopedLive(
       const dir = yield* tempDir
       const root = path.join(dir, "root")
       const file = path.join(root, "bigdata", "huge.bin")
-      yield* Effect.promise(async () => {
-        await fs.mkdir(path.dirname(file), { recursive: true })
-        const h = await fs.open(file, "w")
-        await h.truncate(GiB)
-        for (const off of REGIONS) await h.write(sampleBytes(off, REGION_LEN), 0, REGION_LEN, off)
-        await h.close()
-      })
+      yield* Effect.promise(() => HUGE.write(file))
       const t0 = performance.now()
       const { child, port } = yield* startChild(root)
       const startupMs = performance.now() - t0
@@ -87,11 +81,7 @@ it.scopedLive(
             let slowBytes = 0
             let regionsOk = true
             const check = (chunk: Buffer, at: number) => {
-              for (const off of REGIONS) {
-                const from = Math.max(off, at)
-                const to = Math.min(off + REGION_LEN, at + chunk.length)
-                if (from < to && !chunk.subarray(from - at, to - at).equals(sampleBytes(from, to - from))) regionsOk = false
-              }
+              if (!HUGE.matches(chunk, at)) regionsOk = false
             }
             const sampler = setInterval(() => {
               rssBytes(pid).then((r) => samples.push(r), reject)
