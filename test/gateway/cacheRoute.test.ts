@@ -14,7 +14,6 @@ import * as path from "node:path"
 import { BackendStore } from "../../src/backend/BackendStore.js"
 import * as Router from "../../src/backend/Router.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
-import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { NodeRole } from "../../src/core/ids.js"
 import { Gateway, type GatewayShape } from "../../src/gateway/Gateway.js"
 import type { GatewayOptions } from "../../src/gateway/config.js"
@@ -23,6 +22,7 @@ import { sampleBytes } from "../../src/origin/seed.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { raw, tempDir } from "../origin/fixtures/testOrigin.js"
 import { deadAddress } from "../support/deadAddress.js"
+import { patientCoordinator } from "../support/patientCoordinator.js"
 
 const MiB = 1024 * 1024
 const BLOCK = 2 * MiB
@@ -38,12 +38,7 @@ const base = Effect.gen(function* () {
   yield* send(() => raw(origin.url, "PUT", `/${BUCKET}`))
   yield* send(() => raw(origin.url, "PUT", `/${BUCKET}/obj.bin`, {}, OBJECT))
   const backend = Layer.succeed(BackendStore, yield* Router.make(Router.localOptions(origin.url)))
-  const coordinator = yield* makeCoordinator({
-    listen: "127.0.0.1:0",
-    adminListen: "127.0.0.1:0",
-    heartbeatIntervalMs: 500,
-    missedHeartbeats: 1000
-  }).pipe(Effect.provide(backend))
+  const coordinator = yield* patientCoordinator(backend)
   return { dir, origin, backend, coordinator }
 })
 

@@ -10,7 +10,6 @@ import { createHash } from "node:crypto"
 import * as path from "node:path"
 import { BackendStore } from "../../src/backend/BackendStore.js"
 import * as Router from "../../src/backend/Router.js"
-import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { NodeRole } from "../../src/core/ids.js"
 import { Gateway, type GatewayShape } from "../../src/gateway/Gateway.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
@@ -18,6 +17,7 @@ import { sampleBytes } from "../../src/origin/seed.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { raw, tempDir } from "../origin/fixtures/testOrigin.js"
+import { patientCoordinator } from "../support/patientCoordinator.js"
 
 const MiB = 1024 * 1024
 const BLOCK = 2 * MiB
@@ -38,10 +38,7 @@ describe("gateway with a coordinator list", () => {
       yield* send(() => raw(origin.url, "PUT", "/cached/obj.bin", {}, OBJECT))
       const backend = Layer.succeed(BackendStore, yield* Router.make(Router.localOptions(origin.url)))
       const coordinator = (scope: Scope.Scope) =>
-        makeCoordinator({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", heartbeatIntervalMs: 500, missedHeartbeats: 1000 }).pipe(
-          Effect.provide(backend),
-          Scope.extend(scope)
-        )
+        patientCoordinator(backend).pipe(Scope.extend(scope))
       const firstScope = yield* Scope.make()
       yield* Effect.addFinalizer(() => Scope.close(firstScope, Exit.void))
       const first = yield* coordinator(firstScope)

@@ -11,10 +11,10 @@ import * as path from "node:path"
 import { Duration, Effect, Layer } from "effect"
 import type { BackendStore } from "../../src/backend/BackendStore.js"
 import * as Router from "../../src/backend/Router.js"
-import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { OriginStub, type OriginStubShape } from "../../src/origin/OriginStub.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
+import { patientCoordinator } from "./patientCoordinator.js"
 
 export const tempDir = Effect.acquireRelease(
   Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "talon-overwrite-"))),
@@ -43,13 +43,7 @@ export const startCluster = (o: ClusterOptions) =>
     const dir = yield* tempDir
     const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
     const backend = Router.layerLocal(origin.url)
-    // Members never expire here: a loaded machine can delay heartbeats, and these tests are about versions.
-    const coordinator = yield* makeCoordinator({
-      listen: "127.0.0.1:0",
-      adminListen: "127.0.0.1:0",
-      heartbeatIntervalMs: 500,
-      missedHeartbeats: 1000
-    }).pipe(Effect.provide(backend))
+    const coordinator = yield* patientCoordinator(backend)
     for (let i = 0; i < o.workers; i++) {
       yield* Layer.build(
         Worker.layerOf({
