@@ -7,14 +7,13 @@
 import { createHash } from "node:crypto"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
-import { Layer, ManagedRuntime } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { Backend, type ObjectId } from "../../../src/core/ids.js"
 import { DataErrorCode, decodeErrorPayload, encodeGetCachedRangeFrame, Flags } from "../../../src/protocol/index.js"
-import { WorkerLoops } from "../../../src/worker/loops/WorkerLoops.js"
 import { makeDirBackend, pattern } from "../support/dirBackend.js"
 import { makeCleanup, tempDir } from "../support/harness.js"
 import { connect, type RawConnection } from "../support/rawClient.js"
+import { eventually, startLoops } from "./loopsWorker.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
@@ -22,14 +21,6 @@ afterEach(() => cleanup.run())
 const KiB = 1024
 const obj = (key: string): ObjectId => ({ backend: Backend.S3, bucket: "bkt", objectPath: key })
 const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex")
-
-const eventually = async (cond: () => boolean, what: string, ms = 30_000): Promise<void> => {
-  const deadline = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 describe("--loops 2 and GetCachedRange", () => {
   it("every loop serves the named version; a newer one at once, a gone one as VersionMismatch", async () => {
@@ -39,24 +30,16 @@ describe("--loops 2 and GetCachedRange", () => {
     const v2 = pattern(200 * KiB, 4)
     await fsp.writeFile(path.join(root, "bkt", "obj"), v1)
     const origin = makeDirBackend(root)
-    const runtime = ManagedRuntime.make(
-      WorkerLoops.layerOf({
-        dataAddress: "127.0.0.1:0",
-        adminAddress: "127.0.0.1:0",
-        coordinator: "",
-        loops: 2,
-        cacheDirs: [await tempDir(cleanup, "talon-cache-")],
-        blockSize: 64 * KiB,
-        pageSize: 16 * KiB,
-        versionTtlMs: 600_000
-      }).pipe(Layer.provide(origin.layer))
-    )
-    cleanup.add(() => runtime.dispose())
-    const w = await runtime.runPromise(WorkerLoops)
+    const w = await startLoops(cleanup, origin.layer, {
+      cacheDirs: [await tempDir(cleanup, "talon-cache-")],
+      blockSize: 64 * KiB,
+      pageSize: 16 * KiB,
+      versionTtlMs: 600_000
+    })
     const conns: Array<RawConnection> = []
     for (let i = 0; i < 6; i++) conns.push(await connect(w.dataPort))
     cleanup.add(async () => conns.forEach((c) => c.close()))
-    await eventually(() => w.loops.report().loops.every((l) => l.counters.connectionsTotal >= 1), "both loops accepted connections")
+    await eventually(() => w.loops.report().loops.every((l) => l.counters.connectionsTotal >= 1), "both loops accepted connections", 30_000)
 
     const ask = async (c: RawConnection, id: number, version: string, offset: number, len: number) => {
       c.send(encodeGetCachedRangeFrame(id, { object: obj("obj"), version, offset, len }))

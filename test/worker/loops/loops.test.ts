@@ -15,12 +15,12 @@ import { BackendStore } from "../../../src/backend/BackendStore.js"
 import { Coordinator } from "../../../src/coordinator/Coordinator.js"
 import { Backend, type ObjectId } from "../../../src/core/ids.js"
 import { encodeFrame, encodeGetRangeFrame, Flags, MsgType } from "../../../src/protocol/index.js"
-import type { WorkerSettings } from "../../../src/worker/config.js"
 import { WorkerLoops } from "../../../src/worker/loops/WorkerLoops.js"
 import { blockKey } from "../../../src/worker/store/layout.js"
 import { makeDirBackend, pattern } from "../support/dirBackend.js"
 import { makeCleanup, startWorker, tempDir } from "../support/harness.js"
 import { connect, type RawConnection } from "../support/rawClient.js"
+import { eventually, startLoops } from "./loopsWorker.js"
 import { exchange, requestStream, SIZE } from "./stream.js"
 
 const cleanup = makeCleanup()
@@ -49,29 +49,6 @@ const originWith = async (scope: typeof cleanup, objects: Record<string, Uint8Ar
     }))
   ).pipe(Layer.provide(dir.layer))
   return { counters: dir.counters, layer, delay }
-}
-
-const startLoops = async (scope: typeof cleanup, backend: Layer.Layer<BackendStore>, settings: Partial<WorkerSettings>) => {
-  const runtime = ManagedRuntime.make(
-    WorkerLoops.layerOf({
-      dataAddress: "127.0.0.1:0",
-      adminAddress: "127.0.0.1:0",
-      coordinator: "",
-      loops: 2,
-      ...settings
-    }).pipe(Layer.provide(backend))
-  )
-  scope.add(() => runtime.dispose())
-  return runtime.runPromise(WorkerLoops)
-}
-
-/** Polls `cond` (a fact about other processes, reported asynchronously) until it holds or the bound passes. */
-const eventually = async (cond: () => boolean, what: string, ms = 20_000): Promise<void> => {
-  const deadline = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
 }
 
 const readAll = async (c: RawConnection, id: number, o: ObjectId, offset: number, len: number) => {
