@@ -56,27 +56,38 @@ const floodOrigin = Effect.acquireRelease(
     })
 )
 
+/** The provider's store over `url` and the flooded object's id. */
+const storeOver = (provider: "S3" | "Azure", url: string) =>
+  Effect.gen(function* () {
+    const store = provider === "S3" ? yield* S3.make(S3.localOptions(url)) : yield* Azure.make(Azure.localOptions(url))
+    const object = { backend: provider === "S3" ? Backend.S3 : Backend.Azure, bucket: "b", objectPath: "big.bin" }
+    return { store, object }
+  })
+
+/** Waits until the origin is stuck (its write() said stop and nothing moved for a while) with a bounded amount sent. */
+const expectOriginStuck = (origin: { readonly blocked: () => boolean; readonly written: () => number }) =>
+  Effect.gen(function* () {
+    let last = -1
+    let stable = false
+    for (let i = 0; i < 50 && !stable; i++) {
+      yield* Effect.sleep("200 millis")
+      stable = origin.blocked() && origin.written() === last
+      last = origin.written()
+    }
+    expect(stable).toBe(true)
+    expect(origin.written()).toBeLessThan(24 * 1024 * 1024)
+  })
+
 for (const provider of ["S3", "Azure"] as const) {
   describe(`${provider} getRange backpressure`, () => {
     it.scopedLive("a reader that stops pulling stops the origin: bytes in flight stay bounded", () =>
       Effect.gen(function* () {
         const origin = yield* floodOrigin
-        const store =
-          provider === "S3" ? yield* S3.make(S3.localOptions(origin.url)) : yield* Azure.make(Azure.localOptions(origin.url))
-        const object = { backend: provider === "S3" ? Backend.S3 : Backend.Azure, bucket: "b", objectPath: "big.bin" }
+        const { store, object } = yield* storeOver(provider, origin.url)
         const pull = yield* Stream.toPull(store.getRange(object, 0, objectSize))
         const first = yield* pull
         expect(first.length).toBeGreaterThan(0)
-        // Wait until the origin is stuck: its write() said stop and nothing moved for a while.
-        let last = -1
-        let stable = false
-        for (let i = 0; i < 50 && !stable; i++) {
-          yield* Effect.sleep("200 millis")
-          stable = origin.blocked() && origin.written() === last
-          last = origin.written()
-        }
-        expect(stable).toBe(true)
-        expect(origin.written()).toBeLessThan(24 * 1024 * 1024)
+        yield* expectOriginStuck(origin)
         // Pulling again drains the rest, byte-exactly in count.
         let total = Chunk.reduce(first, 0, (n, c) => n + c.length)
         for (;;) {
@@ -95,22 +106,12 @@ for (const provider of ["S3", "Azure"] as const) {
     it.scopedLive("a relay reader that stops pulling stops the origin: bytes in flight stay bounded", () =>
       Effect.gen(function* () {
         const origin = yield* floodOrigin
-        const store =
-          provider === "S3" ? yield* S3.make(S3.localOptions(origin.url)) : yield* Azure.make(Azure.localOptions(origin.url))
-        const object = { backend: provider === "S3" ? Backend.S3 : Backend.Azure, bucket: "b", objectPath: "big.bin" }
+        const { store, object } = yield* storeOver(provider, origin.url)
         const reader = store.openRange!(object, 0, objectSize)
         yield* Effect.addFinalizer(() => Effect.sync(reader.close))
         const first = yield* Effect.promise(() => reader.next())
         expect(first?.length).toBeGreaterThan(0)
-        let last = -1
-        let stable = false
-        for (let i = 0; i < 50 && !stable; i++) {
-          yield* Effect.sleep("200 millis")
-          stable = origin.blocked() && origin.written() === last
-          last = origin.written()
-        }
-        expect(stable).toBe(true)
-        expect(origin.written()).toBeLessThan(24 * 1024 * 1024)
+        yield* expectOriginStuck(origin)
         let total = first!.reduce((n, c) => n + c.length, 0)
         for (;;) {
           const next = yield* Effect.promise(() => reader.next())

@@ -41,6 +41,21 @@ const vectorBackend = () => {
 }
 
 /** A loopback port nothing listens on (a coordinator that never answers). */
+/** Sends wire vector `request` on a fresh connection; the first reply frame must be vector `reply`, byte for byte. */
+const expectExactReply = async (port: number, request: string, reply: string): Promise<void> => {
+  const c = await connect(port)
+  const got = new Promise<Buffer>((resolve) => {
+    let buf = Buffer.alloc(0)
+    c.socket.on("data", (d: Buffer) => {
+      buf = Buffer.concat([buf, d])
+      if (buf.length >= HEADER_LEN && buf.length >= HEADER_LEN + buf.readUInt32BE(12)) resolve(buf)
+    })
+  })
+  c.send(vector(request))
+  expect((await got).toString("hex")).toBe(vector(reply).toString("hex"))
+  c.close()
+}
+
 const deadPort = async (): Promise<number> => {
   const s = net.createServer()
   await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()))
@@ -78,32 +93,12 @@ describe("worker conformance vectors over a socket", () => {
 
   it("frame_header.zero_length (a Ping with no payload) → the identical frame back", async () => {
     const w = await startWorker(cleanup, vectorBackend(), { cacheDirs: [await tempDir(cleanup, "talon-cache-")] })
-    const c = await connect(w.worker.dataPort)
-    const got = new Promise<Buffer>((resolve) => {
-      let buf = Buffer.alloc(0)
-      c.socket.on("data", (d: Buffer) => {
-        buf = Buffer.concat([buf, d])
-        if (buf.length >= HEADER_LEN) resolve(buf)
-      })
-    })
-    c.send(vector("frame_header.zero_length"))
-    expect((await got).toString("hex")).toBe(vector("frame_header.zero_length").toString("hex"))
-    c.close()
+    await expectExactReply(w.worker.dataPort, "frame_header.zero_length", "frame_header.zero_length")
   })
 
   it("control.stat_object on the data plane → exactly control.object_stat.large_size", async () => {
     const w = await startWorker(cleanup, vectorBackend(), { cacheDirs: [await tempDir(cleanup, "talon-cache-")] })
-    const c = await connect(w.worker.dataPort)
-    const got = new Promise<Buffer>((resolve) => {
-      let buf = Buffer.alloc(0)
-      c.socket.on("data", (d: Buffer) => {
-        buf = Buffer.concat([buf, d])
-        if (buf.length >= HEADER_LEN && buf.length >= HEADER_LEN + buf.readUInt32BE(12)) resolve(buf)
-      })
-    })
-    c.send(vector("control.stat_object"))
-    expect((await got).toString("hex")).toBe(vector("control.object_stat.large_size").toString("hex"))
-    c.close()
+    await expectExactReply(w.worker.dataPort, "control.stat_object", "control.object_stat.large_size")
   })
 
   it("data.range_request to a worker that is not registered → exactly data.error_response", async () => {
@@ -112,16 +107,6 @@ describe("worker conformance vectors over a socket", () => {
       coordinator: `127.0.0.1:${await deadPort()}`,
       heartbeatIntervalMs: 200
     })
-    const c = await connect(w.worker.dataPort)
-    const got = new Promise<Buffer>((resolve) => {
-      let buf = Buffer.alloc(0)
-      c.socket.on("data", (d: Buffer) => {
-        buf = Buffer.concat([buf, d])
-        if (buf.length >= HEADER_LEN && buf.length >= HEADER_LEN + buf.readUInt32BE(12)) resolve(buf)
-      })
-    })
-    c.send(vector("data.range_request"))
-    expect((await got).toString("hex")).toBe(vector("data.error_response").toString("hex"))
-    c.close()
+    await expectExactReply(w.worker.dataPort, "data.range_request", "data.error_response")
   })
 })
