@@ -26,6 +26,7 @@ import {
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
 import { testCoordinator } from "../coordinator/fixtures/harness.js"
 import { FakeWorker } from "./fixtures/fakeWorker.js"
+import { scopedFakeWorker } from "./fixtures/registeredWorker.js"
 
 const BLOCK = 64 * 1024
 const data = randomBytes(5 * BLOCK + 1234)
@@ -138,10 +139,7 @@ describe("TalonClient reads", () => {
         Effect.gen(function* () {
           // Cache a membership of the two workers, then lose both and bring up a third.
           expect((yield* client.members()).map((n) => n.id)).toEqual(["worker-0", "worker-1"])
-          const fresh = yield* Effect.acquireRelease(
-            Effect.promise(() => FakeWorker.start(store)),
-            (w) => Effect.promise(() => w.stop())
-          )
+          const fresh = yield* scopedFakeWorker(store)
           yield* register(fresh, "worker-2")
           for (const w of workers) yield* Effect.promise(() => w.stop())
           // The coordinator still lists the dead ones (no expiry in this test); the client tries
@@ -306,10 +304,7 @@ describe("TalonClient when the coordinator goes away", () => {
   it.live("reads keep working on the cached membership (stale after its TTL) and stat cache", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const worker = yield* Effect.acquireRelease(
-          Effect.promise(() => FakeWorker.start(store)),
-          (w) => Effect.promise(() => w.stop())
-        )
+        const worker = yield* scopedFakeWorker(store)
         // A one-shot coordinator: answers over one connection, then stops listening for good.
         const sockets = new Set<net.Socket>()
         const server = net.createServer((socket) => {
@@ -465,10 +460,7 @@ describe("zero-copy reads (readRaw, WorkerPool.fetch)", () => {
   it.live("a held payload is never overwritten by later reads; released slabs are reused, so the pool stays small", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const worker = yield* Effect.acquireRelease(
-          Effect.promise(() => FakeWorker.start(store)),
-          (w) => Effect.promise(() => w.stop())
-        )
+        const worker = yield* scopedFakeWorker(store)
         const slabs = new SlabPool(64 * 1024, 8)
         const pool = new WorkerPool({ connectionsPerWorker: 1, requestTimeout: "5 seconds", connectTimeout: "1 second", maxRequestBytes: BLOCK, slabs })
         yield* Effect.addFinalizer(() => Effect.sync(() => pool.close()))

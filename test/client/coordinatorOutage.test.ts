@@ -14,7 +14,7 @@ import { makeTalonClient } from "../../src/client/TalonClient.js"
 import { NodeRole } from "../../src/core/ids.js"
 import { DEFAULT_CAPS, FrameDecoder, decodeControl, encodeControlFrame, type ControlMessage } from "../../src/protocol/index.js"
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
-import { FakeWorker } from "./fixtures/fakeWorker.js"
+import { scopedFakeWorker } from "./fixtures/registeredWorker.js"
 
 const BLOCK = 64 * 1024
 const data = randomBytes(3 * BLOCK + 99)
@@ -65,10 +65,7 @@ describe("TalonClient while the coordinator restarts or is gone", () => {
   it.live("an empty list does not replace the held membership within the stale limit; past it, it does", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const worker = yield* Effect.acquireRelease(
-          Effect.promise(() => FakeWorker.start(store)),
-          (w) => Effect.promise(() => w.stop())
-        )
+        const worker = yield* scopedFakeWorker(store)
         let restarted = false
         const coordinator = yield* scriptedCoordinator(() => ({
           _tag: "MembershipList",
@@ -114,10 +111,7 @@ describe("TalonClient while the coordinator restarts or is gone", () => {
   it.live("with the coordinator gone and no worker able to stat, the last stat serves within the stale limit; past it, the error says so", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const worker = yield* Effect.acquireRelease(
-          Effect.promise(() => FakeWorker.start(store)),
-          (w) => Effect.promise(() => w.stop())
-        )
+        const worker = yield* scopedFakeWorker(store)
         const coordinator = yield* scriptedCoordinator(() => ({
           _tag: "MembershipList",
           nodes: [{ id: "only", address: worker.address, role: NodeRole.Worker }]
