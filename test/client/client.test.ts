@@ -4,7 +4,6 @@
  * replica fallback, refresh-and-retry, short bodies, pipelining, typed errors.
  */
 import { randomBytes } from "node:crypto"
-import * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Either, Stream, type Scope } from "effect"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
@@ -16,17 +15,12 @@ import type { CoordinatorOptions } from "../../src/coordinator/config.js"
 import { NodeRole, type BlockId } from "../../src/core/ids.js"
 import { objectIdFromUri } from "../../src/core/objectId.js"
 import { Maglev } from "../../src/placement/index.js"
-import {
-  DEFAULT_CAPS,
-  FrameDecoder,
-  decodeControl,
-  encodeControlFrame,
-  type ControlMessage
-} from "../../src/protocol/index.js"
+import { encodeControlFrame, type ControlMessage } from "../../src/protocol/index.js"
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
 import { testCoordinator } from "../coordinator/fixtures/harness.js"
 import { FakeWorker } from "./fixtures/fakeWorker.js"
 import { scopedFakeWorker } from "./fixtures/registeredWorker.js"
+import { scriptedControl } from "./fixtures/scriptedControl.js"
 
 const BLOCK = 64 * 1024
 const data = randomBytes(5 * BLOCK + 1234)
@@ -305,27 +299,14 @@ describe("TalonClient when the coordinator goes away", () => {
     Effect.scoped(
       Effect.gen(function* () {
         const worker = yield* scopedFakeWorker(store)
-        // A one-shot coordinator: answers over one connection, then stops listening for good.
-        const sockets = new Set<net.Socket>()
-        const server = net.createServer((socket) => {
-          sockets.add(socket)
-          const decoder = new FrameDecoder(DEFAULT_CAPS)
-          socket.on("data", (chunk: Buffer) => {
-            decoder.push(chunk)
-            for (let f = decoder.next(); f !== undefined; f = decoder.next()) {
-              if (!("header" in f)) return
-              const m = decodeControl(f.payload)
-              if (Either.isLeft(m)) return
-              const reply: ControlMessage =
-                m.right.message._tag === "MembershipQuery"
-                  ? { _tag: "MembershipList", nodes: [{ id: "only", address: worker.address, role: NodeRole.Worker }] }
-                  : { _tag: "ObjectStat", size: data.length, version: "v1" }
-              socket.write(encodeControlFrame(f.header.requestId, reply))
-            }
-          })
+        // A one-shot coordinator: answers until it is stopped, then stops listening for good.
+        const { address, stop } = yield* scriptedControl((message, requestId, socket) => {
+          const reply: ControlMessage =
+            message._tag === "MembershipQuery"
+              ? { _tag: "MembershipList", nodes: [{ id: "only", address: worker.address, role: NodeRole.Worker }] }
+              : { _tag: "ObjectStat", size: data.length, version: "v1" }
+          socket.write(encodeControlFrame(requestId, reply))
         })
-        yield* Effect.promise(() => new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r())))
-        const address = `127.0.0.1:${(server.address() as net.AddressInfo).port}`
         const client = yield* makeTalonClient({
           coordinator: address,
           blockSize: BLOCK,
@@ -334,13 +315,7 @@ describe("TalonClient when the coordinator goes away", () => {
           connectTimeoutMs: 500
         })
         expect(Buffer.from(yield* client.read(URI, 0, 1000)).equals(data.subarray(0, 1000))).toBe(true)
-        yield* Effect.promise(
-          () =>
-            new Promise<void>((r) => {
-              for (const s of sockets) s.destroy()
-              server.close(() => r())
-            })
-        )
+        yield* Effect.promise(stop)
         yield* Effect.sleep("10 millis")
         // The membership TTL has passed and the coordinator is gone: the stale membership serves.
         expect(Buffer.from(yield* client.read(URI, BLOCK, 1000)).equals(data.subarray(BLOCK, BLOCK + 1000))).toBe(true)
@@ -381,31 +356,18 @@ describe("TalonClient stat cache", () => {
         let asked = 0
         let version = "v1"
         const held: Array<() => void> = []
-        const server = net.createServer((socket) => {
-          const decoder = new FrameDecoder(DEFAULT_CAPS)
-          socket.on("data", (chunk: Buffer) => {
-            decoder.push(chunk)
-            for (let f = decoder.next(); f !== undefined; f = decoder.next()) {
-              if (!("header" in f)) return
-              const m = decodeControl(f.payload)
-              if (Either.isLeft(m) || m.right.message._tag !== "StatObject") continue
-              asked++
-              const requestId = f.header.requestId
-              const answer = version
-              held.push(() => socket.write(encodeControlFrame(requestId, { _tag: "ObjectStat", size: data.length, version: answer })))
-            }
-          })
+        const control = yield* scriptedControl((message, requestId, socket) => {
+          if (message._tag !== "StatObject") return
+          asked++
+          const answer = version
+          held.push(() => socket.write(encodeControlFrame(requestId, { _tag: "ObjectStat", size: data.length, version: answer })))
         })
-        yield* Effect.acquireRelease(
-          Effect.promise(() => new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()))),
-          () => Effect.promise(() => new Promise<void>((r) => server.close(() => r())))
-        )
         const release = () => {
           for (const answer of held.splice(0)) answer()
         }
         const waitAsked = (n: number) => Effect.repeat(Effect.sleep("5 millis"), { until: () => asked >= n })
         const client = yield* makeTalonClient({
-          coordinator: `127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+          coordinator: control.address,
           statTtlMs: 3000
         })
         const object = Either.getOrThrow(objectIdFromUri(URI))

@@ -7,14 +7,14 @@
  * used, within the same limit.
  */
 import { randomBytes } from "node:crypto"
-import * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either } from "effect"
+import { Effect } from "effect"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
 import { NodeRole } from "../../src/core/ids.js"
-import { DEFAULT_CAPS, FrameDecoder, decodeControl, encodeControlFrame, type ControlMessage } from "../../src/protocol/index.js"
+import { encodeControlFrame, type ControlMessage } from "../../src/protocol/index.js"
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
 import { scopedFakeWorker } from "./fixtures/registeredWorker.js"
+import { scriptedControl } from "./fixtures/scriptedControl.js"
 
 const BLOCK = 64 * 1024
 const data = randomBytes(3 * BLOCK + 99)
@@ -23,43 +23,16 @@ const URI = "s3://bucket/big.bin"
 
 /** A coordinator answering MembershipQuery with `members()` and StatObject from `store`; counts queries; `stop` kills it. */
 const scriptedCoordinator = (members: () => ControlMessage) =>
-  Effect.acquireRelease(
-    Effect.promise(
-      () =>
-        new Promise<{ address: string; queries: { n: number }; stop: () => Promise<void> }>((resolve) => {
-          const queries = { n: 0 }
-          const sockets = new Set<net.Socket>()
-          const server = net.createServer((socket) => {
-            sockets.add(socket)
-            socket.on("close", () => sockets.delete(socket))
-            const decoder = new FrameDecoder(DEFAULT_CAPS)
-            socket.on("error", () => socket.destroy())
-            socket.on("data", (chunk: Buffer) => {
-              decoder.push(chunk)
-              for (let f = decoder.next(); f !== undefined; f = decoder.next()) {
-                if (!("header" in f)) return
-                const m = decodeControl(f.payload)
-                if (Either.isLeft(m)) return
-                if (m.right.message._tag === "MembershipQuery") queries.n++
-                const reply: ControlMessage =
-                  m.right.message._tag === "MembershipQuery" ? members() : { _tag: "ObjectStat", size: data.length, version: "v1" }
-                socket.write(encodeControlFrame(f.header.requestId, reply))
-              }
-            })
-          })
-          const stop = () =>
-            new Promise<void>((r) => {
-              for (const socket of sockets) socket.destroy()
-              if (server.listening) server.close(() => r())
-              else r()
-            })
-          server.listen(0, "127.0.0.1", () =>
-            resolve({ address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`, queries, stop })
-          )
-        })
-    ),
-    ({ stop }) => Effect.promise(stop)
-  )
+  Effect.gen(function* () {
+    const queries = { n: 0 }
+    const control = yield* scriptedControl((message, requestId, socket) => {
+      if (message._tag === "MembershipQuery") queries.n++
+      const reply: ControlMessage =
+        message._tag === "MembershipQuery" ? members() : { _tag: "ObjectStat", size: data.length, version: "v1" }
+      socket.write(encodeControlFrame(requestId, reply))
+    })
+    return { ...control, queries }
+  })
 
 describe("TalonClient while the coordinator restarts or is gone", () => {
   it.live("an empty list does not replace the held membership within the stale limit; past it, it does", () =>
