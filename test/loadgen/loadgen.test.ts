@@ -1,9 +1,8 @@
-import { spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Backend } from "../../src/core/ids.js"
 import { failureOf, type LoadSpec, runLoad } from "../../src/loadgen/run.js"
-import { makeScratch, repoRoot, type Running, type Scratch, startRefServer, startFake } from "./servers.js"
+import { makeScratch, runProcess, type Running, type Scratch, startRefServer, startFake } from "./servers.js"
 
 const RANGE = 64 * 1024
 const BLOB = 8 * 1024 * 1024
@@ -46,21 +45,12 @@ const spec = (port: number, over: Partial<LoadSpec> = {}): LoadSpec => ({
   ...over
 })
 
-/** Runs `talon loadgen` as a process (the standalone entry) and collects its output. */
+/**
+ * Runs `talon loadgen` as a process (the standalone entry) and collects its output. Startup
+ * alone can take tens of seconds on a loaded 2-core machine, hence the long bound.
+ */
 const cli = (args: ReadonlyArray<string>) =>
-  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/loadgen/main.ts", ...args], { cwd: repoRoot })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
-    // Startup alone can take tens of seconds on a loaded 2-core machine; never leave the child behind.
-    const timer = setTimeout(() => child.kill("SIGKILL"), CLI_TIMEOUT - 5_000)
-    child.on("exit", (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
+  runProcess(process.execPath, ["--import", "tsx", "src/loadgen/main.ts", ...args], CLI_TIMEOUT - 5_000)
 
 describe("loadgen against the C reference server", () => {
   it.live("measures a clean run over two threads with every byte verified and the server sampled", () =>

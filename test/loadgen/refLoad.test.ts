@@ -4,35 +4,16 @@
  * byte, replies out of order, a wrong length, an error frame, silence) fails the run
  * with exit 1 and a message that says what happened; arbitrary reply bytes never crash it.
  */
-import { spawn } from "node:child_process"
 import * as net from "node:net"
 import * as fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { refServerPerFile, startFake, startRefServer } from "./servers.js"
+import { refServerPerFile, runProcess, startFake, startRefServer } from "./servers.js"
 
 const BLOB = 4 * 1024 * 1024
 const RUN_TIMEOUT = 120_000
 const ref = refServerPerFile(BLOB)
 
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const load = (args: ReadonlyArray<string>): Promise<Run> =>
-  new Promise((resolve) => {
-    const child = spawn(ref.scratch.load, args)
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
-    const timer = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT - 5_000)
-    child.on("exit", (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
+const load = (args: ReadonlyArray<string>) => runProcess(ref.scratch.load, args, RUN_TIMEOUT - 5_000)
 
 const target = (port: number, over: Record<string, string> = {}): Array<string> =>
   Object.entries({

@@ -66,6 +66,27 @@ export const startRefServer = (bin: string, file: string, extra: ReadonlyArray<s
     })
   })
 
+export interface ProcessRun {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs `command args` in the repo to its exit and collects its output; SIGKILLed after `killAfterMs`, never left behind. */
+export const runProcess = (command: string, args: ReadonlyArray<string>, killAfterMs: number): Promise<ProcessRun> =>
+  new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: repoRoot })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
+    const timer = setTimeout(() => child.kill("SIGKILL"), killAfterMs)
+    child.on("exit", (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
+
 /**
  * A test file's scratch dir (a `blobBytes` blob, the tools built) and talon-ref-server over it,
  * started before the file's tests and stopped after them; read the fields inside tests.
