@@ -8,6 +8,7 @@ import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll } from "vitest"
 import { buildRefTools } from "../../tools/ref/build.js"
+import { listenLoopback } from "../support/loopbackServer.js"
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
 
@@ -145,79 +146,62 @@ const pump = (socket: net.Socket, queue: Array<Buffer>): void => {
 }
 
 /** A Talon GetRange server in plain JS, for behaviour the reference server does not have (reordering, lies, silence). */
-export const startFake = (opts: FakeOptions): Promise<FakeServer> =>
-  new Promise((resolveServer) => {
-    const offsets: Array<number> = []
-    const stats = { outOfOrder: 0, requests: 0, replies: 0 }
-    const sockets = new Set<net.Socket>()
-    const server = net.createServer((socket) => {
-      sockets.add(socket)
-      socket.on("close", () => sockets.delete(socket))
-      socket.on("error", () => {})
-      let pending = Buffer.alloc(0)
-      socket.on("data", (chunk: Buffer) => {
-        pending = Buffer.concat([pending, chunk])
-        const batch: Array<{ id: number; offset: number; len: number }> = []
-        while (pending.length >= 16) {
-          const bodyLen = pending.readUInt32BE(12)
-          if (pending.length < 16 + bodyLen) break
-          const body = pending.subarray(16, 16 + bodyLen)
-          const id = pending.readUInt32BE(8)
-          const offset = Number(body.readBigUInt64LE(bodyLen - 16))
-          const len = Number(body.readBigUInt64LE(bodyLen - 8))
-          batch.push({ id, offset, len })
-          offsets.push(offset)
-          stats.requests++
-          pending = pending.subarray(16 + bodyLen)
+export const startFake = (opts: FakeOptions): Promise<FakeServer> => {
+  const offsets: Array<number> = []
+  const stats = { outOfOrder: 0, requests: 0, replies: 0 }
+  const server = net.createServer((socket) => {
+    socket.on("error", () => {})
+    let pending = Buffer.alloc(0)
+    socket.on("data", (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk])
+      const batch: Array<{ id: number; offset: number; len: number }> = []
+      while (pending.length >= 16) {
+        const bodyLen = pending.readUInt32BE(12)
+        if (pending.length < 16 + bodyLen) break
+        const body = pending.subarray(16, 16 + bodyLen)
+        const id = pending.readUInt32BE(8)
+        const offset = Number(body.readBigUInt64LE(bodyLen - 16))
+        const len = Number(body.readBigUInt64LE(bodyLen - 8))
+        batch.push({ id, offset, len })
+        offsets.push(offset)
+        stats.requests++
+        pending = pending.subarray(16 + bodyLen)
+      }
+      if (opts.reverse && batch.length > 1) {
+        batch.reverse()
+        stats.outOfOrder += batch.length - 1
+      }
+      const frames: Array<Buffer> = []
+      for (const r of batch) {
+        const payload = opts.answer?.(r.offset, r.len + (opts.lengthDelta ?? 0))
+        if (payload === undefined) continue
+        const h = Buffer.alloc(16)
+        h.writeUInt16BE(0x544c, 0)
+        h[2] = 1
+        h[3] = 2
+        h.writeUInt32BE(r.id, 8)
+        h.writeUInt32BE(payload.length, 12)
+        frames.push(Buffer.concat([h, payload]))
+      }
+      if (opts.chunking === "coalesce") {
+        if (frames.length > 0) socket.write(Buffer.concat(frames))
+      } else if (opts.chunking === "split") {
+        // Each part goes out as its own segment (no Nagle); the pause lets the reader take it alone.
+        socket.setNoDelay(true)
+        const queue = splitQueue.get(socket) ?? []
+        splitQueue.set(socket, queue)
+        for (const f of frames) {
+          const cut = stats.replies++ % (f.length + 1)
+          queue.push(f.subarray(0, cut), f.subarray(cut))
         }
-        if (opts.reverse && batch.length > 1) {
-          batch.reverse()
-          stats.outOfOrder += batch.length - 1
-        }
-        const frames: Array<Buffer> = []
-        for (const r of batch) {
-          const payload = opts.answer?.(r.offset, r.len + (opts.lengthDelta ?? 0))
-          if (payload === undefined) continue
-          const h = Buffer.alloc(16)
-          h.writeUInt16BE(0x544c, 0)
-          h[2] = 1
-          h[3] = 2
-          h.writeUInt32BE(r.id, 8)
-          h.writeUInt32BE(payload.length, 12)
-          frames.push(Buffer.concat([h, payload]))
-        }
-        if (opts.chunking === "coalesce") {
-          if (frames.length > 0) socket.write(Buffer.concat(frames))
-        } else if (opts.chunking === "split") {
-          // Each part goes out as its own segment (no Nagle); the pause lets the reader take it alone.
-          socket.setNoDelay(true)
-          const queue = splitQueue.get(socket) ?? []
-          splitQueue.set(socket, queue)
-          for (const f of frames) {
-            const cut = stats.replies++ % (f.length + 1)
-            queue.push(f.subarray(0, cut), f.subarray(cut))
-          }
-          pump(socket, queue)
-        } else {
-          for (const f of frames) socket.write(f)
-        }
-      })
-    })
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as net.AddressInfo).port
-      resolveServer({
-        port,
-        pid: process.pid,
-        offsets,
-        stats,
-        stop: () =>
-          new Promise<void>((done) => {
-            for (const s of sockets) s.destroy()
-            server.close(() => done())
-          })
-      })
+        pump(socket, queue)
+      } else {
+        for (const f of frames) socket.write(f)
+      }
     })
   })
+  return listenLoopback(server).then(({ port, close }) => ({ port, pid: process.pid, offsets, stats, stop: close }))
+}
 
 export interface RawBytes {
   readonly socket: net.Socket

@@ -5,6 +5,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import type { ConnectionWriter, DataPlaneShape, FileSegment } from "../../../src/worker/plane/DataPlane.js"
 import { Connection } from "../../../src/worker/server/SocketServer.js"
+import { listenLoopback } from "../../support/loopbackServer.js"
 
 export interface TestFile {
   readonly path: string
@@ -101,33 +102,17 @@ export interface Served {
 export const serve = (
   plane: DataPlaneShape,
   onConnection: (socket: net.Socket, writer: ConnectionWriter, index: number) => Promise<unknown>
-): Promise<Served> =>
-  new Promise((resolve, reject) => {
-    const sockets = new Set<net.Socket>()
-    const results: Array<Promise<unknown>> = []
-    let index = 0
-    const server = net.createServer({ allowHalfOpen: true }, (socket) => {
-      sockets.add(socket)
-      socket.on("close", () => sockets.delete(socket))
-      const writer = plane.attach(new Connection(socket))
-      const result = onConnection(socket, writer, index++)
-      result.catch(() => {})
-      results.push(result)
-    })
-    server.on("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as net.AddressInfo).port
-      resolve({
-        port,
-        results,
-        close: () =>
-          new Promise<void>((done) => {
-            for (const s of sockets) s.destroy()
-            server.close(() => done())
-          })
-      })
-    })
+): Promise<Served> => {
+  const results: Array<Promise<unknown>> = []
+  let index = 0
+  const server = net.createServer({ allowHalfOpen: true }, (socket) => {
+    const writer = plane.attach(new Connection(socket))
+    const result = onConnection(socket, writer, index++)
+    result.catch(() => {})
+    results.push(result)
   })
+  return listenLoopback(server).then(({ port, close }) => ({ port, results, close }))
+}
 
 export interface ReadOptions {
   /** Wait this long before reading anything (lets the server's socket buffer fill). */
