@@ -9,8 +9,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
-import { raw } from "../origin/fixtures/testOrigin.js"
-import { explain, matchingVersion, overwrite, sizeCycle, startCluster, versionBytes, VersionLog } from "../support/overwrites.js"
+import { clusterWithVersionLog, explain, matchingVersion, overwrite, sizeCycle, versionBytes } from "../support/overwrites.js"
 
 const BLOCK = 64 * 1024
 const PAGE = 16 * 1024
@@ -22,9 +21,7 @@ describe.each(["portable", "auto"] as const)("TalonClient reads while the object
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const cluster = yield* startCluster({ workers: 2, blockSize: BLOCK, pageSize: PAGE, versionTtlMs: 150, dataPlane })
-          yield* Effect.promise(() => raw(cluster.origin.url, "PUT", "/bucket"))
-          const log = new VersionLog(cluster.origin.url, "bucket", "obj.bin")
+          const { cluster, log } = yield* clusterWithVersionLog({ workers: 2, blockSize: BLOCK, pageSize: PAGE, versionTtlMs: 150, dataPlane })
           yield* Effect.promise(() => log.write(versionBytes(BASE)))
           const client = yield* makeTalonClient({ coordinator: cluster.coordinator, blockSize: BLOCK, statTtlMs: 100, parallelism: 4 })
 

@@ -11,7 +11,7 @@ import * as Router from "../../src/backend/Router.js"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
 import { Gateway, type GatewayShape } from "../../src/gateway/Gateway.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
-import { explain, matchingVersion, startCluster, versionBytes, VersionLog } from "../support/overwrites.js"
+import { clusterWithVersionLog, explain, matchingVersion, versionBytes } from "../support/overwrites.js"
 
 const KiB = 1024
 const BLOCK = 256 * KiB
@@ -34,9 +34,7 @@ describe("fault: the object changes at the origin while cached", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const cluster = yield* startCluster({ workers: 2, blockSize: BLOCK, pageSize: 64 * KiB, versionTtlMs: TTL_MS })
-          yield* Effect.promise(() => raw(cluster.origin.url, "PUT", "/bucket"))
-          const log = new VersionLog(cluster.origin.url, "bucket", "obj.bin")
+          const { cluster, log } = yield* clusterWithVersionLog({ workers: 2, blockSize: BLOCK, pageSize: 64 * KiB, versionTtlMs: TTL_MS })
           const client = yield* makeTalonClient({ coordinator: cluster.coordinator, blockSize: BLOCK, statTtlMs: TTL_MS })
           const gw = yield* gatewayOn(cluster.origin.url, cluster.coordinator)
           const size = 3 * BLOCK * 4 + 123

@@ -9,7 +9,7 @@ import { Context, Effect, Layer } from "effect"
 import * as Router from "../../src/backend/Router.js"
 import { Gateway, type GatewayShape } from "../../src/gateway/Gateway.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
-import { expectedSlice, overwrite, sizeCycle, startCluster, versionBytes, VersionLog } from "../support/overwrites.js"
+import { clusterWithVersionLog, expectedSlice, overwrite, sizeCycle, versionBytes } from "../support/overwrites.js"
 
 const BLOCK = 64 * 1024
 const PAGE = 16 * 1024
@@ -37,9 +37,7 @@ describe("gateway GETs while the object is overwritten", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const cluster = yield* startCluster({ workers: 2, blockSize: BLOCK, pageSize: PAGE, versionTtlMs: 150 })
-          yield* Effect.promise(() => raw(cluster.origin.url, "PUT", "/bucket"))
-          const log = new VersionLog(cluster.origin.url, "bucket", "obj.bin")
+          const { cluster, log } = yield* clusterWithVersionLog({ workers: 2, blockSize: BLOCK, pageSize: PAGE, versionTtlMs: 150 })
           yield* Effect.promise(() => log.write(versionBytes(BASE)))
           const gw = yield* gatewayOn(cluster.origin.url, cluster.coordinator)
 

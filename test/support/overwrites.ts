@@ -67,6 +67,14 @@ export const startCluster = (o: ClusterOptions) =>
     return { dir, origin, backend, coordinator: coordinator.controlAddress } satisfies Cluster
   })
 
+/** A cluster whose origin has the bucket `bucket`, and the log that writes `bucket/obj.bin`'s versions there. */
+export const clusterWithVersionLog = (o: ClusterOptions) =>
+  Effect.gen(function* () {
+    const cluster = yield* startCluster(o)
+    yield* Effect.promise(() => raw(cluster.origin.url, "PUT", "/bucket"))
+    return { cluster, log: new VersionLog(cluster.origin.url, "bucket", "obj.bin") }
+  })
+
 export interface Version {
   readonly etag: string
   readonly bytes: Buffer
