@@ -29,6 +29,20 @@ export interface Setting<A> {
 
 export const setting = <A>(kind: Kind<A>, spec: Omit<Setting<A>, "kind">): Setting<A> => ({ kind, ...spec })
 
+/**
+ * A setting as a component declares it: under the component's prefix its names follow
+ * from its key (`versionTtlMs` → `--version-ttl-ms`, `TALON_WORKER_VERSION_TTL_MS`) and
+ * its example from its default, so only what differs is written (src/config/declare.ts).
+ */
+export interface Declared<A> extends Omit<Setting<A>, "env" | "flag" | "example"> {
+  /** The words both names are made of, when not the key's: `data-addr` → `--data-addr`, `TALON_WORKER_DATA_ADDR`. */
+  readonly name?: string | undefined
+  readonly env?: string | undefined
+  /** The flag when it differs from the name; `false` for none (secrets are never flags). */
+  readonly flag?: string | false | undefined
+  readonly example?: string | undefined
+}
+
 export type Schema<T> = { readonly [K in keyof T]-?: Setting<T[K]> }
 
 export interface Component<T> {
@@ -40,7 +54,29 @@ export interface Component<T> {
   readonly check?: ((settings: T) => { readonly key: keyof T; readonly message: string } | undefined) | undefined
 }
 
-export const component = <T>(c: Component<T>): Component<T> => c
+export interface ComponentDeclaration<T> extends Omit<Component<T>, "settings"> {
+  /** `TALON_WORKER`: a setting's variable is this and its name, unless it gives its own. */
+  readonly prefix?: string
+  readonly settings: { readonly [K in keyof T]-?: Declared<T[K]> }
+}
+
+const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)
+
+const complete = <A>(prefix: string | undefined, key: string, d: Declared<A>): Setting<A> => {
+  const { name: given, env: ownEnv, flag: ownFlag, example, ...rest } = d
+  const name = given ?? kebab(key)
+  const env = ownEnv ?? (prefix === undefined ? undefined : `${prefix}_${name.toUpperCase().replace(/-/g, "_")}`)
+  if (env === undefined) throw new Error(`setting ${key} needs an env name, or its component a prefix`)
+  const flag = ownFlag === false ? undefined : (ownFlag ?? (prefix === undefined ? undefined : name))
+  return { ...rest, env, ...(flag === undefined ? {} : { flag }), example: example ?? d.kind.show(d.default) }
+}
+
+export const component = <T>(c: ComponentDeclaration<T>): Component<T> => {
+  const { prefix, settings: declared, ...rest } = c
+  const settings: Partial<{ -readonly [K in keyof T]: Setting<T[K]> }> = {}
+  for (const key of Object.keys(declared) as Array<keyof T & string>) settings[key] = complete(prefix, key, declared[key])
+  return { ...rest, settings: settings as Schema<T> }
+}
 
 export const keysOf = <T>(schema: Schema<T>): ReadonlyArray<keyof T & string> => Object.keys(schema) as Array<keyof T & string>
 
