@@ -47,22 +47,20 @@ export const ClientSchema = component<TalonClientOptions>({
       example: "10.0.0.1:7000,10.0.0.2:7000"
     }),
     blockSize: S.size(DEFAULT_BLOCK_SIZE, "Block size; must equal the workers' (K/M/G suffixes)", { example: "8M", check: blockSizeRange }),
-    replicas: S.integer(2, "Workers tried per block, in placement order", { check: positive }),
-    parallelism: S.integer(4, "Block segments fetched concurrently ahead of the reader", { check: positive }),
-    membershipTtlMs: S.integer(5000, "How long a membership list is trusted before it is fetched again, in ms", { check: nonNegative }),
-    statTtlMs: S.integer(2000, "How long an object's size and version are trusted, in ms", { check: nonNegative }),
+    replicas: S.integer(2, "Workers tried per block, in placement order", positive),
+    parallelism: S.integer(4, "Block segments fetched concurrently ahead of the reader", positive),
+    membershipTtlMs: S.integer(5000, "How long a membership list is trusted before it is fetched again, in ms", nonNegative),
+    statTtlMs: S.integer(2000, "How long an object's size and version are trusted, in ms", nonNegative),
     staleLimitMs: S.integer(
       120_000,
       "While the coordinator is down, the last membership and object stats stay in use this long after it last confirmed them, in ms",
-      { check: nonNegative }
+      nonNegative
     ),
-    requestTimeoutMs: S.integer(30_000, "Deadline for one request to a worker, in ms", { check: positive }),
-    controlTimeoutMs: S.integer(5000, "Deadline for one coordinator request; past it the coordinator counts as down and reads fall back, in ms", {
-      check: positive
-    }),
-    connectTimeoutMs: S.integer(3000, "Deadline for opening a connection, in ms", { check: positive }),
-    connectionsPerWorker: S.integer(4, "Data connections kept open to each worker", { check: positive }),
-    maxRequestBytes: S.size(8 * 1024 * 1024, "Largest single range request; longer segments are split (bounds per-request memory)", { check: positive })
+    requestTimeoutMs: S.integer(30_000, "Deadline for one request to a worker, in ms", positive),
+    controlTimeoutMs: S.integer(5000, "Deadline for one coordinator request; past it the coordinator counts as down and reads fall back, in ms", positive),
+    connectTimeoutMs: S.integer(3000, "Deadline for opening a connection, in ms", positive),
+    connectionsPerWorker: S.integer(4, "Data connections kept open to each worker", positive),
+    maxRequestBytes: S.size(8 * 1024 * 1024, "Largest single range request; longer segments are split (bounds per-request memory)", positive)
   }
 })
 

@@ -46,9 +46,9 @@ export const CoordinatorSchema = component<CoordinatorSettings>({
   settings: {
     listen: S.listen("127.0.0.1:7000", "Control listener host:port for workers and clients", { example: "0.0.0.0:7000" }),
     adminListen: S.listen("127.0.0.1:8000", "Admin HTTP host:port serving /healthz, /readyz, /api/v1/cluster, /metrics", { example: "0.0.0.0:8000" }),
-    heartbeatIntervalMs: S.integer(1000, "Heartbeat interval workers are expected to keep, in ms", { check: positive }),
-    missedHeartbeats: S.integer(3, "A worker silent for this many intervals leaves the membership", { check: positive }),
-    readTimeoutMs: S.integer(10_000, "A partly received frame idle this long closes its connection, in ms", { check: positive }),
+    heartbeatIntervalMs: S.integer(1000, "Heartbeat interval workers are expected to keep, in ms", positive),
+    missedHeartbeats: S.integer(3, "A worker silent for this many intervals leaves the membership", positive),
+    readTimeoutMs: S.integer(10_000, "A partly received frame idle this long closes its connection, in ms", positive),
     clusterId: S.text("default", "Cluster this coordinator serves; status heartbeats naming another cluster are refused", {
       example: "prod",
       check: notBlank

@@ -30,7 +30,7 @@ export const OriginSchema = component<OriginSettings>({
   settings: {
     root: S.text(".talon/origin", "Directory holding buckets/containers (one subdirectory each)", { example: "/srv/origin", check: notBlank }),
     host: S.text("127.0.0.1", "Interface to listen on", { example: "0.0.0.0" }),
-    port: S.integer(9100, "TCP port; 0 picks a free one", { check: range(0, 65535) }),
+    port: S.integer(9100, "TCP port; 0 picks a free one", range(0, 65535)),
     seed: S.toggle("Create bucket/container `talon` with sample objects (kept if already present)"),
     latencyMs: S.number(0, "Injected per-request latency: the fixed delay, or the median/minimum of --latency-tail, in ms", {
       example: "20",

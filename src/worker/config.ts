@@ -98,16 +98,14 @@ export const WorkerSchema = component<WorkerSettings>({
       example: "8M",
       check: blockSizeRange
     }),
-    pageSize: S.size(DEFAULT_PAGE_SIZE, "Page size of paged blocks, so a cold point read fetches one page; 0 = whole blocks as Talon does by default", {
-      check: nonNegative
-    }),
+    pageSize: S.size(DEFAULT_PAGE_SIZE, "Page size of paged blocks, so a cold point read fetches one page; 0 = whole blocks as Talon does by default", nonNegative),
     versionTtlMs: S.integer(
       2000,
       "How long an object's version (ETag) from a HEAD is trusted; a changed object is served new after at most this long, in ms",
-      { check: nonNegative }
+      nonNegative
     ),
-    originConcurrency: S.integer(16, "Origin range fetches in flight at most", { check: positive }),
-    heartbeatIntervalMs: S.integer(1000, "Interval of heartbeats to the coordinator, in ms", { check: positive }),
+    originConcurrency: S.integer(16, "Origin range fetches in flight at most", positive),
+    heartbeatIntervalMs: S.integer(1000, "Interval of heartbeats to the coordinator, in ms", positive),
     dataPlane: S.oneOf(
       ["auto", "native", "portable"],
       "How reply bytes reach sockets: native sendfile(2), portable pooled-buffer copies, or auto (native where it loads, else portable; the choice is logged)",
@@ -118,8 +116,8 @@ export const WorkerSchema = component<WorkerSettings>({
       "Reply order per connection: pipelined (request order) or multiplexed (as ready; clients match request ids)",
       { example: "multiplexed" }
     ),
-    readTimeoutMs: S.integer(30_000, "A connection holding a partial frame this long without progress is dropped, in ms", { check: positive }),
-    maxOpenFiles: S.integer(4096, "Block files kept open for serving at most", { check: positive }),
+    readTimeoutMs: S.integer(30_000, "A connection holding a partial frame this long without progress is dropped, in ms", positive),
+    maxOpenFiles: S.integer(4096, "Block files kept open for serving at most", positive),
     maxInflightPerConnection: S.integer(256, "Requests one connection may have in flight before the worker stops reading from it", {
       name: "max-inflight",
       check: positive
@@ -143,7 +141,7 @@ export const WorkerSchema = component<WorkerSettings>({
     scrubRate: S.size(
       16 * 1024 ** 2,
       "Bytes per second the background scrub re-reads and re-hashes cached pages at, so a byte corrupted on disk is dropped and refetched instead of served (0 = off; start-up verify and truncation checks stay on)",
-      { check: nonNegative }
+      nonNegative
     ),
     adminTlsCert: S.text(
       "",
