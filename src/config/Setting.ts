@@ -136,6 +136,13 @@ export const withDefaults = <T>(c: Component<T>, defaults: Partial<T>): Componen
   return { ...c, settings }
 }
 
+/** The environment variable of each setting. */
+export const envNamesOf = <T>(c: Component<T>): { readonly [K in keyof T]-?: string } => {
+  const out: Partial<Record<keyof T, string>> = {}
+  for (const key of keysOf(c.settings)) out[key] = c.settings[key].env
+  return out as { readonly [K in keyof T]-?: string }
+}
+
 /** Every setting at its default. */
 export const defaultsOf = <T>(c: Component<T>): T => {
   const out: Partial<T> = {}

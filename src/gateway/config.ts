@@ -8,7 +8,7 @@
 import { type ConfigError, Effect, Either, type Redacted } from "effect"
 import * as K from "../config/kinds.js"
 import * as S from "../config/declare.js"
-import { component, defaultsOf, invalid, resolve } from "../config/Setting.js"
+import { component, defaultsOf, envNamesOf, invalid, resolve } from "../config/Setting.js"
 import { nonNegativeInteger, notBlank, positiveInteger } from "../config/checks.js"
 
 export type RouteName = "cache" | "origin"
@@ -130,9 +130,7 @@ export const GatewaySchema = component<GatewaySettings>({
 
 export const GATEWAY_DEFAULTS: GatewaySettings = defaultsOf(GatewaySchema)
 
-export const GATEWAY_ENV = Object.fromEntries(
-  Object.entries(GatewaySchema.settings).map(([key, s]) => [key, s.env])
-) as { readonly [K in keyof GatewaySettings]: string }
+export const GATEWAY_ENV = envNamesOf(GatewaySchema)
 
 interface CredentialSettings {
   readonly accessKeyId: string | undefined

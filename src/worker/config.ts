@@ -7,7 +7,7 @@ import * as path from "node:path"
 import { type ConfigError, Context, Effect, Layer } from "effect"
 import * as K from "../config/kinds.js"
 import * as S from "../config/declare.js"
-import { component, defaultsOf, resolve, resolveOnly } from "../config/Setting.js"
+import { component, defaultsOf, envNamesOf, resolve, resolveOnly } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
 import { blockSizeRange, nonNegative, notBlank, positive, range } from "../config/checks.js"
 
@@ -165,9 +165,7 @@ export const WorkerSchema = component<WorkerSettings>({
 export const WORKER_DEFAULTS: WorkerSettings = defaultsOf(WorkerSchema)
 
 /** Environment variable of each setting. */
-export const WORKER_ENV = Object.fromEntries(
-  Object.entries(WorkerSchema.settings).map(([key, s]) => [key, s.env])
-) as { readonly [K in keyof WorkerSettings]: string }
+export const WORKER_ENV = envNamesOf(WorkerSchema)
 
 /** explicit > environment > config file > default, validated. */
 export const resolveWorkerSettings = (
