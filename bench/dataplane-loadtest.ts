@@ -17,7 +17,7 @@ import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Data, Effect, Either } from "effect"
-import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, today } from "./lib/chartsData.js"
+import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, tableColumns, today } from "./lib/chartsData.js"
 import { type Arm, runRounds } from "./lib/rounds.js"
 import { Loadgen, loadSpec } from "../src/loadgen/Loadgen.js"
 import { parseIntList, parseObject } from "../src/loadgen/options.js"
@@ -318,15 +318,10 @@ const main = Effect.gen(function* () {
         title: "Medians over rounds",
         data: "summary",
         columns: [
-          { field: "conns", title: "conns" },
-          { field: "arm", title: "arm" },
-          { field: "rps", title: "rps" },
-          { field: "p50_us", title: "p50 µs" },
-          { field: "p99_us", title: "p99 µs" },
-          { field: "cpu_percent", title: "CPU %", digits: 1 },
-          { field: "kernel_share", title: "kernel", digits: 2 },
-          { field: "cpu_us_per_req", title: "µs/req", digits: 1 },
-          { field: "rss_mib", title: "RSS MiB", digits: 1 }
+          ...tableColumns({ conns: "conns", arm: "arm", rps: "rps", p50_us: "p50 µs", p99_us: "p99 µs" }),
+          ...tableColumns({ cpu_percent: "CPU %" }, 1),
+          ...tableColumns({ kernel_share: "kernel" }, 2),
+          ...tableColumns({ cpu_us_per_req: "µs/req", rss_mib: "RSS MiB" }, 1)
         ]
       },
       {
@@ -334,12 +329,9 @@ const main = Effect.gen(function* () {
         title: `Per-round ratios to ${baseline} (median)`,
         data: "ratios",
         columns: [
-          { field: "conns", title: "conns" },
-          { field: "arm", title: "arm" },
-          { field: "rps_ratio", title: "rps", digits: 2 },
-          { field: "cpu_per_req_ratio", title: "CPU/req", digits: 2 },
-          { field: "p99_ratio", title: "p99", digits: 2 },
-          { field: "rps_ratio_per_round", title: "rps per round" }
+          ...tableColumns({ conns: "conns", arm: "arm" }),
+          ...tableColumns({ rps_ratio: "rps", cpu_per_req_ratio: "CPU/req", p99_ratio: "p99" }, 2),
+          ...tableColumns({ rps_ratio_per_round: "rps per round" })
         ]
       }
     ]

@@ -32,6 +32,7 @@ import {
   type BenchData,
   BENCH_DATA_SCHEMA,
   describeMachine,
+  medianBarChart,
   ratioTable,
   rowsFromRounds,
   type Row,
@@ -326,42 +327,17 @@ const main = Effect.gen(function* () {
     summary: rows.summary,
     ratios: [...rows.ratios, ...pairs],
     charts: [
-      {
-        id: "rps",
-        title: "Requests per second by arm (median of rounds, min–max)",
-        data: "summary",
-        mark: "bar",
-        filter: { metric: "rps" },
-        x: { field: "arm", title: "arm", type: "nominal" },
-        y: { field: "median", title: "rps" },
-        errorBars: { low: "min", high: "max" }
-      },
-      {
-        id: "p99",
-        title: "p99 latency by arm (ms, median of rounds, min–max)",
-        data: "summary",
-        mark: "bar",
-        filter: { metric: "p99_ms" },
-        x: { field: "arm", title: "arm", type: "nominal" },
-        y: { field: "median", title: "p99 (ms)", scale: "log" },
-        errorBars: { low: "min", high: "max" }
-      }
+      medianBarChart({ id: "rps", title: "Requests per second by arm (median of rounds, min–max)", yTitle: "rps", filter: { metric: "rps" } }),
+      medianBarChart({ id: "p99", title: "p99 latency by arm (ms, median of rounds, min–max)", yTitle: "p99 (ms)", filter: { metric: "p99_ms" }, scale: "log" })
     ],
     tables: [
       summaryTable({
         title: "Per arm, median over rounds",
-        lead: [
-          { field: "arm", title: "arm" },
-          { field: "metric", title: "metric" }
-        ]
+        lead: { arm: "arm", metric: "metric" }
       }),
       ratioTable({
         title: "Per-round ratios (arm / baseline)",
-        lead: [
-          { field: "arm", title: "arm" },
-          { field: "baseline", title: "baseline" },
-          { field: "metric", title: "metric" }
-        ]
+        lead: { arm: "arm", baseline: "baseline", metric: "metric" }
       })
     ]
   }

@@ -214,16 +214,13 @@ const main = Effect.gen(function* () {
       summaryTable({
         title: "Medians over rounds",
         filter: { metric: KEY_METRICS },
-        lead: [
-          { field: "arm", title: "client" },
-          { field: "metric", title: "metric" }
-        ]
+        lead: { arm: "client", metric: "metric" }
       }),
       ratioTable({
         title: "loadgen / pound, per round",
         filter: { metric: KEY_METRICS },
         medianTitle: "median ratio",
-        lead: [{ field: "metric", title: "metric" }]
+        lead: { metric: "metric" }
       })
     ]
   }

@@ -8,8 +8,7 @@
  *   etcd-cut          cut a coordinator off from etcd under load
  *   worker-kill       kill -9 a worker under load
  *
- *   npx tsx bench/multihost.ts [--scenarios throughput,coordinator-kill,etcd-cut,worker-kill] [--rate 2] [--delay-us 500]
- *       [--conns 4,32] [--depths 1,16] [--seconds 4] [--warmup 1] [--rounds 2] [--no-write]
+ * Flags: USAGE below (`--help` prints it and starts nothing).
  *
  * Everything it creates (namespaces, links, processes, /etc/netns/<ns>, its temp dir) is
  * removed on success, failure and Ctrl-C; a run killed outright is cleaned by the next one.
@@ -30,7 +29,16 @@ import { qdiscAvailable, topology, unavailableReason } from "./multihost/netns.j
 import { THROUGHPUT_HOSTS, throughput } from "./multihost/throughput.js"
 import { printTable, type ScenarioRow } from "./multihost/report.js"
 
+const USAGE = `usage: npx tsx bench/multihost.ts [--scenarios throughput,coordinator-kill,etcd-cut,worker-kill]
+    [--rate GBIT] [--delay-us US] [--conns 4,32] [--depths 1,16] [--seconds 4] [--warmup 1] [--rounds 2]
+    [--range 64K] [--settle 4] [--prefix tmh] [--compose deploy/docker-compose.yml] [--machine NAME] [--no-write]
+Needs root on Linux: hosts are network namespaces named <prefix>-*, on a bridge shaped with tc.`
+
 const args = scriptArgs()
+if (args.has("help")) {
+  console.log(USAGE)
+  process.exit(0)
+}
 const list = (name: string, def: string) =>
   args.string(name, def).split(",").map((s) => {
     const n = Number(s)

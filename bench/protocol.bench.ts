@@ -2,7 +2,7 @@ import { Backend, NodeRole } from "../src/core/ids.js"
 import * as control from "../src/protocol/control.js"
 import * as decoder from "../src/protocol/decoder.js"
 import * as range from "../src/protocol/range.js"
-import { emptyMetrics } from "../src/protocol/status.js"
+import { talonSampleStatus } from "../test/support/nodeStatus.js"
 import { benchBatched } from "./batch.js"
 
 // Local bindings: see bench/batch.ts on vitest's import getters.
@@ -43,21 +43,7 @@ benchBatched("decode_frames", 32, () => {
 const { encodeControl, decodeControl } = control
 const heartbeat: control.ControlMessage = {
   _tag: "NodeStatusHeartbeat",
-  status: {
-    schemaVersion: 1,
-    clusterId: "cluster-a",
-    node: { id: "worker-1", address: "10.0.0.1:7001", role: NodeRole.Worker },
-    incarnationId: "incarnation-1",
-    adminAddress: "10.0.0.1:8001",
-    buildVersion: "0.1.0",
-    startedAtUnixMs: 1_700_000_000_000,
-    reportedAtUnixMs: 1_700_000_005_000,
-    heartbeatSeq: 3,
-    health: "healthy",
-    ready: true,
-    metrics: { ...emptyMetrics, blockCount: 42, residentBytes: 1024, capacityBytes: 4096 },
-    labels: [["zone", "us-west-1a"]]
-  }
+  status: talonSampleStatus
 }
 const membership: control.ControlMessage = {
   _tag: "MembershipList",

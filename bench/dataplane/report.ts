@@ -8,6 +8,7 @@ import {
   BENCH_DATA_SCHEMA,
   type ChartSpec,
   describeMachine,
+  medianBarChart,
   ratioTable,
   type Row,
   rowsFromRounds,
@@ -128,16 +129,8 @@ export const writeReport = (p: ReportParams, originTotal: number, final: boolean
   const errors = runs.reduce((n, r) => n + (typeof r["errors"] === "number" ? r["errors"] : 0), 0)
   log(`\norigin requests during the measured rounds: ${originTotal} (all hits when 0); error replies: ${errors}`)
 
-  const barChart = (id: string, config: string, field: string, title: string): ChartSpec => ({
-    id,
-    title,
-    data: "summary",
-    mark: "bar",
-    x: { field: "arm", title: "arm", type: "nominal" },
-    y: { field: "median", title },
-    filter: { config, metric: field },
-    errorBars: { low: "min", high: "max" }
-  })
+  const barChart = (id: string, config: string, metric: string, title: string): ChartSpec =>
+    medianBarChart({ id, title, yTitle: title, filter: { config, metric } })
   const data: BenchData & { readonly targets: ReadonlyArray<Row>; readonly idle: ReadonlyArray<Row> } = {
     schema: BENCH_DATA_SCHEMA,
     id: "dataplane",
@@ -189,20 +182,11 @@ export const writeReport = (p: ReportParams, originTotal: number, final: boolean
       summaryTable({
         id: "medians",
         title: "Medians over rounds",
-        lead: [
-          { field: "config", title: "conns×depth" },
-          { field: "arm", title: "arm" },
-          { field: "metric", title: "metric" }
-        ]
+        lead: { config: "conns×depth", arm: "arm", metric: "metric" }
       }),
       ratioTable({
         title: "Per-round ratios (median, min, max)",
-        lead: [
-          { field: "config", title: "conns×depth" },
-          { field: "arm", title: "arm" },
-          { field: "baseline", title: "vs" },
-          { field: "metric", title: "metric" }
-        ]
+        lead: { config: "conns×depth", arm: "arm", baseline: "vs", metric: "metric" }
       })
     ]
   }

@@ -66,32 +66,54 @@ export interface TableSpec {
   readonly filter?: Filter
 }
 
+/** The usual `summary` bar chart: one bar per arm at the median over rounds, with min–max whiskers. */
+export const medianBarChart = (spec: {
+  readonly id: string
+  readonly title: string
+  readonly yTitle: string
+  readonly filter: Filter
+  readonly scale?: AxisSpec["scale"]
+}): ChartSpec => ({
+  id: spec.id,
+  title: spec.title,
+  data: "summary",
+  mark: "bar",
+  filter: spec.filter,
+  x: { field: "arm", title: "arm", type: "nominal" },
+  y: { field: "median", title: spec.yTitle, ...(spec.scale === undefined ? {} : { scale: spec.scale }) },
+  errorBars: { low: "min", high: "max" }
+})
+
 type Columns = TableSpec["columns"]
 
-const spreadColumns = (digits: number, medianTitle = "median"): Columns => [
-  { field: "median", title: medianTitle, digits },
-  { field: "min", title: "min", digits },
-  { field: "max", title: "max", digits }
-]
+/** Fields and their column titles, in column order (field names that look like numbers would be sorted first). */
+export type ColumnTitles = Readonly<Record<string, string>>
+
+/** Table columns for `titles`, numbers shown with `digits` decimals (as they are when omitted). */
+export const tableColumns = (titles: ColumnTitles, digits?: number): Columns =>
+  Object.entries(titles).map(([field, title]) => (digits === undefined ? { field, title } : { field, title, digits }))
+
+const spreadColumns = (digits: number, medianTitle = "median"): Columns =>
+  tableColumns({ median: medianTitle, min: "min", max: "max" }, digits)
 
 /** The usual `summary` table: the row keys in `lead`, then median, min and max over rounds. */
 export const summaryTable = (spec: {
   readonly id?: string
   readonly title: string
-  readonly lead: Columns
+  readonly lead: ColumnTitles
   readonly filter?: Filter
 }): TableSpec => ({
   id: spec.id ?? "summary",
   title: spec.title,
   data: "summary",
   ...(spec.filter === undefined ? {} : { filter: spec.filter }),
-  columns: [...spec.lead, ...spreadColumns(2)]
+  columns: [...tableColumns(spec.lead), ...spreadColumns(2)]
 })
 
 /** The usual `ratios` table: per-round ratios to the baseline arm, their median and spread, and each round's value. */
 export const ratioTable = (spec: {
   readonly title: string
-  readonly lead: Columns
+  readonly lead: ColumnTitles
   readonly filter?: Filter
   readonly medianTitle?: string
 }): TableSpec => ({
@@ -99,7 +121,7 @@ export const ratioTable = (spec: {
   title: spec.title,
   data: "ratios",
   ...(spec.filter === undefined ? {} : { filter: spec.filter }),
-  columns: [...spec.lead, ...spreadColumns(3, spec.medianTitle), { field: "per_round", title: "per round" }]
+  columns: [...tableColumns(spec.lead), ...spreadColumns(3, spec.medianTitle), { field: "per_round", title: "per round" }]
 })
 
 export interface BenchData {

@@ -2,7 +2,7 @@
  * bench/data/multihost_throughput.json: the cross-node runs, their per-case medians and the
  * talon/ref ratios, with the chart and table specs `bench/bench-charts.ts` renders.
  */
-import { type BenchData, BENCH_DATA_SCHEMA, type Cell, describeMachine, type Row, today } from "../lib/chartsData.js"
+import { type BenchData, BENCH_DATA_SCHEMA, type Cell, describeMachine, ratioTable, type Row, tableColumns, today } from "../lib/chartsData.js"
 import type { ThroughputResult } from "./throughput.js"
 
 export const DATASET_ID = "multihost_throughput"
@@ -112,29 +112,16 @@ export const throughputData = (r: ThroughputResult, p: DataParams): BenchData =>
         title: "Medians over rounds: Gbit/s, share of the link, and depth 16 over depth 1",
         data: "summary",
         columns: [
-          { field: "conns", title: "conns" },
-          { field: "depth", title: "depth" },
-          { field: "talon_gbit_s", title: "talon Gbit/s", digits: 3 },
-          { field: "ref_gbit_s", title: "ref Gbit/s", digits: 3 },
-          { field: "talon_link_share", title: "talon / link", digits: 2 },
-          { field: "ref_link_share", title: "ref / link", digits: 2 },
-          { field: "talon_vs_depth1", title: "talon vs depth 1", digits: 2 },
-          { field: "ref_vs_depth1", title: "ref vs depth 1", digits: 2 }
+          ...tableColumns({ conns: "conns", depth: "depth" }),
+          ...tableColumns({ talon_gbit_s: "talon Gbit/s", ref_gbit_s: "ref Gbit/s" }, 3),
+          ...tableColumns({ talon_link_share: "talon / link", ref_link_share: "ref / link", talon_vs_depth1: "talon vs depth 1", ref_vs_depth1: "ref vs depth 1" }, 2)
         ]
       },
-      {
-        id: "ratios",
+      ratioTable({
         title: `talon / ref Gbit/s per round (target ≥ ${TARGET_RATIO} at depth ${deepest})`,
-        data: "ratios",
-        columns: [
-          { field: "conns", title: "conns" },
-          { field: "depth", title: "depth" },
-          { field: "median", title: "median ratio", digits: 3 },
-          { field: "min", title: "min", digits: 3 },
-          { field: "max", title: "max", digits: 3 },
-          { field: "per_round", title: "per round" }
-        ]
-      }
+        medianTitle: "median ratio",
+        lead: { conns: "conns", depth: "depth" }
+      })
     ]
   }
 }

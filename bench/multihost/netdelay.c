@@ -48,8 +48,14 @@ static void die(const char *what) {
   exit(1);
 }
 
-/* One nfnetlink_queue message with at most one attribute. */
-static void send_msg(uint16_t type, uint16_t flags, uint16_t attr, const void *data, uint16_t data_len) {
+struct attr {
+  uint16_t type;
+  const void *data;
+  uint16_t len;
+};
+
+/* One nfnetlink_queue message to this queue carrying the attributes `attrs`. */
+static void send_msg(uint16_t type, uint16_t flags, const struct attr *attrs, int count) {
   char buf[256];
   memset(buf, 0, sizeof buf);
   struct nlmsghdr *nh = (struct nlmsghdr *)buf;
@@ -59,54 +65,41 @@ static void send_msg(uint16_t type, uint16_t flags, uint16_t attr, const void *d
   g->nfgen_family = AF_UNSPEC;
   g->version = NFNETLINK_V0;
   g->res_id = htons(queue);
-  size_t off = NLMSG_LENGTH(sizeof *g);
-  if (data != NULL) {
-    struct nlattr *a = (struct nlattr *)(buf + NLMSG_ALIGN(off));
-    a->nla_type = attr;
-    a->nla_len = (uint16_t)(NLA_HDRLEN + data_len);
-    memcpy((char *)a + NLA_HDRLEN, data, data_len);
-    off = NLMSG_ALIGN(off) + NLA_ALIGN(a->nla_len);
+  size_t off = NLMSG_ALIGN(NLMSG_LENGTH(sizeof *g));
+  for (int i = 0; i < count; i++) {
+    struct nlattr *a = (struct nlattr *)(buf + off);
+    a->nla_type = attrs[i].type;
+    a->nla_len = (uint16_t)(NLA_HDRLEN + attrs[i].len);
+    memcpy((char *)a + NLA_HDRLEN, attrs[i].data, attrs[i].len);
+    off += NLA_ALIGN(a->nla_len);
   }
   nh->nlmsg_len = (uint32_t)off;
   struct sockaddr_nl to = {.nl_family = AF_NETLINK};
   if (sendto(fd, buf, off, 0, (struct sockaddr *)&to, sizeof to) < 0) die("sendto");
 }
 
+static void send_config(uint16_t attr, const void *data, uint16_t data_len) {
+  struct attr a = {attr, data, data_len};
+  send_msg(NFQNL_MSG_CONFIG, NLM_F_ACK, &a, 1);
+}
+
 static void configure(void) {
   struct nfqnl_msg_config_cmd cmd = {.command = NFQNL_CFG_CMD_BIND, .pf = htons(AF_INET)};
-  send_msg(NFQNL_MSG_CONFIG, NLM_F_ACK, NFQA_CFG_CMD, &cmd, sizeof cmd);
+  send_config(NFQA_CFG_CMD, &cmd, sizeof cmd);
   struct nfqnl_msg_config_params params = {.copy_range = htonl(0), .copy_mode = NFQNL_COPY_META};
-  send_msg(NFQNL_MSG_CONFIG, NLM_F_ACK, NFQA_CFG_PARAMS, &params, sizeof params);
+  send_config(NFQA_CFG_PARAMS, &params, sizeof params);
   uint32_t maxlen = htonl(RING / 2);
-  send_msg(NFQNL_MSG_CONFIG, NLM_F_ACK, NFQA_CFG_QUEUE_MAXLEN, &maxlen, sizeof maxlen);
+  send_config(NFQA_CFG_QUEUE_MAXLEN, &maxlen, sizeof maxlen);
   /* Flags and their mask go in one message. */
-  char buf[128];
-  memset(buf, 0, sizeof buf);
-  struct nlmsghdr *nh = (struct nlmsghdr *)buf;
-  nh->nlmsg_type = (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_CONFIG;
-  nh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-  struct nfgenmsg *g = (struct nfgenmsg *)NLMSG_DATA(nh);
-  g->nfgen_family = AF_UNSPEC;
-  g->version = NFNETLINK_V0;
-  g->res_id = htons(queue);
-  size_t off = NLMSG_ALIGN(NLMSG_LENGTH(sizeof *g));
   uint32_t v = htonl(NFQA_CFG_F_GSO | NFQA_CFG_F_FAIL_OPEN);
-  uint16_t types[2] = {NFQA_CFG_FLAGS, NFQA_CFG_MASK};
-  for (int i = 0; i < 2; i++) {
-    struct nlattr *a = (struct nlattr *)(buf + off);
-    a->nla_type = types[i];
-    a->nla_len = NLA_HDRLEN + 4;
-    memcpy((char *)a + NLA_HDRLEN, &v, 4);
-    off += NLA_ALIGN(a->nla_len);
-  }
-  nh->nlmsg_len = (uint32_t)off;
-  struct sockaddr_nl to = {.nl_family = AF_NETLINK};
-  if (sendto(fd, buf, off, 0, (struct sockaddr *)&to, sizeof to) < 0) die("sendto flags");
+  struct attr flags[2] = {{NFQA_CFG_FLAGS, &v, sizeof v}, {NFQA_CFG_MASK, &v, sizeof v}};
+  send_msg(NFQNL_MSG_CONFIG, NLM_F_ACK, flags, 2);
 }
 
 static void accept_upto(uint32_t id) {
   struct nfqnl_msg_verdict_hdr vh = {.verdict = htonl(NF_ACCEPT), .id = htonl(id)};
-  send_msg(NFQNL_MSG_VERDICT_BATCH, 0, NFQA_VERDICT_HDR, &vh, sizeof vh);
+  struct attr a = {NFQA_VERDICT_HDR, &vh, sizeof vh};
+  send_msg(NFQNL_MSG_VERDICT_BATCH, 0, &a, 1);
 }
 
 static void release_due(void) {

@@ -71,11 +71,7 @@ export interface TalonClientShape {
 }
 
 const facade = Effect.gen(function* () {
-  const options = yield* ClientConfig
-  const coordinators = yield* Coordinators
-  const membership = yield* MembershipCache
-  const stats = yield* StatCache
-  const reader = yield* Reader
+  const [options, coordinators, membership, stats, reader] = yield* Effect.all([ClientConfig, Coordinators, MembershipCache, StatCache, Reader])
   const list = (prefix: string): Effect.Effect<ReadonlyArray<ListEntry>, TalonClientError> =>
     coordinators.ask({ _tag: "ListObjects", prefix: toListPrefix(prefix) }).pipe(
       Effect.flatMap((reply): Effect.Effect<ReadonlyArray<ListEntry>, TalonClientError> =>

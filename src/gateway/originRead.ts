@@ -10,7 +10,7 @@ import type { BackendError, BackendStoreShape } from "../backend/BackendStore.js
 import { rangeReader } from "../backend/rangeReaders.js"
 import { Payload } from "../client/SlabPool.js"
 import type { ObjectId } from "../core/ids.js"
-import { type ByteReader, RouteError } from "./Route.js"
+import { type ByteReader, RouteError, type RouteRead } from "./Route.js"
 
 export const routeErrorOf = (e: BackendError): RouteError => {
   switch (e._tag) {
@@ -34,59 +34,60 @@ const asRouteError = (e: unknown): RouteError =>
 const payloadOf = (batch: ReadonlyArray<Uint8Array>): Payload =>
   new Payload(batch, undefined, batch.reduce((n, c) => n + c.length, 0))
 
-/** A streamed read with the origin's own backpressure (its socket is read only as batches are pulled). */
-export const originReader = (
-  runtime: Runtime.Runtime<never>,
-  backend: BackendStoreShape,
-  object: ObjectId,
-  offset: number,
-  length: number,
-  version: string
-): ByteReader => {
-  const reader = rangeReader(runtime, backend, object, offset, length, { version })
-  return {
-    next: async () => {
-      try {
-        const batch = await reader.next()
-        return batch === undefined ? undefined : payloadOf(batch)
-      } catch (e) {
-        reader.close()
-        throw asRouteError(e)
-      }
-    },
-    close: reader.close
-  }
-}
-
 export type PieceResult = { readonly ok: true; readonly bytes: Payload } | { readonly ok: false; readonly error: RouteError }
 
-/** One bounded piece, whole, as the batches that arrived (never concatenated). */
-export const originPiece = async (
-  runtime: Runtime.Runtime<never>,
-  backend: BackendStoreShape,
-  object: ObjectId,
-  offset: number,
-  length: number,
-  version: string,
-  isClosed: () => boolean
-): Promise<PieceResult> => {
-  const reader = rangeReader(runtime, backend, object, offset, length, { version })
-  const views: Array<Uint8Array> = []
-  let total = 0
-  try {
-    for (let batch = await reader.next(); batch !== undefined; batch = await reader.next()) {
-      if (isClosed()) return { ok: false, error: new RouteError({ kind: "unavailable", detail: "read cancelled" }) }
-      for (const c of batch) {
-        views.push(c)
-        total += c.length
-      }
+/** A piece whose read was closed before it completed. */
+export const readCancelled = (): PieceResult => ({ ok: false, error: new RouteError({ kind: "unavailable", detail: "read cancelled" }) })
+
+/** The origin as the gateway reads it: through `backend`, every read pinned to a version. */
+export interface OriginReads {
+  /** The whole of `read`, streamed with the origin's own backpressure (its socket is read only as batches are pulled). */
+  readonly reader: (read: RouteRead) => ByteReader
+  /** One bounded piece, whole, as the batches that arrived (never concatenated). */
+  readonly piece: (object: ObjectId, offset: number, length: number, version: string, isClosed: () => boolean) => Promise<PieceResult>
+}
+
+export const originReads = (runtime: Runtime.Runtime<never>, backend: BackendStoreShape): OriginReads => {
+  const open = (object: ObjectId, offset: number, length: number, version: string) =>
+    rangeReader(runtime, backend, object, offset, length, { version })
+
+  const reader = (read: RouteRead): ByteReader => {
+    const source = open(read.object, read.offset, read.length, read.stat.version)
+    return {
+      next: async () => {
+        try {
+          const batch = await source.next()
+          return batch === undefined ? undefined : payloadOf(batch)
+        } catch (e) {
+          source.close()
+          throw asRouteError(e)
+        }
+      },
+      close: source.close
     }
-  } catch (e) {
-    return { ok: false, error: asRouteError(e) }
-  } finally {
-    reader.close()
   }
-  return total === length
-    ? { ok: true, bytes: new Payload(views, undefined, total) }
-    : { ok: false, error: new RouteError({ kind: "unavailable", detail: `origin returned ${total} of ${length} bytes at ${offset}` }) }
+
+  const piece = async (object: ObjectId, offset: number, length: number, version: string, isClosed: () => boolean): Promise<PieceResult> => {
+    const source = open(object, offset, length, version)
+    const views: Array<Uint8Array> = []
+    let total = 0
+    try {
+      for (let batch = await source.next(); batch !== undefined; batch = await source.next()) {
+        if (isClosed()) return readCancelled()
+        for (const c of batch) {
+          views.push(c)
+          total += c.length
+        }
+      }
+    } catch (e) {
+      return { ok: false, error: asRouteError(e) }
+    } finally {
+      source.close()
+    }
+    return total === length
+      ? { ok: true, bytes: new Payload(views, undefined, total) }
+      : { ok: false, error: new RouteError({ kind: "unavailable", detail: `origin returned ${total} of ${length} bytes at ${offset}` }) }
+  }
+
+  return { reader, piece }
 }

@@ -16,21 +16,20 @@ import { Payload } from "../client/SlabPool.js"
 import { type ObjectInfo, TalonClient } from "../client/TalonClient.js"
 import type { ObjectId } from "../core/ids.js"
 import { GATEWAY_DEFAULTS } from "./config.js"
-import { originPiece, originReader } from "./originRead.js"
+import { originReads, type PieceResult, readCancelled } from "./originRead.js"
 import { type ByteReader, newCounters, Route, RouteError, type RouteRead, type RouteShape } from "./Route.js"
 
 export const OriginRoute: Layer.Layer<Route, never, BackendStore> = Layer.effect(
   Route,
   Effect.gen(function* () {
-    const backend = yield* BackendStore
-    const runtime = yield* Effect.runtime<never>()
+    const origin = originReads(yield* Effect.runtime<never>(), yield* BackendStore)
     const counters = newCounters()
     return {
       name: "origin",
       counters,
       open: (read) => {
         counters.originReads++
-        return originReader(runtime, backend, read.object, read.offset, read.length, read.stat.version)
+        return origin.reader(read)
       }
     } satisfies RouteShape
   })
@@ -42,18 +41,14 @@ export interface CacheRouteOptions {
   readonly workerTimeoutMs: number
 }
 
-type Settled = { readonly ok: true; readonly bytes: Payload } | { readonly ok: false; readonly error: RouteError }
-
-const cancelled = (): Settled => ({ ok: false, error: new RouteError({ kind: "unavailable", detail: "read cancelled" }) })
-
 export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
   Effect.gen(function* () {
     const pieceBytes = options.pieceBytes ?? GATEWAY_DEFAULTS.pieceBytes
     const readAhead = options.readAhead ?? GATEWAY_DEFAULTS.readAhead
     const workerTimeoutMs = options.workerTimeoutMs ?? GATEWAY_DEFAULTS.workerTimeoutMs
     const client = yield* TalonClient
-    const backend = yield* BackendStore
     const runtime = yield* Effect.runtime<never>()
+    const origin = originReads(runtime, yield* BackendStore)
     const runPromise = Runtime.runPromise(runtime)
     const counters = newCounters()
 
@@ -74,15 +69,15 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
       )
     }
 
-    const fromOrigin = (object: ObjectId, offset: number, length: number, version: string, isClosed: () => boolean): Promise<Settled> =>
-      isClosed() ? Promise.resolve(cancelled()) : originPiece(runtime, backend, object, offset, length, version, isClosed)
+    const fromOrigin = (object: ObjectId, offset: number, length: number, version: string, isClosed: () => boolean): Promise<PieceResult> =>
+      isClosed() ? Promise.resolve(readCancelled()) : origin.piece(object, offset, length, version, isClosed)
 
     /**
      * One piece from the cluster within `workerTimeoutMs`, else from the origin. Callbacks
      * and one promise: no fiber, no copy (the bytes stay in the client's read buffers
      * until the response writer has sent them).
      */
-    const fromCache = (info: ObjectInfo, offset: number, length: number, isClosed: () => boolean, onCancel: (c: () => void) => void): Promise<Settled | undefined> =>
+    const fromCache = (info: ObjectInfo, offset: number, length: number, isClosed: () => boolean, onCancel: (c: () => void) => void): Promise<PieceResult | undefined> =>
       new Promise((resolve) => {
         let done = false
         const timer = setTimeout(() => {
@@ -115,7 +110,7 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
           done = true
           clearTimeout(timer)
           cancel()
-          resolve(cancelled())
+          resolve(readCancelled())
         })
       })
 
@@ -123,7 +118,7 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
       const { object, stat } = read
       if (!read.cacheable) {
         counters.originReads++
-        return originReader(runtime, backend, object, read.offset, read.length, stat.version)
+        return origin.reader(read)
       }
       let closed = false
       const isClosed = () => closed
@@ -137,9 +132,9 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
         })
       } else if (agreement === undefined) counters.originReads++
 
-      const piece = async (offset: number, length: number): Promise<Settled> => {
+      const piece = async (offset: number, length: number): Promise<PieceResult> => {
         const i = info instanceof Promise ? await info : info
-        if (closed) return cancelled()
+        if (closed) return readCancelled()
         if (i === undefined) return fromOrigin(object, offset, length, stat.version, isClosed)
         let cancel: (() => void) | undefined
         const got = await fromCache(i, offset, length, isClosed, (c) => {
@@ -151,7 +146,7 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
           if (got.ok) counters.cachePieces++
           return got
         }
-        if (closed) return cancelled()
+        if (closed) return readCancelled()
         // Unreachable or slow workers, no workers, the coordinator down, a short reply: this piece from the origin.
         counters.fallbackPieces++
         return fromOrigin(object, offset, length, stat.version, isClosed)
@@ -159,7 +154,7 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
 
       const end = read.offset + read.length
       let pos = read.offset
-      const window: Array<Promise<Settled>> = []
+      const window: Array<Promise<PieceResult>> = []
       const fill = () => {
         while (window.length < readAhead && pos < end) {
           // Pieces are aligned to multiples of pieceBytes within the object, so they never straddle blocks

@@ -8,10 +8,7 @@
 import { Schema } from "effect"
 
 /** A pre-encoded GetRange frame: request id at byte 8, offset (u64 LE) at `offsetPos`. */
-export const FrameTemplate = Schema.Struct({
-  bytes: Schema.Uint8ArrayFromSelf,
-  offsetPos: Schema.Int
-})
+export const FrameTemplate = Schema.Struct({ bytes: Schema.Uint8ArrayFromSelf, offsetPos: Schema.Int })
 export type FrameTemplate = typeof FrameTemplate.Type
 
 /** What one thread runs. */
@@ -47,12 +44,8 @@ export const ThreadSpec = Schema.Struct({
 })
 export type ThreadSpec = typeof ThreadSpec.Type
 
-/** Absolute times (ms since the epoch, fractional) shared by all threads. */
-export const StartSignal = Schema.Struct({
-  measureFromMs: Schema.Number,
-  measureUntilMs: Schema.Number,
-  drainTimeoutMs: Schema.Number
-})
+/** The measured window as absolute times shared by all threads (ms since the epoch, fractional), and how long the drain may take. */
+export const StartSignal = Schema.Struct({ measureFromMs: Schema.Number, measureUntilMs: Schema.Number, drainTimeoutMs: Schema.Number })
 export type StartSignal = typeof StartSignal.Type
 
 export const ThreadResult = Schema.Struct({

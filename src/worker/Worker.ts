@@ -62,13 +62,14 @@ const ServingLayers = Membership.layer.pipe(Layer.provideMerge(AdminHttp.layer))
   Layer.provideMerge(ReadLayers)
 )
 
-const make = Effect.gen(function* () {
-  const settings = yield* WorkerConfig
-  const server = yield* DataServer
-  const admin = yield* AdminHttp
-  const membership = yield* Membership
-  const plane = yield* DataPlane
-  const mode = yield* ServeMode
+/**
+ * The handle of a running worker, from the services it was built of: what it bound, how it
+ * serves, and its store and counters. Worker and WorkerLoops both return it (WorkerLoops adds
+ * its loops).
+ */
+export const workerHandle = Effect.gen(function* () {
+  const [settings, server, admin, membership, plane, mode] = yield* Effect.all([WorkerConfig, DataServer, AdminHttp, Membership, DataPlane, ServeMode])
+  const [store, stats, readiness] = yield* Effect.all([BlockStore, WorkerMetrics, WorkerReadiness])
   return {
     node: membership.node,
     dataAddress: server.address,
@@ -79,23 +80,21 @@ const make = Effect.gen(function* () {
     dataPlane: plane.name,
     serveMode: mode.name,
     settings,
-    store: yield* BlockStore,
-    stats: yield* WorkerMetrics,
-    readiness: yield* WorkerReadiness
+    store,
+    stats,
+    readiness
   } satisfies WorkerShape
 })
 
 /** DataPlane and ServeMode chosen by `dataPlane` / `serveMode` in WorkerConfig. */
-const PlaneAndModeFromConfig = Layer.unwrapEffect(
-  Effect.map(WorkerConfig, (cfg) =>
-    Layer.merge(Sendfile.fromChoice(cfg.dataPlane), ServeMode.fromName(cfg.serveMode))
-  )
+export const PlaneAndModeFromConfig = Layer.unwrapEffect(
+  Effect.map(WorkerConfig, (cfg) => Layer.merge(Sendfile.fromChoice(cfg.dataPlane), ServeMode.fromName(cfg.serveMode)))
 )
 
 export class Worker extends Context.Tag("talon/Worker")<Worker, WorkerShape>() {
   /** Needs WorkerConfig, BackendStore, DataPlane and ServeMode. */
   static readonly layerWith: Layer.Layer<Worker, WorkerStartError, WorkerConfig | BackendStore | DataPlane | ServeMode> =
-    Layer.fresh(Layer.effect(Worker, make).pipe(Layer.provide(ServingLayers)))
+    Layer.fresh(Layer.effect(Worker, workerHandle).pipe(Layer.provide(ServingLayers)))
 
   /** Needs WorkerConfig and BackendStore; plane and mode come from the config. */
   static readonly layer: Layer.Layer<Worker, WorkerStartError | NativePlaneUnavailable, WorkerConfig | BackendStore> = Layer.fresh(

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { fillTables, markdownTable, normaliseSvg, renderSvg, vegaLiteSpec } from "../../bench/lib/charts.js"
-import { type BenchData, BENCH_DATA_SCHEMA, checkBenchData } from "../../bench/lib/chartsData.js"
+import { type BenchData, BENCH_DATA_SCHEMA, checkBenchData, medianBarChart, ratioTable, tableColumns } from "../../bench/lib/chartsData.js"
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
 
@@ -32,16 +32,7 @@ const sample: BenchData = {
   ratios: [{ arm: "b", baseline: "a", metric: "rps", median: 0.88, per_round: "0.9 0.864" }],
   charts: [
     { id: "rps", title: "rps per round", data: "runs", mark: "bar", x: { field: "round", title: "round" }, y: { field: "rps", title: "req/s" }, color: "arm" },
-    {
-      id: "median",
-      title: "median rps",
-      data: "summary",
-      mark: "bar",
-      x: { field: "arm", title: "arm", type: "nominal" },
-      y: { field: "median", title: "req/s" },
-      errorBars: { low: "min", high: "max" },
-      rule: { y: 100, label: "target" }
-    }
+    { ...medianBarChart({ id: "median", title: "median rps", yTitle: "req/s", filter: { metric: "rps" } }), rule: { y: 100, label: "target" } }
   ],
   tables: [
     {
@@ -92,6 +83,21 @@ describe("charts", () => {
     expect(text).toContain("(test box; 2026-01-01; `none`)")
     expect(text).not.toContain("old")
     expect(fillTables(text, tables).text).toBe(text)
+  })
+
+  it("builds table columns in the order given, with a number format only when asked", () => {
+    expect(tableColumns({ conns: "conns", p99_us: "p99 µs" })).toEqual([
+      { field: "conns", title: "conns" },
+      { field: "p99_us", title: "p99 µs" }
+    ])
+    expect(tableColumns({ rps_ratio: "rps" }, 2)).toEqual([{ field: "rps_ratio", title: "rps", digits: 2 }])
+    expect(ratioTable({ title: "r", lead: { arm: "client" }, medianTitle: "median ratio" }).columns.map((c) => [c.field, c.title, c.digits])).toEqual([
+      ["arm", "client", undefined],
+      ["median", "median ratio", 3],
+      ["min", "min", 3],
+      ["max", "max", 3],
+      ["per_round", "per round", undefined]
+    ])
   })
 
   it("checks the data file shape", () => {

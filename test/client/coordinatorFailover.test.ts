@@ -24,7 +24,6 @@ const data = randomBytes(3 * BLOCK + 77)
 const URI = "s3://bucket/failover.bin"
 const storeObjects = new Map<string, MemoryObject>([["/s3/bucket/failover.bin", { bytes: data, version: "v1" }]])
 
-
 /** A peer that accepts connections and reads requests but never answers (a hung coordinator). */
 const hungPeer = Effect.acquireRelease(
   Effect.promise(
@@ -95,6 +94,25 @@ const captureLogs = () => {
   return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
 }
 
+/** A client whose coordinator setting lists `entries` in order. */
+const clientOn = (entries: ReadonlyArray<string>, options: Parameters<typeof makeTalonClient>[0]) =>
+  makeTalonClient({ coordinator: entries.join(","), blockSize: BLOCK, ...options })
+
+/**
+ * A live coordinator with a fake worker registered, then the entry `first` makes, then a client
+ * whose coordinator list puts that entry before the live one.
+ */
+const liveListedSecond = <A extends string | { readonly address: string }, E>(
+  first: Effect.Effect<A, E, Scope.Scope>,
+  options: Parameters<typeof makeTalonClient>[0]
+) =>
+  Effect.gen(function* () {
+    const live = yield* coordinatorWith(yield* fakeWorker)
+    const entry = yield* first
+    const client = yield* clientOn([typeof entry === "string" ? entry : entry.address, live.address], options)
+    return { live, entry, client }
+  })
+
 const readAll = (client: Effect.Effect.Success<ReturnType<typeof makeTalonClient>>) =>
   Effect.map(client.read(URI, 0, data.length), (got) => expect(Buffer.from(got).equals(data)).toBe(true))
 
@@ -103,10 +121,7 @@ describe("TalonClient coordinator failover", () => {
     const logs = captureLogs()
     return Effect.scoped(
       Effect.gen(function* () {
-        const worker = yield* fakeWorker
-        const live = yield* coordinatorWith(worker)
-        const dead = yield* deadAddress
-        const client = yield* makeTalonClient({ coordinator: `${dead},${live.address}`, blockSize: BLOCK, connectTimeoutMs: 1000 })
+        const { live, entry: dead, client } = yield* liveListedSecond(deadAddress, { connectTimeoutMs: 1000 })
         yield* readAll(client)
         const cp = client.controlPlane()
         expect(cp.coordinator).toBe(live.address)
@@ -125,10 +140,7 @@ describe("TalonClient coordinator failover", () => {
   it.live("a first entry that refuses as not ready (store down) is left for the next; every read succeeds", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const worker = yield* fakeWorker
-        const unready = yield* unreadyCoordinator
-        const live = yield* coordinatorWith(worker)
-        const client = yield* makeTalonClient({ coordinator: `${unready},${live.address}`, blockSize: BLOCK, membershipTtlMs: 100, statTtlMs: 50 })
+        const { live, client } = yield* liveListedSecond(unreadyCoordinator, { membershipTtlMs: 100, statTtlMs: 50 })
         let reads = 0
         for (let i = 0; i < 5; i++) {
           yield* readAll(client)
@@ -150,16 +162,7 @@ describe("TalonClient coordinator failover", () => {
   it.live("a hung entry costs one control timeout, then the client stays on the one that answers", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const worker = yield* fakeWorker
-        const hung = yield* hungPeer
-        const live = yield* coordinatorWith(worker)
-        const client = yield* makeTalonClient({
-          coordinator: `${hung.address},${live.address}`,
-          blockSize: BLOCK,
-          controlTimeoutMs: 300,
-          membershipTtlMs: 100,
-          statTtlMs: 50
-        })
+        const { live, entry: hung, client } = yield* liveListedSecond(hungPeer, { controlTimeoutMs: 300, membershipTtlMs: 100, statTtlMs: 50 })
         yield* readAll(client)
         expect(client.controlPlane()).toMatchObject({ coordinator: live.address, coordinatorFailovers: 1, coordinatorReachable: true })
         const heard = hung.bytes()
@@ -181,13 +184,7 @@ describe("TalonClient coordinator failover", () => {
         const worker = yield* fakeWorker
         const first = yield* coordinatorWith(worker)
         const second = yield* coordinatorWith(worker)
-        const client = yield* makeTalonClient({
-          coordinator: `${first.address},${second.address}`,
-          blockSize: BLOCK,
-          connectTimeoutMs: 1000,
-          membershipTtlMs: 200,
-          statTtlMs: 100
-        })
+        const client = yield* clientOn([first.address, second.address], { connectTimeoutMs: 1000, membershipTtlMs: 200, statTtlMs: 100 })
         yield* readAll(client)
         expect(client.controlPlane()).toMatchObject({ coordinator: first.address, coordinatorFailovers: 0 })
         yield* first.stop

@@ -12,17 +12,17 @@ import { Effect, Fiber, Logger, Ref, Schedule } from "effect"
 import { NodeRole } from "../../src/core/ids.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import {
-  BLOCK,
   bothListed,
   HEARTBEAT_MS,
+  listedWorkers,
   membershipProbe,
   MiB,
   outageClient,
-  READ_URIS,
-  SIZES,
-  startTwoWorkers
+  outageOrigin,
+  pacedReader,
+  readsLateObject
 } from "./fixtures/coordinatorOutage.js"
-import { coordinatorOn, isRunning, kill9, originWith, outputs, pollUntil, randomReader, report, tempDir, type WorkerProcess } from "./fixtures/talon.js"
+import { coordinatorOn, isRunning, kill9, pollUntil, report, type WorkerProcess } from "./fixtures/talon.js"
 
 describe("fault: the client's first coordinator killed with -9", () => {
   it.live(
@@ -34,19 +34,16 @@ describe("fault: the client's first coordinator killed with -9", () => {
       })
       return Effect.scoped(
         Effect.gen(function* () {
-          const dir = yield* tempDir
-          const origin = yield* originWith(dir, SIZES)
+          const { dir, origin } = yield* outageOrigin
           const first = yield* coordinatorOn(origin, HEARTBEAT_MS)
           const second = yield* coordinatorOn(origin, HEARTBEAT_MS)
           const firstChild = yield* first.start
           const secondChild = yield* second.start
-          const workers = yield* startTwoWorkers(dir, origin, first.address)
-          const diagnostics = () =>
-            outputs([["first", firstChild] as const, ["second", secondChild] as const, ...workers.map((w) => [w.id, w.child] as const)])
-
-          const listedFirst = yield* membershipProbe(first.address)
+          const { workers, diagnostics } = yield* listedWorkers(dir, origin, first.address, () => [
+            ["first", firstChild],
+            ["second", secondChild]
+          ])
           const listedSecond = yield* membershipProbe(second.address)
-          yield* pollUntil(listedFirst, bothListed, 120_000, () => `workers did not register:\n${diagnostics()}`, 100)
 
           // The same workers on the second coordinator: Register once, then Heartbeat (Register again when refused).
           const secondControl = yield* ControlChannel.make(second.address, { retries: 0, requestTimeout: "2 seconds" })
@@ -67,9 +64,7 @@ describe("fault: the client's first coordinator killed with -9", () => {
           const client = yield* outageClient(`${first.address},${second.address}`, origin.objects)
           expect(client.controlPlane()).toMatchObject({ coordinator: first.address, coordinatorFailovers: 0 })
 
-          const seed = Date.now() >>> 0
-          const reader = yield* randomReader(client.read, origin.objects, READ_URIS, { seed, maxLength: 2 * BLOCK, pauseMs: 5 })
-          yield* reader.more(20, "before the kill")
+          const { seed, reader } = yield* pacedReader(client, origin.objects)
 
           // ---- kill -9 the first coordinator ----
           const killedAt = Date.now()
@@ -85,9 +80,7 @@ describe("fault: the client's first coordinator killed with -9", () => {
           // Past both TTLs several times over: membership and stats now come from the second coordinator.
           yield* pollUntil(Ref.get(reader.stats), () => Date.now() - killedAt >= 3000, 60_000, () => "reader stalled after the kill")
           yield* reader.more(20, "after the move")
-          const late = origin.objects.get("s3://faults/late.bin")!
-          expect(yield* client.stat("s3://faults/late.bin")).toMatchObject({ size: late.length })
-          expect(Buffer.from(yield* client.read("s3://faults/late.bin", 0, late.length)).equals(late)).toBe(true)
+          yield* readsLateObject(client, origin.objects)
           expect((yield* client.members(true)).map((n) => n.id).sort()).toEqual(["worker-a", "worker-b"])
           yield* Fiber.interrupt(reader.fiber)
 

@@ -9,18 +9,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Ref } from "effect"
-import {
-  BLOCK,
-  bothListed,
-  HEARTBEAT_MS,
-  membershipProbe,
-  MiB,
-  outageClient,
-  READ_URIS,
-  SIZES,
-  startTwoWorkers
-} from "./fixtures/coordinatorOutage.js"
-import { coordinatorOn, isRunning, kill9, originWith, outputs, pollUntil, randomReader, report, tempDir } from "./fixtures/talon.js"
+import { bothListed, HEARTBEAT_MS, listedWorkers, MiB, outageClient, outageOrigin, pacedReader, readsLateObject } from "./fixtures/coordinatorOutage.js"
+import { coordinatorOn, isRunning, kill9, pollUntil, report } from "./fixtures/talon.js"
 
 describe("fault: coordinator kill -9 and restart while clients read", () => {
   it.live(
@@ -28,25 +18,15 @@ describe("fault: coordinator kill -9 and restart while clients read", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const dir = yield* tempDir
-          const origin = yield* originWith(dir, SIZES)
+          const { dir, origin } = yield* outageOrigin
           const coordinator = yield* coordinatorOn(origin, HEARTBEAT_MS)
           let coordinatorChild = yield* coordinator.start
-          const workers = yield* startTwoWorkers(dir, origin, coordinator.address)
-          const diagnostics = () =>
-            outputs([["coordinator", coordinatorChild] as const, ...workers.map((w) => [w.id, w.child] as const)])
-
-          // The test's own view of the coordinator: what it lists right now.
-          const listed = yield* membershipProbe(coordinator.address)
-          yield* pollUntil(listed, bothListed, 120_000, () => `workers did not register:\n${diagnostics()}`, 100)
+          // `listed` is the test's own view of the coordinator: what it lists right now.
+          const { workers, listed, diagnostics } = yield* listedWorkers(dir, origin, coordinator.address, () => [["coordinator", coordinatorChild]])
 
           const client = yield* outageClient(coordinator.address, origin.objects)
-
-          const seed = Date.now() >>> 0
-          // Paced, so the outage spans many reads rather than a few huge bursts.
-          const reader = yield* randomReader(client.read, origin.objects, READ_URIS, { seed, maxLength: 2 * BLOCK, pauseMs: 5 })
+          const { seed, reader } = yield* pacedReader(client, origin.objects)
           const stats = reader.stats
-          yield* reader.more(20, "before the kill")
 
           // ---- kill -9 the coordinator ----
           const killedAt = Date.now()
@@ -56,9 +36,7 @@ describe("fault: coordinator kill -9 and restart while clients read", () => {
           // Past both TTLs several times over, with the coordinator still down.
           yield* pollUntil(Ref.get(stats), () => Date.now() - killedAt >= 3000, 60_000, () => "reader stalled during the outage")
           // An object nobody asked about before the outage: its stat has to come from a worker.
-          const late = origin.objects.get("s3://faults/late.bin")!
-          expect(yield* client.stat("s3://faults/late.bin")).toMatchObject({ size: late.length })
-          expect(Buffer.from(yield* client.read("s3://faults/late.bin", 0, late.length)).equals(late)).toBe(true)
+          yield* readsLateObject(client, origin.objects)
           // A worker can also tell that an object does not exist.
           const missing = yield* Effect.flip(client.stat("s3://faults/never-written.bin"))
           expect(missing._tag).toBe("ObjectNotFound")

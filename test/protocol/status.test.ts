@@ -16,30 +16,14 @@ import {
   MAX_STATUS_LABEL_VALUE_BYTES,
   canonicalLabels,
   decodeControl,
-  emptyMetrics,
   encodeControl,
   nodeStatusProblem,
   nodeStatusSize,
   type ControlMessage,
   type NodeStatus
 } from "../../src/protocol/index.js"
+import { talonSampleStatus } from "../support/nodeStatus.js"
 import { nodeStatusArb } from "./arbitraries.js"
-
-const talonSample: NodeStatus = {
-  schemaVersion: 1,
-  clusterId: "cluster-a",
-  node: { id: "worker-1", address: "10.0.0.1:7001", role: NodeRole.Worker },
-  incarnationId: "incarnation-1",
-  adminAddress: "10.0.0.1:8001",
-  buildVersion: "0.1.0",
-  startedAtUnixMs: 1000,
-  reportedAtUnixMs: 2000,
-  heartbeatSeq: 3,
-  health: "healthy",
-  ready: true,
-  metrics: { ...emptyMetrics, blockCount: 42, residentBytes: 1024, capacityBytes: 4096 },
-  labels: [["zone", "us-west-1a"]]
-}
 
 const hex = (parts: ReadonlyArray<string>): string => parts.join("")
 const u64 = (n: number): string => Buffer.from(new BigUint64Array([BigInt(n)]).buffer).toString("hex")
@@ -111,10 +95,10 @@ const envelope = (status: NodeStatus, schema = 2): Buffer => {
 
 describe("NodeStatusHeartbeat", () => {
   it("encodes Talon's sample status byte for byte, at schema 2 by default", () => {
-    const bytes = encodeControl(heartbeat(talonSample))
+    const bytes = encodeControl(heartbeat(talonSampleStatus))
     expect(Buffer.from(bytes).toString("hex")).toBe(talonSampleHex)
     expect(bytes.length).toBe(293)
-    expect(decodeControl(Buffer.from(talonSampleHex, "hex"))).toEqual(Either.right({ schema: 2, message: heartbeat(talonSample) }))
+    expect(decodeControl(Buffer.from(talonSampleHex, "hex"))).toEqual(Either.right({ schema: 2, message: heartbeat(talonSampleStatus) }))
   })
 
   it("encodes the edge vector (no admin address, coordinator, unknown health, UTF-8 id, 2^53-1, two labels)", () => {
@@ -153,7 +137,7 @@ describe("NodeStatusHeartbeat", () => {
   })
 
   it("refuses schema 1 in both directions", () => {
-    expect(() => encodeControl(heartbeat(talonSample), 1)).toThrow(/requires schema 2/)
+    expect(() => encodeControl(heartbeat(talonSampleStatus), 1)).toThrow(/requires schema 2/)
     const v1 = Buffer.from(talonSampleHex, "hex")
     v1[0] = 1
     expect(reason(v1)).toContain("requires schema 2")
@@ -162,7 +146,7 @@ describe("NodeStatusHeartbeat", () => {
   it("applies Talon's validation on encode and decode, with messages that name the field", () => {
     const cases: ReadonlyArray<[Partial<NodeStatus>, string]> = [
       [{ clusterId: "" }, "cluster_id must not be empty"],
-      [{ node: { ...talonSample.node, address: "x".repeat(MAX_STATUS_FIELD_BYTES + 1) } }, "node.address is 257 bytes; maximum is 256"],
+      [{ node: { ...talonSampleStatus.node, address: "x".repeat(MAX_STATUS_FIELD_BYTES + 1) } }, "node.address is 257 bytes; maximum is 256"],
       [{ incarnationId: "é".repeat(129) }, "incarnation_id is 258 bytes"],
       [{ adminAddress: "" }, "admin_address must not be empty"],
       [{ reportedAtUnixMs: 999 }, "reported_at_unix_ms 999 is before started_at_unix_ms 1000"],
@@ -173,15 +157,15 @@ describe("NodeStatusHeartbeat", () => {
       [{ labels: [["zone", "a"], ["zone", "b"]] }, "ascending order"]
     ]
     for (const [patch, message] of cases) {
-      const bad = { ...talonSample, ...patch }
+      const bad = { ...talonSampleStatus, ...patch }
       expect(nodeStatusProblem(bad)).toContain(message)
       expect(() => encodeControl(heartbeat(bad))).toThrow(message)
       expect(reason(envelope(bad))).toContain(message)
     }
-    expect(reason(envelope({ ...talonSample, schemaVersion: 2 }))).toContain("unsupported node-status schema 2")
+    expect(reason(envelope({ ...talonSampleStatus, schemaVersion: 2 }))).toContain("unsupported node-status schema 2")
     const labels = canonicalLabels(Array.from({ length: MAX_STATUS_LABELS + 1 }, (_, i) => [`k${i}`, "v"] as const))
-    expect(nodeStatusProblem({ ...talonSample, labels })).toContain("17 labels; maximum is 16")
-    expect(reason(envelope({ ...talonSample, labels }))).toContain("17 labels; maximum is 16")
+    expect(nodeStatusProblem({ ...talonSampleStatus, labels })).toContain("17 labels; maximum is 16")
+    expect(reason(envelope({ ...talonSampleStatus, labels }))).toContain("17 labels; maximum is 16")
     const badHealth = Buffer.from(talonSampleHex, "hex")
     badHealth.writeUInt32LE(4, 2 + 4 + 2 + 17 + 16 + 21 + 4 + 21 + 1 + 21 + 13 + 24)
     expect(reason(badHealth)).toContain("unknown node health tag 4")
@@ -189,7 +173,7 @@ describe("NodeStatusHeartbeat", () => {
 
   it("the largest valid status fits Talon's 16 KiB limit", () => {
     const max: NodeStatus = {
-      ...talonSample,
+      ...talonSampleStatus,
       clusterId: "c".repeat(MAX_STATUS_FIELD_BYTES),
       node: { id: "n".repeat(MAX_STATUS_FIELD_BYTES), address: "a".repeat(MAX_STATUS_FIELD_BYTES), role: NodeRole.Worker },
       incarnationId: "i".repeat(MAX_STATUS_FIELD_BYTES),

@@ -34,12 +34,7 @@ export class AdminHttp extends Context.Tag("talon/worker/AdminHttp")<AdminHttp, 
   static readonly layer = Layer.scoped(
     AdminHttp,
     Effect.gen(function* () {
-      const cfg = yield* WorkerConfig
-      const stats = yield* WorkerMetrics
-      const store = yield* BlockStore
-      const state = yield* WorkerReadiness
-      const plane = yield* DataPlane
-      const mode = yield* ServeMode
+      const [cfg, stats, store, state, plane, mode] = yield* Effect.all([WorkerConfig, WorkerMetrics, BlockStore, WorkerReadiness, DataPlane, ServeMode])
       const hp = parseHostPort(cfg.adminAddress, { allowPortZero: true })
       if (hp === undefined) {
         return yield* Effect.fail(new AdminListenError({ address: cfg.adminAddress, detail: "expected host:port" }))

@@ -35,12 +35,9 @@ import { Membership } from "../membership/Membership.js"
 import { WorkerReadiness } from "../membership/Readiness.js"
 import { WorkerMetrics } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
-import { DataPlane } from "../plane/DataPlane.js"
-import { Sendfile } from "../plane/Sendfile.js"
 import { DataServer, type DataServerShape } from "../server/DataServer.js"
-import { ServeMode } from "../server/ServeMode.js"
 import { BlockStore } from "../store/BlockStore.js"
-import { Worker, type WorkerShape } from "../Worker.js"
+import { PlaneAndModeFromConfig, Worker, workerHandle, type WorkerShape } from "../Worker.js"
 import { LeaseOwner } from "./LeaseOwner.js"
 import { makeOwnerActor } from "./OwnerActor.js"
 import { LOOP_ACTOR, LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, LoopMessage, Ready, type Readiness, Revoke } from "./protocol.js"
@@ -102,11 +99,7 @@ const RESTART_DELAY_MS = 500
  */
 const LoopsListener = Layer.scopedContext(
   Effect.gen(function* () {
-    const cfg = yield* WorkerConfig
-    const store = yield* BlockStore
-    const miss = yield* MissPath
-    const stats = yield* WorkerMetrics
-    const state = yield* WorkerReadiness
+    const [cfg, store, miss, stats, state] = yield* Effect.all([WorkerConfig, BlockStore, MissPath, WorkerMetrics, WorkerReadiness])
     if (!cluster.isPrimary) return yield* Effect.fail(new LoopsStartError({ detail: "this process is itself a cluster worker" }))
     if (!(cfg.loops >= 2)) return yield* Effect.fail(new LoopsStartError({ detail: `--loops ${cfg.loops}: the multi-loop server needs at least 2` }))
     if (process.env["NODE_CLUSTER_SCHED_POLICY"] === undefined) {
@@ -268,39 +261,14 @@ const PrimaryLayers = Membership.layer.pipe(Layer.provideMerge(AdminHttp.layer))
   Layer.provideMerge(OwnerCore)
 )
 
-const PlaneAndModeFromConfig = Layer.unwrapEffect(
-  Effect.map(WorkerConfig, (cfg) => Layer.merge(Sendfile.fromChoice(cfg.dataPlane), ServeMode.fromName(cfg.serveMode)))
-)
-
 const make = Effect.gen(function* () {
-  const settings = yield* WorkerConfig
-  const server = yield* DataServer
-  const admin = yield* AdminHttp
-  const membership = yield* Membership
-  const plane = yield* DataPlane
-  const mode = yield* ServeMode
+  const worker = yield* workerHandle
   const loops = yield* LoopsControlTag
+  const pids = loops.running().map((l) => l.pid)
   yield* Effect.logInfo(
-    `worker data listener on ${server.address} (${plane.name} plane, ${mode.name} mode, ${loops.loops} loops, ${loops.scheduling}; pids ${loops
-      .running()
-      .map((l) => l.pid)
-      .join(", ")})`
+    `worker data listener on ${worker.dataAddress} (${worker.dataPlane} plane, ${worker.serveMode} mode, ${loops.loops} loops, ${loops.scheduling}; pids ${pids.join(", ")})`
   )
-  return {
-    node: membership.node,
-    dataAddress: server.address,
-    dataPort: server.port,
-    adminAddress: admin.address,
-    adminPort: admin.port,
-    coordinator: membership.coordinator,
-    dataPlane: plane.name,
-    serveMode: mode.name,
-    settings,
-    store: yield* BlockStore,
-    stats: yield* WorkerMetrics,
-    readiness: yield* WorkerReadiness,
-    loops
-  } satisfies WorkerLoopsShape
+  return { ...worker, loops } satisfies WorkerLoopsShape
 })
 
 export class WorkerLoops extends Context.Tag("talon/worker/WorkerLoops")<WorkerLoops, WorkerLoopsShape>() {

@@ -41,12 +41,7 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
   static readonly layer = Layer.scoped(
     Membership,
     Effect.gen(function* () {
-      const cfg = yield* WorkerConfig
-      const server = yield* DataServer
-      const store = yield* BlockStore
-      const stats = yield* WorkerMetrics
-      const readiness = yield* WorkerReadiness
-      const admin = yield* AdminHttp
+      const [cfg, server, store, stats, readiness, admin] = yield* Effect.all([WorkerConfig, DataServer, BlockStore, WorkerMetrics, WorkerReadiness, AdminHttp])
       const node: NodeInfo = {
         id: cfg.id !== "" ? cfg.id : `worker-${server.address}`,
         address: cfg.advertiseAddress !== "" ? cfg.advertiseAddress : server.address,

@@ -69,13 +69,8 @@ const dataSocketServer = Layer.unwrapEffect(
 )
 
 const make = Effect.gen(function* () {
-  const cfg = yield* WorkerConfig
-  const plane = yield* DataPlane
-  const mode = yield* ServeMode
-  const stats = yield* WorkerMetrics
-  const miss = yield* MissPath
-  const readiness = yield* WorkerReadiness
-  const sockets = yield* SocketServer.SocketServer
+  const [cfg, plane, mode, stats] = yield* Effect.all([WorkerConfig, DataPlane, ServeMode, WorkerMetrics])
+  const [miss, readiness, sockets] = yield* Effect.all([MissPath, WorkerReadiness, SocketServer.SocketServer])
   const handler = new RequestHandler(yield* ReadPath, miss, readiness, stats)
   // The plane's hit table, over this process's own store (a --loops serving loop leases its owner's: none).
   const store = Option.getOrUndefined(yield* Effect.serviceOption(BlockStore))
