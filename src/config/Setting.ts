@@ -37,6 +37,7 @@ export const setting = <A>(kind: Kind<A>, spec: Omit<Setting<A>, "kind">): Setti
 export interface Declared<A> extends Omit<Setting<A>, "env" | "flag" | "example"> {
   /** The words both names are made of, when not the key's: `data-addr` → `--data-addr`, `TALON_WORKER_DATA_ADDR`. */
   readonly name?: string | undefined
+  /** A variable of its own (one shared across components, say): then it has a flag only if it names one. */
   readonly env?: string | undefined
   /** The flag when it differs from the name; `false` for none (secrets are never flags). */
   readonly flag?: string | false | undefined
@@ -67,7 +68,7 @@ const complete = <A>(prefix: string | undefined, key: string, d: Declared<A>): S
   const name = given ?? kebab(key)
   const env = ownEnv ?? (prefix === undefined ? undefined : `${prefix}_${name.toUpperCase().replace(/-/g, "_")}`)
   if (env === undefined) throw new Error(`setting ${key} needs an env name, or its component a prefix`)
-  const flag = ownFlag === false ? undefined : (ownFlag ?? (prefix === undefined ? undefined : name))
+  const flag = ownFlag === false ? undefined : (ownFlag ?? (ownEnv === undefined ? name : undefined))
   return { ...rest, env, ...(flag === undefined ? {} : { flag }), example: example ?? d.kind.show(d.default) }
 }
 

@@ -40,13 +40,13 @@ describe("names from the key", () => {
     }
   })
 
-  it("`name` renames both, `flag` only the flag, `env` only the variable, `flag: false` leaves it out", () => {
+  it("`name` renames both, `flag` only the flag, `flag: false` leaves it out; a variable of its own comes without a flag", () => {
     expect([c.settings.dataAddress.flag, c.settings.dataAddress.env]).toEqual(["data-addr", "TALON_WORKER_DATA_ADDR"])
     expect([c.settings.cacheDirs.flag, c.settings.cacheDirs.env]).toEqual(["cache-dir", "TALON_WORKER_CACHE_DIRS"])
-    expect([c.settings.plain.flag, c.settings.plain.env]).toEqual(["plain", "TALON_ELSEWHERE"])
+    expect([c.settings.plain.flag, c.settings.plain.env]).toEqual([undefined, "TALON_ELSEWHERE"])
     expect(c.settings.secretKey.env).toBe("TALON_WORKER_SECRET_KEY")
     expect("flag" in c.settings.secretKey).toBe(false)
-    expect(flaggedKeys(c)).toEqual(["dataAddress", "cacheDirs", "plain"])
+    expect(flaggedKeys(c)).toEqual(["dataAddress", "cacheDirs"])
   })
 
   it("the example is the default as shown unless given", () => {
@@ -62,10 +62,13 @@ describe("names from the key", () => {
     expect(() => component<{ lost: number }>({ name: "t", summary: "", settings: { lost: S.integer(1, "h") } })).toThrow(/lost needs an env name/)
   })
 
-  it("full settings pass through unchanged where there is no prefix", () => {
+  it("full settings (shared ones, a secret without a flag) pass through unchanged, with or without a prefix", () => {
     const full = setting(K.integer, { env: "TALON_STATE_X", default: 1, help: "h", example: "2" })
-    const c2 = component<{ x: number }>({ name: "t", summary: "", settings: { x: full } })
-    expect(c2.settings.x).toEqual(full)
+    const flagged = setting(K.integer, { env: "TALON_STATE_Y", flag: "why", default: 1, help: "h", example: "2" })
+    for (const prefix of [undefined, "TALON_WORKER"]) {
+      const c2 = component<{ x: number; y: number }>({ name: "t", summary: "", ...(prefix ? { prefix } : {}), settings: { x: full, y: flagged } })
+      expect(c2.settings).toEqual({ x: full, y: flagged })
+    }
   })
 })
 
