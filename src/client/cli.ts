@@ -108,7 +108,10 @@ export const renderClusterTable = (status: ClusterStatus): string => {
     String(m.blockCount)
   ])
   const summary = `epoch ${status.epoch} · ${status.members.length} member(s) · liveness window ${status.livenessWindowMs} ms · control ${status.controlAddress}`
-  return status.members.length === 0 ? `${summary}\n(no healthy members)` : `${summary}\n${pad([header, ...rows])}`
+  // A coordinator older than its own records sends no list.
+  const coordinators = (status.coordinators ?? []).map((c) => `${c.id} (${c.health})`)
+  const peers = coordinators.length === 0 ? "" : `\ncoordinators: ${coordinators.join(", ")}`
+  return (status.members.length === 0 ? `${summary}\n(no healthy members)` : `${summary}\n${pad([header, ...rows])}`) + peers
 }
 
 export const cluster = Command.make(

@@ -15,13 +15,14 @@ import { Maglev } from "../placement/index.js"
 import type { ControlMessage } from "../protocol/index.js"
 import { parseHostPort } from "../transport/address.js"
 import { serveAdmin } from "./AdminHttp.js"
-import type { ClusterStatus } from "../protocol/clusterStatus.js"
+import type { ClusterMember, ClusterStatus } from "../protocol/clusterStatus.js"
 import { COORDINATOR_CAPS, serveControl, type ControlListenError, type ControlServer } from "./ControlServer.js"
 import { resolveCoordinatorOptions, resolveCoordinatorState, type CoordinatorOptions } from "./config.js"
 import { parseListPrefix } from "./prefix.js"
 import { renderMetrics } from "./metrics.js"
 import { Heartbeat, makeRegistry, Register, ReportStatus, type Registry } from "./registry/Registry.js"
-import { roleName, zoneOf, type RegistryView } from "./registry/view.js"
+import { roleName, zoneOf, type RegistryNode, type RegistryView } from "./registry/view.js"
+import { keepCoordinatorRecord } from "./selfRecord.js"
 import { ClusterStateStore, type ClusterStateStoreShape } from "./state/ClusterStateStore.js"
 import { epochForWire } from "./state/epoch.js"
 /** Upper bound on entries one ListObjects reply carries (it must fit one control frame). */
@@ -51,6 +52,21 @@ const ack = (ok: boolean, detail: string | null = null): ControlMessage => ({ _t
 
 const backendDetail = (e: BackendError): string =>
   e._tag === "BackendNotFound" ? `not found: ${e.message}` : e.message
+
+const clusterMember = (m: RegistryNode, now: number): ClusterMember => ({
+  id: m.status.node.id,
+  address: m.status.node.address,
+  role: roleName(m.status.node.role),
+  incarnationId: m.status.incarnationId,
+  heartbeatSeq: m.status.heartbeatSeq,
+  health: m.health,
+  zone: zoneOf(m),
+  registeredAt: new Date(m.status.startedAtUnixMs).toISOString(),
+  lastHeartbeatAt: new Date(m.updatedAtUnixMs).toISOString(),
+  lastHeartbeatAgeMs: Math.max(0, now - m.updatedAtUnixMs),
+  blockCount: m.status.metrics.blockCount,
+  ready: m.status.ready
+})
 
 const notReady = (view: RegistryView): ControlMessage =>
   ack(false, `coordinator not ready: the cluster state store is unavailable (${view.error ?? "no snapshot yet"}); ask another coordinator`)
@@ -202,19 +218,9 @@ export const makeCoordinatorOn = (
       controlAddress: control.address,
       heartbeatIntervalMs: options.heartbeatIntervalMs,
       livenessWindowMs: store.settings.unhealthyAfterMs,
-      members: v.members.map((m) => ({
-        id: m.status.node.id,
-        address: m.status.node.address,
-        role: roleName(m.status.node.role),
-        incarnationId: m.status.incarnationId,
-        heartbeatSeq: m.status.heartbeatSeq,
-        health: m.health,
-        zone: zoneOf(m),
-        registeredAt: new Date(m.status.startedAtUnixMs).toISOString(),
-        lastHeartbeatAt: new Date(m.updatedAtUnixMs).toISOString(),
-        lastHeartbeatAgeMs: Math.max(0, v.observedAtUnixMs - m.updatedAtUnixMs),
-        blockCount: m.status.metrics.blockCount
-      }))
+      members: v.members.map((m) => clusterMember(m, v.observedAtUnixMs)),
+      coordinators: v.coordinators.map((m) => clusterMember(m, v.observedAtUnixMs)),
+      outOfPlacement: v.outOfPlacement.map((m) => clusterMember(m, v.observedAtUnixMs))
     }))
 
     const metrics = Effect.map(view, (v) =>
@@ -234,6 +240,9 @@ export const makeCoordinatorOn = (
       { cluster, metrics, ready },
       options.adminTlsCert === undefined ? undefined : { cert: options.adminTlsCert, key: options.adminTlsKey ?? "" }
     )
+
+    // Its own leased record, so every coordinator's cluster view lists every live coordinator.
+    yield* keepCoordinatorRecord(store, registry.view, { clusterId: options.clusterId, controlAddress: control.address, adminAddress })
 
     yield* Effect.logInfo(
       `coordinator control on ${control.address}, admin http://${adminAddress}, cluster ${options.clusterId} on the ${store.backend} state store`

@@ -3,6 +3,7 @@
  * a handful of gauges and counters does not justify a metrics library.
  */
 import type { ControlServerStats } from "./ControlServer.js"
+import { TOKEN_REFUSALS } from "./registry/auth.js"
 import type { RegistryCounters } from "./registry/Registry.js"
 import type { RegistryView } from "./registry/view.js"
 
@@ -24,7 +25,8 @@ export const renderMetrics = (m: MetricsInput): string => {
   }
   const members = m.view.members
   metric("talon_coordinator_ready", "gauge", "1 while the cluster state store is followed, else 0.", [["", m.view.ready ? 1 : 0]])
-  metric("talon_coordinator_members", "gauge", "Healthy, ready nodes.", [["", members.length]])
+  metric("talon_coordinator_members", "gauge", "Healthy, ready workers (what placement runs over).", [["", members.length]])
+  metric("talon_coordinator_coordinators", "gauge", "Live coordinators of the cluster (their own records).", [["", m.view.coordinators.length]])
   metric("talon_coordinator_records", "gauge", "Node records in the state store, healthy or not.", [["", m.view.nodes.length]])
   metric("talon_coordinator_epoch", "gauge", "Placement epoch (low 53 bits of the membership content hash).", [
     ["", m.epoch]
@@ -44,6 +46,12 @@ export const renderMetrics = (m: MetricsInput): string => {
   metric("talon_coordinator_heartbeats_rejected_total", "counter", "Heartbeats refused (unknown node, another cluster, or full).", [
     ["", m.counters.rejectedHeartbeats]
   ])
+  metric(
+    "talon_coordinator_token_refusals_total",
+    "counter",
+    "Statuses, Registers and Heartbeats refused for the cluster token, by reason (missing, wrong, takeover, legacy).",
+    TOKEN_REFUSALS.map((r) => [`{reason="${r}"}`, m.counters.tokenRefusals.counts[r]])
+  )
   metric("talon_coordinator_expirations_total", "counter", "Nodes that left placement (silent, expired or removed).", [
     ["", m.counters.expirations]
   ])

@@ -14,6 +14,8 @@ export interface ClusterMember {
   /** How long ago the last heartbeat (or registration) arrived, in ms. */
   readonly lastHeartbeatAgeMs: number
   readonly blockCount: number
+  /** What the node last said about its readiness (placement needs ready and healthy). */
+  readonly ready: boolean
 }
 
 export interface ClusterStatus {
@@ -30,5 +32,10 @@ export interface ClusterStatus {
   readonly heartbeatIntervalMs: number
   /** A node silent this long leaves the membership. */
   readonly livenessWindowMs: number
+  /** Healthy, ready workers: what MembershipQuery lists and placement runs over. */
   readonly members: ReadonlyArray<ClusterMember>
+  /** Live coordinators of the cluster (each keeps its own leased record); never in placement. */
+  readonly coordinators: ReadonlyArray<ClusterMember>
+  /** Workers with a live record that placement leaves out (not ready, or not healthy), and why in `ready`/`health`. */
+  readonly outOfPlacement: ReadonlyArray<ClusterMember>
 }

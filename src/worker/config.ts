@@ -4,12 +4,13 @@
  */
 import * as os from "node:os"
 import * as path from "node:path"
-import { type ConfigError, Context, Effect, Layer } from "effect"
+import { type ConfigError, Context, Effect, Layer, type Redacted } from "effect"
 import * as K from "../config/kinds.js"
 import * as S from "../config/declare.js"
 import { component, defaultsOf, envNamesOf, resolve, resolveOnly } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
 import { blockSizeRange, nonNegative, notBlank, positive, range } from "../config/checks.js"
+import { clusterTokenSetting } from "../config/clusterToken.js"
 
 export type DataPlaneName = "auto" | "native" | "portable"
 export type ServeModeName = "pipelined" | "multiplexed"
@@ -25,6 +26,8 @@ export interface WorkerSettings {
   readonly clusterId: string
   /** Deployment zone, sent as the `zone` label of the status (empty = none). */
   readonly zone: string
+  /** The cluster token (the coordinators' TALON_CLUSTER_TOKEN): each status carries an HMAC made with it. */
+  readonly clusterToken?: Redacted.Redacted<string> | undefined
   /** Address announced to the coordinator; empty = the bound data address. */
   readonly advertiseAddress: string
   readonly cacheDirs: ReadonlyArray<string>
@@ -76,6 +79,7 @@ export const WorkerSchema = component<WorkerSettings>({
       check: notBlank
     }),
     zone: S.text("", "Deployment zone, reported to the coordinator as the status label zone", { shownDefault: "none", example: "us-east-1a" }),
+    clusterToken: clusterTokenSetting,
     advertiseAddress: S.text("", "Data address announced to the coordinator, when clients reach the worker by another name", {
       name: "advertise-addr",
       shownDefault: "the bound data address",

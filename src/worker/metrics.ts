@@ -64,6 +64,8 @@ export class WorkerStats {
   connectionsDropped = 0
   /** The block store's integrity and disk-full counters (set by the store that owns the cache dirs). */
   store: StoreHealth | undefined = undefined
+  /** Cache dirs that failed their last write probe (membership/health.ts; 0 when standalone). */
+  cacheDirsFailingProbe = 0
 }
 
 export class WorkerMetrics extends Context.Tag("talon/worker/WorkerMetrics")<WorkerMetrics, WorkerStats>() {
@@ -133,6 +135,13 @@ export const renderPrometheus = (s: WorkerStats, g: Gauges): string => {
   line(out, "talon_worker_connections_total", "counter", "Data-plane connections accepted.", s.connectionsTotal)
   line(out, "talon_worker_connections_dropped_total", "counter", "Connections dropped for a protocol violation.", s.connectionsDropped)
   line(out, "talon_worker_ready", "gauge", "1 when the worker is registered (or standalone) and serving.", g.ready ? 1 : 0)
+  line(
+    out,
+    "talon_worker_cache_dirs_failing_probe",
+    "gauge",
+    "Cache dirs that failed their last write probe (any keeps the worker out of placement).",
+    s.cacheDirsFailingProbe
+  )
   line(
     out,
     "talon_worker_data_plane_info",

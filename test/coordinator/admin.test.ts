@@ -1,6 +1,6 @@
 /** The coordinator's admin HTTP endpoints, over a real socket. */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { renderClusterTable } from "../../src/client/cli.js"
 import type { ClusterStatus } from "../../src/protocol/clusterStatus.js"
@@ -27,6 +27,11 @@ describe("coordinator admin HTTP", () => {
           yield* ch.request({ _tag: "Register", node: { id: "w-1", address: "127.0.0.1:7101", role: NodeRole.Worker } })
           yield* ch.request({ _tag: "Heartbeat", node: "w-1", blockCount: 17 })
 
+          // The coordinator's own record arrives through the store's watch.
+          const listsItself = (body: string) => (JSON.parse(body) as ClusterStatus).coordinators.length === 1
+          yield* Effect.repeat(get(c.adminAddress, "/api/v1/cluster"), { until: (r) => listsItself(r.body), schedule: Schedule.spaced("20 millis") }).pipe(
+            Effect.timeout("30 seconds")
+          )
           const cluster = yield* get(c.adminAddress, "/api/v1/cluster")
           expect(cluster.status).toBe(200)
           expect(cluster.type).toContain("application/json")
@@ -47,6 +52,9 @@ describe("coordinator admin HTTP", () => {
             ["w-1", "127.0.0.1:7101", "worker", 17],
             ["w-2", "127.0.0.1:7102", "worker", 0]
           ])
+          // Its own record: role coordinator, its addresses; not a member, not in the epoch.
+          expect(status.coordinators.map((m) => [m.id, m.address, m.role, m.health])).toEqual([[c.controlAddress, c.controlAddress, "coordinator", "healthy"]])
+          expect(status.coordinators[0]!.heartbeatSeq).toBeGreaterThanOrEqual(0)
           for (const m of status.members) {
             expect(Number.isNaN(Date.parse(m.lastHeartbeatAt))).toBe(false)
             expect(m.lastHeartbeatAgeMs).toBeGreaterThanOrEqual(0)
@@ -54,12 +62,15 @@ describe("coordinator admin HTTP", () => {
           const table = renderClusterTable(status)
           expect(table).toContain(`epoch ${epoch}`)
           expect(table.split("\n")[2]).toMatch(/^w-1\s+127\.0\.0\.1:7101\s+worker\s+\S+s ago\s+17$/)
+          expect(table.split("\n").at(-1)).toBe(`coordinators: ${c.controlAddress} (healthy)`)
 
           const metrics = yield* get(c.adminAddress, "/metrics")
           expect(metrics.status).toBe(200)
           expect(metrics.type).toContain("text/plain")
           const lines = metrics.body.split("\n")
           expect(lines).toContain("talon_coordinator_members 2")
+          expect(lines).toContain("talon_coordinator_coordinators 1")
+          expect(lines).toContain("talon_coordinator_records 3")
           expect(lines).toContain(`talon_coordinator_epoch ${epoch}`)
           expect(lines).toContain("talon_coordinator_ready 1")
           expect(lines).toContain("talon_coordinator_registrations_total 2")

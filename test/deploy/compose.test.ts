@@ -67,6 +67,15 @@ describe("deploy/docker-compose.yml", () => {
     }
   })
 
+  it("gives every coordinator and worker in a profile the same cluster token (workers sign their status with it)", () => {
+    for (const p of ["local", "ha"]) {
+      const nodes = profile(services, p).filter((s) => s.command[0] === "coordinator" || s.command[0] === "worker")
+      const tokens = new Set(nodes.map((s) => s.environment["TALON_CLUSTER_TOKEN"] ?? "(none)"))
+      expect([...tokens], `${p}: ${nodes.map((s) => s.name).join(", ")}`).toHaveLength(1)
+    }
+    expect(profile(services, "ha").find((s) => s.command[0] === "worker")!.environment["TALON_CLUSTER_TOKEN"]).toBeDefined()
+  })
+
   it("starts etcd before coordinators before workers, and maps volumes into the run directory", () => {
     const order = startOrder(profile(services, "ha")).map((s) => s.name)
     expect(order.indexOf("etcd-3")).toBeLessThan(order.indexOf("coordinator-1"))

@@ -9,11 +9,14 @@
  */
 import { Clock, Duration, Effect, Schedule, Stream, SubscriptionRef, type Scope } from "effect"
 import { Actor, type ActorRef } from "../../actor/index.js"
+import { NodeRole } from "../../core/ids.js"
 import type { NodeStatus } from "../../protocol/status.js"
 import type { ClusterStateStoreShape } from "../state/ClusterStateStore.js"
 import { membershipEpoch } from "../state/epoch.js"
 import { followMembership, type Membership } from "../state/MembershipView.js"
 import type { StateStoreError } from "../state/errors.js"
+import type { StatusProof } from "../../protocol/statusProof.js"
+import { admit, legacyMove, legacyRefusal, refusalOf, TokenRefusals } from "./auth.js"
 import { invalidRegistration, isLegacy, legacyStatus } from "./legacy.js"
 import { Heartbeat, Register, RegistryProtocol, ReportStatus, Snapshot, Sweep, type RegistryAck, type RegistryMessage } from "./protocol.js"
 import { emptyView, mergeView, pendingWrites, revisionNumber, type LocalWrite, type RegistryView } from "./view.js"
@@ -26,6 +29,8 @@ export interface RegistryCounters {
   /** Nodes that left placement (silent past unhealthy-after, lease expiry, or removal). */
   expirations: number
   storeWriteFailures: number
+  /** Statuses, Registers and Heartbeats refused for the cluster token, by reason. */
+  tokenRefusals: TokenRefusals
 }
 
 export interface RegistryOptions {
@@ -71,7 +76,8 @@ export const makeRegistry = (
       statusHeartbeats: 0,
       rejectedHeartbeats: 0,
       expirations: 0,
-      storeWriteFailures: 0
+      storeWriteFailures: 0,
+      tokenRefusals: new TokenRefusals()
     }
     const followed = yield* followMembership(store, clusterId)
     const view = yield* SubscriptionRef.make(emptyView)
@@ -90,23 +96,25 @@ export const makeRegistry = (
         return { local, placed: latest.ready ? placed : state.placed }
       })
 
-    // Talon's NodeStatusHeartbeat carries no token, so nodes cannot present one: the coordinator
-    // writes with its own TALON_CLUSTER_TOKEN, and the token check stays on the coordinator side.
-    const write = (state: State, status: NodeStatus): Effect.Effect<readonly [RegistryAck, State]> =>
-      store.put(status, { token: store.settings.clusterToken }).pipe(
+    // `proof` is what the status proved about the cluster token (auth.ts); the store applies the rule.
+    const write = (state: State, status: NodeStatus, proof: StatusProof): Effect.Effect<readonly [RegistryAck, State]> =>
+      store.put(status, { proof }).pipe(
         Effect.zip(Clock.currentTimeMillis),
         Effect.flatMap(([result, now]) => {
+          counters.tokenRefusals.accepted(status.node.id)
           if (result.disposition !== "applied") return Effect.succeed([ack(true), state] as const)
           const local = new Map(state.local)
           local.set(status.node.id, { node: { status, updatedAtUnixMs: now }, revision: revisionNumber(result.revision) })
           return Effect.map(publish({ ...state, local }), (s) => [ack(true), s] as const)
         }),
-        Effect.catchAll((e: StateStoreError) =>
-          Effect.sync(() => {
-            counters.storeWriteFailures++
-            return [ack(false, e.message), state] as const
-          })
-        )
+        Effect.catchAll((e: StateStoreError) => {
+          const refusal = refusalOf(e)
+          if (refusal !== undefined) {
+            return Effect.as(counters.tokenRefusals.refused(status.node.id, refusal, e.message), [ack(false, e.message), state] as const)
+          }
+          counters.storeWriteFailures++
+          return Effect.succeed([ack(false, e.message), state] as const)
+        })
       )
 
     /**
@@ -118,6 +126,9 @@ export const makeRegistry = (
       v.ready ? undefined : ack(false, `coordinator not ready: the cluster state store is unavailable (${v.error ?? "no snapshot yet"}); send to another coordinator`)
     )
 
+    const refuseLegacy = (state: State, nodeId: string, detail: string) =>
+      Effect.as(counters.tokenRefusals.refused(nodeId, "legacy", detail), [ack(false, detail), state] as const)
+
     const current = (id: string) => Effect.map(SubscriptionRef.get(view), (v) => v.nodes.find((n) => n.status.node.id === id))
 
     const actor = yield* Actor.make({
@@ -126,23 +137,31 @@ export const makeRegistry = (
       capacity: options.capacity ?? 4096,
       initial: { local: new Map(), placed: new Set() } as State,
       handlers: {
-        ReportStatus: (state, { status }) =>
+        ReportStatus: (state, { status: received }) =>
           Effect.gen(function* () {
             const down = yield* unavailable
             if (down !== undefined) return [down, state] as const
-            if (status.clusterId !== clusterId) {
+            if (received.clusterId !== clusterId) {
               counters.rejectedHeartbeats++
               return [
-                ack(false, `node status belongs to cluster ${JSON.stringify(status.clusterId)}, this coordinator serves ${JSON.stringify(clusterId)}; set the worker's cluster id to match`),
+                ack(false, `node status belongs to cluster ${JSON.stringify(received.clusterId)}, this coordinator serves ${JSON.stringify(clusterId)}; set the worker's cluster id to match`),
                 state
               ] as const
             }
-            const known = yield* current(status.node.id)
+            if (received.node.role !== NodeRole.Worker) {
+              counters.rejectedHeartbeats++
+              return [
+                ack(false, `status of ${JSON.stringify(received.node.id.slice(0, 256))} refused: only workers send statuses (coordinators write their own records to the state store); report role Worker`),
+                state
+              ] as const
+            }
+            const known = yield* current(received.node.id)
             if (known === undefined && (yield* SubscriptionRef.get(view)).nodes.length >= maxMembers) {
               counters.rejectedHeartbeats++
               return [ack(false, `status refused: the cluster already has ${maxMembers} nodes; retry after some expire`), state] as const
             }
-            const reply = yield* write(state, status)
+            const { proof, status } = admit(store.settings, received)
+            const reply = yield* write(state, status, proof)
             if (reply[0].ok) counters.statusHeartbeats++
             else counters.rejectedHeartbeats++
             return reply
@@ -153,6 +172,8 @@ export const makeRegistry = (
             if (refused !== undefined) return [ack(false, refused), state] as const
             const down = yield* unavailable
             if (down !== undefined) return [down, state] as const
+            const legacy = legacyRefusal(store.settings, "Register")
+            if (legacy !== undefined) return yield* refuseLegacy(state, node.id, legacy)
             const known = yield* current(node.id)
             if (known === undefined && (yield* SubscriptionRef.get(view)).nodes.length >= maxMembers) {
               return [ack(false, `Register refused: the coordinator already tracks ${maxMembers} nodes; retry after some expire`), state] as const
@@ -162,9 +183,11 @@ export const makeRegistry = (
               counters.registrations++
               return [ack(true), state] as const
             }
+            const moved = known === undefined ? undefined : legacyMove(store.settings, known.status, node)
+            if (moved !== undefined) return yield* Effect.as(counters.tokenRefusals.refused(node.id, "takeover", moved), [ack(false, moved), state] as const)
             const now = yield* Clock.currentTimeMillis
             const status = legacyStatus(clusterId, node, known?.status.metrics.blockCount ?? 0, now, known?.status)
-            const reply = yield* write(state, status)
+            const reply = yield* write(state, status, "missing")
             if (reply[0].ok) counters.registrations++
             return reply
           }),
@@ -172,6 +195,8 @@ export const makeRegistry = (
           Effect.gen(function* () {
             const down = yield* unavailable
             if (down !== undefined) return [down, state] as const
+            const legacy = legacyRefusal(store.settings, "Heartbeat")
+            if (legacy !== undefined) return yield* refuseLegacy(state, node, legacy)
             const known = yield* current(node)
             if (known === undefined) {
               counters.rejectedHeartbeats++
@@ -180,7 +205,7 @@ export const makeRegistry = (
             counters.heartbeats++
             if (!isLegacy(known.status)) return [ack(true), state] as const
             const now = yield* Clock.currentTimeMillis
-            return yield* write(state, legacyStatus(clusterId, known.status.node, blockCount, now, known.status))
+            return yield* write(state, legacyStatus(clusterId, known.status.node, blockCount, now, known.status), "missing")
           }),
         Sweep: (state) => Effect.map(publish(state), (s) => [undefined, s] as const),
         Snapshot: (state) => Effect.map(SubscriptionRef.get(view), (v) => [v, state] as const)

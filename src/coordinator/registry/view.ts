@@ -20,8 +20,12 @@ export interface RegistryView {
   readonly error: string | undefined
   /** Every stored record, by id. */
   readonly nodes: ReadonlyArray<RegistryNode>
-  /** Healthy, ready nodes of any role, by id: what MembershipQuery lists. */
+  /** Healthy, ready workers, by id: what MembershipQuery lists (Talon lists workers only). */
   readonly members: ReadonlyArray<RegistryNode>
+  /** Live coordinators (each keeps its own record), by id: for the cluster view, never placement. */
+  readonly coordinators: ReadonlyArray<RegistryNode>
+  /** Workers with a record that placement leaves out (not ready, degraded, unhealthy or silent), by id. */
+  readonly outOfPlacement: ReadonlyArray<RegistryNode>
   /** Healthy, ready workers: what placement runs over. */
   readonly placement: ReadonlyArray<NodeInfo>
   /** Talon's content epoch of `placement` (same members, same epoch, on every coordinator). */
@@ -34,6 +38,8 @@ export const emptyView: RegistryView = {
   error: "starting",
   nodes: [],
   members: [],
+  coordinators: [],
+  outOfPlacement: [],
   placement: [],
   epoch: 0n,
   observedAtUnixMs: 0
@@ -77,7 +83,9 @@ export const mergeView = (
     ready: followed.ready,
     error: followed.ready ? undefined : (followed.error ?? "starting"),
     nodes,
-    members: nodes.filter((n) => n.status.ready && n.health === "healthy"),
+    members: nodes.filter((n) => n.status.node.role === NodeRole.Worker && n.status.ready && n.health === "healthy"),
+    outOfPlacement: nodes.filter((n) => n.status.node.role === NodeRole.Worker && !(n.status.ready && n.health === "healthy")),
+    coordinators: nodes.filter((n) => n.status.node.role === NodeRole.Coordinator && n.health !== "unhealthy"),
     placement: placementNodes(stored, now, unhealthyAfterMs),
     observedAtUnixMs: now
   }

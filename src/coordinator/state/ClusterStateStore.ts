@@ -6,10 +6,11 @@
  * backwards. Layers: `ClusterStateStore.Memory` (one process; what `talon up`
  * uses) and `ClusterStateStore.Etcd` (etcd v3, shared by many coordinators).
  */
-import { Clock, Context, Effect, Layer, type Redacted, type Scope, type Stream } from "effect"
+import { Clock, Context, Effect, Layer, type Scope, type Stream } from "effect"
 import type { ConfigError } from "effect/ConfigError"
 import type { NodeInfo } from "../../core/ids.js"
 import { nodeStatusProblem, type NodeHealth, type NodeStatus } from "../../protocol/status.js"
+import type { StatusProof } from "../../protocol/statusProof.js"
 import { resolveStateStoreSettings, type StateStoreSettings } from "./config.js"
 import { membershipEpoch } from "./epoch.js"
 import { InvalidRecord, type StateStoreError, type StoreBackend } from "./errors.js"
@@ -48,8 +49,11 @@ export type NodeEvent =
   | { readonly kind: "removed"; readonly clusterId: string; readonly nodeId: string; readonly revision: string }
 
 export interface PutOptions {
-  /** The cluster token the node presented, if any. */
-  readonly token?: string | Redacted.Redacted<string> | undefined
+  /**
+   * What the status proved about the cluster token (see token.ts): checked by
+   * the coordinator that received it; its own records are `verified`. Default `missing`.
+   */
+  readonly proof?: StatusProof | undefined
 }
 
 export interface BackendHealth {

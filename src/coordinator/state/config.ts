@@ -7,6 +7,7 @@
 import { ConfigError, Effect, Redacted } from "effect"
 import * as K from "../../config/kinds.js"
 import { component, invalid, resolve, setting, withDefaults } from "../../config/Setting.js"
+import { clusterTokenSetting } from "../../config/clusterToken.js"
 
 export interface StateTiming {
   /** How often nodes send their status. */
@@ -168,13 +169,7 @@ export const StateStoreSchema = component<StateStoreInput>({
       help: "etcd password authentication: the password (with TALON_ETCD_USERNAME)",
       example: "<password>"
     }),
-    clusterToken: setting(K.optional(K.secret), {
-      env: "TALON_CLUSTER_TOKEN",
-      default: undefined,
-      shownDefault: "none",
-      help: "Shared secret every node presents with its state writes; at least 16 characters",
-      example: "$(openssl rand -hex 32)"
-    }),
+    clusterToken: clusterTokenSetting,
     tokenCheck: setting(K.oneOf("every-write", "takeover-only"), {
       env: "TALON_CLUSTER_TOKEN_CHECK",
       flag: "cluster-token-check",

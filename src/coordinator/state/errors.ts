@@ -60,12 +60,12 @@ export class WatchCompacted extends Data.TaggedError("WatchCompacted")<{
   }
 }
 
-/** The write presented no cluster token, or a wrong one. */
+/** The status carried no proof of the cluster token, or a proof made with another token (or for other bytes). */
 export class TokenRejected extends Data.TaggedError("TokenRejected")<{ readonly nodeId: string; readonly presented: boolean }> {
   override get message(): string {
     return this.presented
-      ? `node ${this.nodeId} presented a cluster token that does not match this cluster's TALON_CLUSTER_TOKEN`
-      : `node ${this.nodeId} presented no cluster token; this cluster requires TALON_CLUSTER_TOKEN on every registration and status`
+      ? `node ${this.nodeId}: its status's cluster-token proof (label talon.auth) does not match this cluster's TALON_CLUSTER_TOKEN; set the same TALON_CLUSTER_TOKEN on the node as on the coordinators`
+      : `node ${this.nodeId} sent no cluster-token proof; this cluster requires TALON_CLUSTER_TOKEN on every registration and status: set it on the node (the same value as the coordinators')`
   }
 }
 
@@ -76,7 +76,7 @@ export class TakeoverRefused extends Data.TaggedError("TakeoverRefused")<{
   readonly incoming: string
 }> {
   override get message(): string {
-    return `node id ${this.nodeId} is held by live incarnation ${this.heldBy}; incarnation ${this.incoming} may replace it only with the cluster token (set TALON_CLUSTER_TOKEN on the node), or after the record's lease expires`
+    return `node id ${this.nodeId} is held by live incarnation ${this.heldBy}; incarnation ${this.incoming} may replace it only with a status proving the cluster token (set TALON_CLUSTER_TOKEN on the node), or after the record's lease expires`
   }
 }
 

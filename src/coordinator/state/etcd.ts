@@ -98,7 +98,7 @@ export const makeEtcdStore = (settings: StateStoreSettings) =>
             const read = yield* call("get", () => client.get(key).exec())
             const kv = read.kvs[0]
             const current = kv === undefined ? undefined : (yield* decode(kv)).status
-            const refused = tokenProblem(settings.clusterToken, settings.tokenCheck, options.token, current, status)
+            const refused = tokenProblem(settings.clusterToken, settings.tokenCheck, options.proof ?? "missing", current, status)
             if (refused !== null) return yield* Effect.fail(refused)
             const reject = rejectReason(current, status)
             if (reject !== null) return { disposition: reject, revision: rev(read.header.revision) }

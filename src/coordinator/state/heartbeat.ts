@@ -11,7 +11,7 @@ import type { ClusterStateStoreShape, PutOptions } from "./ClusterStateStore.js"
 /**
  * Runs until the scope closes. `status(seq)` builds the status for heartbeat
  * `seq` (the incarnation id must not change). A failed put is logged and
- * retried at the next beat; the lease covers the gaps.
+ * retried at the next beat (logged once per distinct problem); the lease covers the gaps.
  */
 export const keepOwnRecord = (
   store: ClusterStateStoreShape,
@@ -21,12 +21,19 @@ export const keepOwnRecord = (
   Effect.gen(function* () {
     let seq = 0
     let last: NodeStatus | undefined
+    // Logged when the problem changes, not on every beat of an outage.
+    let lastProblem = ""
     const beat = Effect.flatMap(
       Effect.suspend(() => status(seq++)),
       (s) => {
         last = s
         return store.put(s, options).pipe(
-          Effect.tapError((e) => Effect.logWarning(`status heartbeat for ${s.node.id} not stored: ${e.message}`)),
+          Effect.tap(() => Effect.sync(() => void (lastProblem = ""))),
+          Effect.tapError((e) => {
+            if (e.message === lastProblem) return Effect.void
+            lastProblem = e.message
+            return Effect.logWarning(`status heartbeat for ${s.node.id} not stored: ${e.message}; retrying every beat`)
+          }),
           Effect.ignore
         )
       }

@@ -58,7 +58,7 @@ export const makeMemoryStore = (settings: StateStoreSettings) =>
           prune(now)
           const key = keyOf(status.clusterId, status.node.id)
           const current = records.get(key)?.node.status
-          const refused = tokenProblem(settings.clusterToken, settings.tokenCheck, options.token, current, status)
+          const refused = tokenProblem(settings.clusterToken, settings.tokenCheck, options.proof ?? "missing", current, status)
           if (refused !== null) return Effect.fail(refused)
           const reject = rejectReason(current, status)
           if (reject !== null) return Effect.succeed({ disposition: reject, revision: rev(revision) })

@@ -14,11 +14,12 @@
  * readiness (so the first, sent before any coordinator accepted one, says not
  * ready, and the one right after acceptance says ready) and the admin address.
  */
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Either, Layer, Schedule } from "effect"
 import { ControlChannel } from "../../transport/ControlChannel.js"
 import { formatHostPort, parseHostPortList } from "../../transport/address.js"
 import { NodeRole, type NodeInfo } from "../../core/ids.js"
 import type { NodeStatus } from "../../protocol/status.js"
+import { signStatus } from "../../protocol/statusProof.js"
 import { WorkerConfig } from "../config.js"
 import { WorkerMetrics } from "../metrics.js"
 import { DataServer } from "../server/DataServer.js"
@@ -26,6 +27,7 @@ import { BlockStore } from "../store/BlockStore.js"
 import { AdminHttp } from "../admin/AdminHttp.js"
 import { WorkerReadiness } from "./Readiness.js"
 import { newIdentity, workerStatus, type WorkerIdentity } from "./status.js"
+import { describeProblems, watchCacheHealth } from "./health.js"
 
 export interface MembershipShape {
   /** What this worker reports as. */
@@ -55,6 +57,11 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
         return { node, coordinators, coordinator: undefined, identity: undefined }
       }
       const identity = newIdentity(cfg.clusterId, node, cfg.zone, yield* Clock.currentTimeMillis)
+      const cacheHealth = yield* watchCacheHealth(cfg.cacheDirs, cfg.heartbeatIntervalMs, (health, probes) =>
+        health === "healthy"
+          ? Effect.logInfo(`worker ${node.id} healthy again: every cache dir passes its write probe; it rejoins placement`)
+          : Effect.logWarning(`worker ${node.id} ${health}: ${describeProblems(probes)}; it reports ${health} and stays out of placement until the probe passes`)
+      )
       const timeout = Duration.millis(Math.max(1000, cfg.heartbeatIntervalMs * 2))
       const channels: Array<ControlChannel> = []
       for (const address of coordinators) channels.push(yield* ControlChannel.make(address, { requestTimeout: timeout, retries: 0 }))
@@ -78,14 +85,19 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
       /** The status to the current target, then to each other coordinator in turn until one accepts it. */
       const beat: Effect.Effect<void> = Effect.gen(function* () {
         const s = store.stats()
-        const status = workerStatus(
+        stats.cacheDirsFailingProbe = cacheHealth.probes().filter((p) => p.problem !== undefined).length
+        const built = workerStatus(
           identity,
           ++seq,
           yield* Clock.currentTimeMillis,
           stats,
           { blockCount: store.blockCount, residentBytes: s.residentBytes, capacityBytes: s.perDir.reduce((n, d) => n + d.capacity, 0) },
-          { ready: readiness.ready, adminAddress: admin.address }
+          { ready: readiness.ready, adminAddress: admin.address, health: cacheHealth.current() }
         )
+        // With a cluster token every status carries its HMAC (src/protocol/statusProof.ts), never the token.
+        const signed = cfg.clusterToken === undefined ? Either.right(built) : signStatus(built, cfg.clusterToken)
+        if (Either.isLeft(signed)) return yield* Effect.logError(`worker ${node.id}: status not sent: ${signed.left}`)
+        const status = signed.right
         const problems: Array<string> = []
         for (let i = 0; i < channels.length; i++) {
           const index = (target + i) % channels.length
@@ -106,7 +118,10 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
             ready: true,
             registered: true,
             coordinator: channel.address,
-            detail: `member of cluster ${identity.clusterId} as ${node.id} via ${channel.address}`
+            detail:
+              status.health === "healthy"
+                ? `member of cluster ${identity.clusterId} as ${node.id} via ${channel.address}`
+                : `registered in cluster ${identity.clusterId} as ${node.id} via ${channel.address}, reporting ${status.health} (out of placement): ${cacheHealth.problems()}`
           })
           // Accepted while reporting not ready (the first status): say ready now rather than a
           // heartbeat later, so placement does not wait an interval for this worker.

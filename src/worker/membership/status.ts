@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto"
 import type { NodeInfo } from "../../core/ids.js"
-import { NODE_STATUS_SCHEMA_VERSION, NODE_ZONE_LABEL, canonicalLabels, type NodeStatus } from "../../protocol/status.js"
+import { NODE_STATUS_SCHEMA_VERSION, NODE_ZONE_LABEL, canonicalLabels, type NodeHealth, type NodeStatus } from "../../protocol/status.js"
 import type { WorkerStats } from "../metrics.js"
 
 /** What this build reports as its version in every status. */
@@ -40,6 +40,8 @@ export interface SelfReport {
   readonly ready: boolean
   /** The bound admin HTTP address, `host:port`. */
   readonly adminAddress: string | null
+  /** From the cache dirs' probes (health.ts): anything but healthy keeps the worker out of placement. */
+  readonly health: NodeHealth
 }
 
 const u64 = (n: number): number => (Number.isFinite(n) && n > 0 ? Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER) : 0)
@@ -61,9 +63,7 @@ export const workerStatus = (
   startedAtUnixMs: id.startedAtUnixMs,
   reportedAtUnixMs: Math.max(now, id.startedAtUnixMs),
   heartbeatSeq,
-  // No signal tells a failing cache dir apart yet (a bad read is an error counted per request),
-  // so health stays healthy and readiness carries whether placement should use this worker.
-  health: "healthy",
+  health: self.health,
   ready: self.ready,
   metrics: {
     requestsTotal: u64(stats.hits + stats.misses + stats.errors),
