@@ -63,7 +63,12 @@ export interface ComponentDeclaration<T> extends Omit<Component<T>, "settings"> 
 
 const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)
 
+const isComplete = <A>(d: Declared<A>): d is Setting<A> & Declared<A> =>
+  d.env !== undefined && d.example !== undefined && d.name === undefined && d.flag !== false
+
 const complete = <A>(prefix: string | undefined, key: string, d: Declared<A>): Setting<A> => {
+  // A full setting, shared by several components (TALON_CLUSTER_TOKEN), stays the one object they share.
+  if (isComplete(d)) return d
   const { name: given, env: ownEnv, flag: ownFlag, example, ...rest } = d
   const name = given ?? kebab(key)
   const env = ownEnv ?? (prefix === undefined ? undefined : `${prefix}_${name.toUpperCase().replace(/-/g, "_")}`)
