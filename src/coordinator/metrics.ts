@@ -49,7 +49,7 @@ export const renderMetrics = (m: MetricsInput): string => {
   metric(
     "talon_coordinator_token_refusals_total",
     "counter",
-    "Statuses, Registers and Heartbeats refused for the cluster token, by reason (missing, wrong, takeover, legacy).",
+    "Statuses, Registers and Heartbeats refused for the cluster token, by reason (missing, wrong, takeover, legacy, stale).",
     TOKEN_REFUSALS.map((r) => [`{reason="${r}"}`, m.counters.tokenRefusals.counts[r]])
   )
   metric("talon_coordinator_expirations_total", "counter", "Nodes that left placement (silent, expired or removed).", [

@@ -35,8 +35,8 @@ const forged = (id: string, overrides: Partial<NodeStatus> = {}): NodeStatus => 
   incarnationId: randomUUID(),
   adminAddress: null,
   buildVersion: "forged",
-  startedAtUnixMs: Date.now() + 60_000,
-  reportedAtUnixMs: Date.now() + 60_000,
+  startedAtUnixMs: Date.now(),
+  reportedAtUnixMs: Date.now(),
   heartbeatSeq: 1,
   health: "healthy",
   ready: true,
@@ -149,6 +149,11 @@ describe("cluster token (TALON_CLUSTER_TOKEN) on the control plane", () => {
           const last = captured[captured.length - 1]!
           const moved = { ...last, node: { ...last.node, address: "127.0.0.1:9" }, heartbeatSeq: last.heartbeatSeq + 1000 }
           expect(yield* report(address, moved)).toMatchObject(refusedWith(/does not match/))
+          // A proven status from long ago (an old capture) is refused as stale: it could otherwise
+          // bring back an expired record or displace a newer incarnation.
+          const oldCapture = signedWith(TOKEN, forged("w1", { startedAtUnixMs: Date.now() - 11 * 60_000, reportedAtUnixMs: Date.now() - 10 * 60_000 }))
+          expect(yield* report(address, oldCapture)).toMatchObject(refusedWith(/reported \d+ ms ago .* more than the lease TTL/))
+          expect(yield* refusals(admin, "stale")).toBe(1)
           const still = (yield* cluster(admin)).members.find((m) => m.id === "w1")!
           expect(still).toMatchObject({
             address: worker.address,

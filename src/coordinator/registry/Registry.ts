@@ -16,7 +16,7 @@ import { membershipEpoch } from "../state/epoch.js"
 import { followMembership, type Membership } from "../state/MembershipView.js"
 import type { StateStoreError } from "../state/errors.js"
 import type { StatusProof } from "../../protocol/statusProof.js"
-import { admit, legacyMove, legacyRefusal, refusalOf, TokenRefusals } from "./auth.js"
+import { admit, legacyMove, legacyRefusal, refusalOf, staleProof, TokenRefusals } from "./auth.js"
 import { invalidRegistration, isLegacy, legacyStatus } from "./legacy.js"
 import { Heartbeat, Register, RegistryProtocol, ReportStatus, Snapshot, Sweep, type RegistryAck, type RegistryMessage } from "./protocol.js"
 import { emptyView, mergeView, pendingWrites, revisionNumber, type LocalWrite, type RegistryView } from "./view.js"
@@ -161,6 +161,11 @@ export const makeRegistry = (
               return [ack(false, `status refused: the cluster already has ${maxMembers} nodes; retry after some expire`), state] as const
             }
             const { proof, status } = admit(store.settings, received)
+            const stale = proof === "verified" ? staleProof(store.settings, status, yield* Clock.currentTimeMillis) : undefined
+            if (stale !== undefined) {
+              counters.rejectedHeartbeats++
+              return yield* Effect.as(counters.tokenRefusals.refused(status.node.id, "stale", stale), [ack(false, stale), state] as const)
+            }
             const reply = yield* write(state, status, proof)
             if (reply[0].ok) counters.statusHeartbeats++
             else counters.rejectedHeartbeats++

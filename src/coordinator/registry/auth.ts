@@ -12,12 +12,25 @@ import { verifyStatus, withoutProof, type StatusProof } from "../../protocol/sta
 import type { StateStoreSettings } from "../state/config.js"
 import type { StateStoreError } from "../state/errors.js"
 
-export type TokenRefusal = "missing" | "wrong" | "takeover" | "legacy"
-export const TOKEN_REFUSALS: ReadonlyArray<TokenRefusal> = ["missing", "wrong", "takeover", "legacy"]
+export type TokenRefusal = "missing" | "wrong" | "takeover" | "legacy" | "stale"
+export const TOKEN_REFUSALS: ReadonlyArray<TokenRefusal> = ["missing", "wrong", "takeover", "legacy", "stale"]
 
 /** The status to store and what it proved; without a configured token nothing is checked. */
 export const admit = (settings: StateStoreSettings, received: NodeStatus): { readonly proof: StatusProof; readonly status: NodeStatus } =>
   settings.clusterToken === undefined ? { proof: "missing", status: withoutProof(received) } : verifyStatus(received, settings.clusterToken)
+
+/**
+ * Why a proven status is too old (or too far ahead) to apply, or undefined. The ordering rule stops
+ * a captured status from being replayed over its own incarnation's record, but not over a newer
+ * incarnation's, nor after the record expired; its signed report time bounds that window to one
+ * lease TTL of this coordinator's clock.
+ */
+export const staleProof = (settings: StateStoreSettings, status: NodeStatus, nowMs: number): string | undefined => {
+  const skew = nowMs - status.reportedAtUnixMs
+  if (Math.abs(skew) <= settings.leaseTtlMs) return undefined
+  const when = skew > 0 ? `${skew} ms ago` : `${-skew} ms in the future`
+  return `status of node ${JSON.stringify(status.node.id.slice(0, 256))} was reported ${when} by this coordinator's clock, more than the lease TTL (${settings.leaseTtlMs} ms): a replayed status, or the node's clock is off (keep nodes' clocks in sync, e.g. NTP)`
+}
 
 /** Why a legacy Register/Heartbeat (which has no labels, so no proof) is refused here, or undefined. */
 export const legacyRefusal = (settings: StateStoreSettings, what: "Register" | "Heartbeat"): string | undefined =>
@@ -43,7 +56,7 @@ const MAX_LOGGED = 10_000
 
 /** Counts token refusals by reason and logs the first for each node id until that node is accepted again. */
 export class TokenRefusals {
-  readonly counts: Record<TokenRefusal, number> = { missing: 0, wrong: 0, takeover: 0, legacy: 0 }
+  readonly counts: Record<TokenRefusal, number> = { missing: 0, wrong: 0, takeover: 0, legacy: 0, stale: 0 }
   readonly #logged = new Set<string>()
 
   refused(nodeId: string, reason: TokenRefusal, detail: string): Effect.Effect<void> {
