@@ -5,7 +5,8 @@
  */
 import type { ConfigError, Effect } from "effect"
 import * as K from "../config/kinds.js"
-import { component, defaultsOf, resolve, setting } from "../config/Setting.js"
+import * as S from "../config/declare.js"
+import { component, defaultsOf, resolve } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE } from "../core/ids.js"
 import { blockSizeRange, nonNegative, positive } from "../config/checks.js"
 
@@ -40,102 +41,26 @@ export const ClientSchema = component<TalonClientOptions>({
   name: "client",
   summary:
     "The cluster client: `talon read`, `talon cluster`, the gateway's cache route, and programs using TalonClient.",
+  prefix: "TALON_CLIENT",
   settings: {
-    coordinator: setting(K.coordinatorList(), {
-      env: "TALON_CLIENT_COORDINATOR",
-      flag: "coordinator",
-      default: "127.0.0.1:7000",
-      help: "Coordinator control address host:port; a comma-separated list fails over between them",
+    coordinator: S.of(K.coordinatorList(), "127.0.0.1:7000", "Coordinator control address host:port; a comma-separated list fails over between them", {
       example: "10.0.0.1:7000,10.0.0.2:7000"
     }),
-    blockSize: setting(K.size, {
-      env: "TALON_CLIENT_BLOCK_SIZE",
-      flag: "block-size",
-      default: DEFAULT_BLOCK_SIZE,
-      help: "Block size; must equal the workers' (K/M/G suffixes)",
-      example: "8M",
-      check: blockSizeRange
-    }),
-    replicas: setting(K.integer, {
-      env: "TALON_CLIENT_REPLICAS",
-      flag: "replicas",
-      default: 2,
-      help: "Workers tried per block, in placement order",
-      example: "2",
-      check: positive
-    }),
-    parallelism: setting(K.integer, {
-      env: "TALON_CLIENT_PARALLELISM",
-      flag: "parallelism",
-      default: 4,
-      help: "Block segments fetched concurrently ahead of the reader",
-      example: "4",
-      check: positive
-    }),
-    membershipTtlMs: setting(K.integer, {
-      env: "TALON_CLIENT_MEMBERSHIP_TTL_MS",
-      flag: "membership-ttl-ms",
-      default: 5000,
-      help: "How long a membership list is trusted before it is fetched again, in ms",
-      example: "5000",
-      check: nonNegative
-    }),
-    statTtlMs: setting(K.integer, {
-      env: "TALON_CLIENT_STAT_TTL_MS",
-      flag: "stat-ttl-ms",
-      default: 2000,
-      help: "How long an object's size and version are trusted, in ms",
-      example: "2000",
-      check: nonNegative
-    }),
-    staleLimitMs: setting(K.integer, {
-      env: "TALON_CLIENT_STALE_LIMIT_MS",
-      flag: "stale-limit-ms",
-      default: 120_000,
-      help: "While the coordinator is down, the last membership and object stats stay in use this long after it last confirmed them, in ms",
-      example: "120000",
-      check: nonNegative
-    }),
-    requestTimeoutMs: setting(K.integer, {
-      env: "TALON_CLIENT_REQUEST_TIMEOUT_MS",
-      flag: "request-timeout-ms",
-      default: 30_000,
-      help: "Deadline for one request to a worker, in ms",
-      example: "30000",
-      check: positive
-    }),
-    controlTimeoutMs: setting(K.integer, {
-      env: "TALON_CLIENT_CONTROL_TIMEOUT_MS",
-      flag: "control-timeout-ms",
-      default: 5000,
-      help: "Deadline for one coordinator request; past it the coordinator counts as down and reads fall back, in ms",
-      example: "5000",
-      check: positive
-    }),
-    connectTimeoutMs: setting(K.integer, {
-      env: "TALON_CLIENT_CONNECT_TIMEOUT_MS",
-      flag: "connect-timeout-ms",
-      default: 3000,
-      help: "Deadline for opening a connection, in ms",
-      example: "3000",
-      check: positive
-    }),
-    connectionsPerWorker: setting(K.integer, {
-      env: "TALON_CLIENT_CONNECTIONS_PER_WORKER",
-      flag: "connections-per-worker",
-      default: 4,
-      help: "Data connections kept open to each worker",
-      example: "4",
-      check: positive
-    }),
-    maxRequestBytes: setting(K.size, {
-      env: "TALON_CLIENT_MAX_REQUEST_BYTES",
-      flag: "max-request-bytes",
-      default: 8 * 1024 * 1024,
-      help: "Largest single range request; longer segments are split (bounds per-request memory)",
-      example: "8M",
-      check: positive
-    })
+    blockSize: S.size(DEFAULT_BLOCK_SIZE, "Block size; must equal the workers' (K/M/G suffixes)", { example: "8M", check: blockSizeRange }),
+    replicas: S.integer(2, "Workers tried per block, in placement order", positive),
+    parallelism: S.integer(4, "Block segments fetched concurrently ahead of the reader", positive),
+    membershipTtlMs: S.integer(5000, "How long a membership list is trusted before it is fetched again, in ms", nonNegative),
+    statTtlMs: S.integer(2000, "How long an object's size and version are trusted, in ms", nonNegative),
+    staleLimitMs: S.integer(
+      120_000,
+      "While the coordinator is down, the last membership and object stats stay in use this long after it last confirmed them, in ms",
+      nonNegative
+    ),
+    requestTimeoutMs: S.integer(30_000, "Deadline for one request to a worker, in ms", positive),
+    controlTimeoutMs: S.integer(5000, "Deadline for one coordinator request; past it the coordinator counts as down and reads fall back, in ms", positive),
+    connectTimeoutMs: S.integer(3000, "Deadline for opening a connection, in ms", positive),
+    connectionsPerWorker: S.integer(4, "Data connections kept open to each worker", positive),
+    maxRequestBytes: S.size(8 * 1024 * 1024, "Largest single range request; longer segments are split (bounds per-request memory)", positive)
   }
 })
 
@@ -149,13 +74,10 @@ export const resolveClientOptions = (
 export const ClusterViewSchema = component<{ readonly admin: string | undefined }>({
   name: "cluster view",
   summary: "`talon cluster`: the membership table.",
+  prefix: "TALON_CLUSTER",
   settings: {
-    admin: setting(K.optional(K.dialAddress), {
-      env: "TALON_CLUSTER_ADMIN",
-      flag: "admin",
-      default: undefined,
+    admin: S.unset(K.dialAddress, "Coordinator admin HTTP host:port; the table then includes heartbeat ages and block counts", {
       shownDefault: "unset: ask the control address",
-      help: "Coordinator admin HTTP host:port; the table then includes heartbeat ages and block counts",
       example: "127.0.0.1:8000"
     })
   }

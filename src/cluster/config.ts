@@ -3,7 +3,9 @@
  * (src/config/Setting.ts): flag > `TALON_UP_*` > config file > default.
  */
 import * as K from "../config/kinds.js"
-import { component, setting } from "../config/Setting.js"
+import * as S from "../config/declare.js"
+import { component } from "../config/Setting.js"
+import { range } from "../config/checks.js"
 
 export interface UpSettings {
   readonly dir: string | undefined
@@ -16,46 +18,12 @@ export interface UpSettings {
 export const UpSchema = component<UpSettings>({
   name: "local cluster",
   summary: "`talon up`: origin stub, coordinator, workers and gateway in one process.",
+  prefix: "TALON_UP",
   settings: {
-    dir: setting(K.optional(K.text), {
-      env: "TALON_UP_DIR",
-      flag: "dir",
-      default: undefined,
-      shownDefault: "a temp dir removed on exit",
-      help: "Where origin data and cache dirs live (kept)",
-      example: ".talon"
-    }),
-    keep: setting(K.boolean, {
-      env: "TALON_UP_KEEP",
-      flag: "keep",
-      presence: true,
-      default: false,
-      help: "Keep the temp dir after exit",
-      example: "true"
-    }),
-    workers: setting(K.integer, {
-      env: "TALON_UP_WORKERS",
-      flag: "workers",
-      default: 2,
-      help: "How many workers to start",
-      example: "3",
-      check: (n) => (n >= 1 && n <= 64 ? undefined : "must be in 1..64")
-    }),
-    ephemeral: setting(K.boolean, {
-      env: "TALON_UP_EPHEMERAL",
-      flag: "ephemeral",
-      presence: true,
-      default: false,
-      help: "Bind every listener on a free port instead of the defaults (9100, 7000/8000, 7001+/8001+)",
-      example: "true"
-    }),
-    pageSize: setting(K.optional(K.size), {
-      env: "TALON_UP_PAGE_SIZE",
-      flag: "page-size",
-      default: undefined,
-      shownDefault: "the worker's, 1M",
-      help: "Worker page size (0 = whole blocks; K/M suffixes)",
-      example: "0"
-    })
+    dir: S.unset(K.text, "Where origin data and cache dirs live (kept)", { shownDefault: "a temp dir removed on exit", example: ".talon" }),
+    keep: S.toggle("Keep the temp dir after exit"),
+    workers: S.integer(2, "How many workers to start", { example: "3", check: range(1, 64) }),
+    ephemeral: S.toggle("Bind every listener on a free port instead of the defaults (9100, 7000/8000, 7001+/8001+)"),
+    pageSize: S.unset(K.size, "Worker page size (0 = whole blocks; K/M suffixes)", { shownDefault: "the worker's, 1M", example: "0" })
   }
 })

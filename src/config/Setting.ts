@@ -29,6 +29,21 @@ export interface Setting<A> {
 
 export const setting = <A>(kind: Kind<A>, spec: Omit<Setting<A>, "kind">): Setting<A> => ({ kind, ...spec })
 
+/**
+ * A setting as a component declares it: under the component's prefix its names follow
+ * from its key (`versionTtlMs` → `--version-ttl-ms`, `TALON_WORKER_VERSION_TTL_MS`) and
+ * its example from its default, so only what differs is written (src/config/declare.ts).
+ */
+export interface Declared<A> extends Omit<Setting<A>, "env" | "flag" | "example"> {
+  /** The words both names are made of, when not the key's: `data-addr` → `--data-addr`, `TALON_WORKER_DATA_ADDR`. */
+  readonly name?: string | undefined
+  /** A variable of its own (one shared across components, say): then it has a flag only if it names one. */
+  readonly env?: string | undefined
+  /** The flag when it differs from the name; `false` for none (secrets are never flags). */
+  readonly flag?: string | false | undefined
+  readonly example?: string | undefined
+}
+
 export type Schema<T> = { readonly [K in keyof T]-?: Setting<T[K]> }
 
 export interface Component<T> {
@@ -40,7 +55,34 @@ export interface Component<T> {
   readonly check?: ((settings: T) => { readonly key: keyof T; readonly message: string } | undefined) | undefined
 }
 
-export const component = <T>(c: Component<T>): Component<T> => c
+export interface ComponentDeclaration<T> extends Omit<Component<T>, "settings"> {
+  /** `TALON_WORKER`: a setting's variable is this and its name, unless it gives its own. */
+  readonly prefix?: string
+  readonly settings: { readonly [K in keyof T]-?: Declared<T[K]> }
+}
+
+const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)
+
+const isComplete = <A>(d: Declared<A>): d is Setting<A> & Declared<A> =>
+  d.env !== undefined && d.example !== undefined && d.name === undefined && d.flag !== false
+
+const complete = <A>(prefix: string | undefined, key: string, d: Declared<A>): Setting<A> => {
+  // A full setting, shared by several components (TALON_CLUSTER_TOKEN), stays the one object they share.
+  if (isComplete(d)) return d
+  const { name: given, env: ownEnv, flag: ownFlag, example, ...rest } = d
+  const name = given ?? kebab(key)
+  const env = ownEnv ?? (prefix === undefined ? undefined : `${prefix}_${name.toUpperCase().replace(/-/g, "_")}`)
+  if (env === undefined) throw new Error(`setting ${key} needs an env name, or its component a prefix`)
+  const flag = ownFlag === false ? undefined : (ownFlag ?? (ownEnv === undefined ? name : undefined))
+  return { ...rest, env, ...(flag === undefined ? {} : { flag }), example: example ?? d.kind.show(d.default) }
+}
+
+export const component = <T>(c: ComponentDeclaration<T>): Component<T> => {
+  const { prefix, settings: declared, ...rest } = c
+  const settings: Partial<{ -readonly [K in keyof T]: Setting<T[K]> }> = {}
+  for (const key of Object.keys(declared) as Array<keyof T & string>) settings[key] = complete(prefix, key, declared[key])
+  return { ...rest, settings: settings as Schema<T> }
+}
 
 export const keysOf = <T>(schema: Schema<T>): ReadonlyArray<keyof T & string> => Object.keys(schema) as Array<keyof T & string>
 
@@ -98,6 +140,13 @@ export const withDefaults = <T>(c: Component<T>, defaults: Partial<T>): Componen
     if (value !== undefined) settings[key] = { ...c.settings[key], default: value as T[typeof key], shownDefault: undefined }
   }
   return { ...c, settings }
+}
+
+/** The environment variable of each setting. */
+export const envNamesOf = <T>(c: Component<T>): { readonly [K in keyof T]-?: string } => {
+  const out: Partial<Record<keyof T, string>> = {}
+  for (const key of keysOf(c.settings)) out[key] = c.settings[key].env
+  return out as { readonly [K in keyof T]-?: string }
 }
 
 /** Every setting at its default. */

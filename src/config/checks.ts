@@ -18,3 +18,9 @@ export const whenSet =
 
 /** A block size: Talon's wire carries it as a u32, and every client and worker must agree on it. */
 export const blockSizeRange = (n: number) => (n > 0 && n <= 0xffffffff ? undefined : "must be in 1..4 GiB-1 (a u32)")
+
+/** In lo..hi, both included; `why` when the bare bounds would not say enough. */
+export const range =
+  (lo: number, hi: number, why = `must be in ${lo}..${hi}`) =>
+  (n: number) =>
+    n >= lo && n <= hi ? undefined : why

@@ -5,7 +5,8 @@
  */
 import { type ConfigError, Effect } from "effect"
 import * as K from "../config/kinds.js"
-import { component, defaultsOf, resolve, setting } from "../config/Setting.js"
+import * as S from "../config/declare.js"
+import { component, defaultsOf, resolve } from "../config/Setting.js"
 import { resolveStateStoreSettings, type StateStoreSettings, type StateTiming } from "./state/config.js"
 import { notBlank, positive } from "../config/checks.js"
 
@@ -41,69 +42,23 @@ export interface CoordinatorOptions extends CoordinatorSettings {
 export const CoordinatorSchema = component<CoordinatorSettings>({
   name: "coordinator",
   summary: "`talon coordinator`: membership, the placement epoch, object metadata and the admin API.",
+  prefix: "TALON_COORDINATOR",
   settings: {
-    listen: setting(K.listenAddress, {
-      env: "TALON_COORDINATOR_LISTEN",
-      flag: "listen",
-      default: "127.0.0.1:7000",
-      help: "Control listener host:port for workers and clients",
-      example: "0.0.0.0:7000"
-    }),
-    adminListen: setting(K.listenAddress, {
-      env: "TALON_COORDINATOR_ADMIN_LISTEN",
-      flag: "admin-listen",
-      default: "127.0.0.1:8000",
-      help: "Admin HTTP host:port serving /healthz, /readyz, /api/v1/cluster, /metrics",
-      example: "0.0.0.0:8000"
-    }),
-    heartbeatIntervalMs: setting(K.integer, {
-      env: "TALON_COORDINATOR_HEARTBEAT_INTERVAL_MS",
-      flag: "heartbeat-interval-ms",
-      default: 1000,
-      help: "Heartbeat interval workers are expected to keep, in ms",
-      example: "1000",
-      check: positive
-    }),
-    missedHeartbeats: setting(K.integer, {
-      env: "TALON_COORDINATOR_MISSED_HEARTBEATS",
-      flag: "missed-heartbeats",
-      default: 3,
-      help: "A worker silent for this many intervals leaves the membership",
-      example: "3",
-      check: positive
-    }),
-    readTimeoutMs: setting(K.integer, {
-      env: "TALON_COORDINATOR_READ_TIMEOUT_MS",
-      flag: "read-timeout-ms",
-      default: 10_000,
-      help: "A partly received frame idle this long closes its connection, in ms",
-      example: "10000",
-      check: positive
-    }),
-    clusterId: setting(K.text, {
-      env: "TALON_COORDINATOR_CLUSTER_ID",
-      flag: "cluster-id",
-      default: "default",
-      help: "Cluster this coordinator serves; status heartbeats naming another cluster are refused",
+    listen: S.listen("127.0.0.1:7000", "Control listener host:port for workers and clients", { example: "0.0.0.0:7000" }),
+    adminListen: S.listen("127.0.0.1:8000", "Admin HTTP host:port serving /healthz, /readyz, /api/v1/cluster, /metrics", { example: "0.0.0.0:8000" }),
+    heartbeatIntervalMs: S.integer(1000, "Heartbeat interval workers are expected to keep, in ms", positive),
+    missedHeartbeats: S.integer(3, "A worker silent for this many intervals leaves the membership", positive),
+    readTimeoutMs: S.integer(10_000, "A partly received frame idle this long closes its connection, in ms", positive),
+    clusterId: S.text("default", "Cluster this coordinator serves; status heartbeats naming another cluster are refused", {
       example: "prod",
       check: notBlank
     }),
-    adminTlsCert: setting(K.optional(K.text), {
-      env: "TALON_COORDINATOR_ADMIN_TLS_CERT",
-      flag: "admin-tls-cert",
-      default: undefined,
-      shownDefault: "none: plain HTTP",
-      help: "PEM certificate for HTTPS on the admin endpoint, with --admin-tls-key; re-read on SIGHUP or when the file changes",
-      example: "/etc/talon/admin.pem"
-    }),
-    adminTlsKey: setting(K.optional(K.text), {
-      env: "TALON_COORDINATOR_ADMIN_TLS_KEY",
-      flag: "admin-tls-key",
-      default: undefined,
-      shownDefault: "none",
-      help: "PEM private key of --admin-tls-cert",
-      example: "/etc/talon/admin-key.pem"
-    })
+    adminTlsCert: S.unset(
+      K.text,
+      "PEM certificate for HTTPS on the admin endpoint, with --admin-tls-key; re-read on SIGHUP or when the file changes",
+      { shownDefault: "none: plain HTTP", example: "/etc/talon/admin.pem" }
+    ),
+    adminTlsKey: S.unset(K.text, "PEM private key of --admin-tls-cert", { example: "/etc/talon/admin-key.pem" })
   },
   check: (o) =>
     (o.adminTlsCert === undefined) !== (o.adminTlsKey === undefined)

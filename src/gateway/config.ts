@@ -7,7 +7,8 @@
  */
 import { type ConfigError, Effect, Either, type Redacted } from "effect"
 import * as K from "../config/kinds.js"
-import { component, defaultsOf, invalid, resolve, setting } from "../config/Setting.js"
+import * as S from "../config/declare.js"
+import { component, defaultsOf, envNamesOf, invalid, resolve } from "../config/Setting.js"
 import { nonNegativeInteger, notBlank, positiveInteger } from "../config/checks.js"
 
 export type RouteName = "cache" | "origin"
@@ -76,165 +77,50 @@ type GatewaySettings = Omit<GatewayOptions, "credentials">
 export const GatewaySchema = component<GatewaySettings>({
   name: "gateway",
   summary: "`talon gateway`: S3 and Azure Blob endpoints over the cache.",
+  prefix: "TALON_GATEWAY",
   settings: {
-    listen: setting(listenKind, {
-      env: "TALON_GATEWAY_LISTEN",
-      flag: "listen",
-      default: "127.0.0.1:9000",
-      help: "host:port to serve S3 and Azure on",
-      example: "0.0.0.0:9000"
-    }),
-    auth: setting(K.onOff, {
-      env: "TALON_GATEWAY_AUTH",
-      flag: "auth",
-      default: true,
-      help: "Verify SigV4 / Shared Key against the TALON_GATEWAY_* credentials; off serves anyone (local demos only)",
+    listen: S.of(listenKind, "127.0.0.1:9000", "host:port to serve S3 and Azure on", { example: "0.0.0.0:9000" }),
+    auth: S.of(K.onOff, true, "Verify SigV4 / Shared Key against the TALON_GATEWAY_* credentials; off serves anyone (local demos only)", {
       example: "off"
     }),
-    region: setting(K.text, {
-      env: "TALON_GATEWAY_REGION",
-      flag: "region",
-      default: "us-east-1",
-      help: "Region the S3 front end answers GetBucketLocation with and expects in SigV4 scopes",
+    region: S.text("us-east-1", "Region the S3 front end answers GetBucketLocation with and expects in SigV4 scopes", {
       example: "eu-west-1",
       check: notBlank
     }),
-    maxConcurrentRequests: setting(K.integer, {
-      env: "TALON_GATEWAY_MAX_CONCURRENT_REQUESTS",
-      flag: "max-concurrent-requests",
-      default: 256,
-      help: "Requests served at once; more get 503 SlowDown/ServerBusy",
-      example: "256",
-      check: positiveInteger
-    }),
-    maxBodyBytes: setting(K.size, {
-      env: "TALON_GATEWAY_MAX_BODY_BYTES",
-      flag: "max-body-bytes",
-      default: 64 * 1024 * 1024,
-      help: "Largest single PutObject / Put Blob body accepted (streamed to the origin; multipart parts and blocks are capped at 5 GiB)",
-      example: "64M",
-      check: positiveInteger
-    }),
-    maxConcurrentUploads: setting(K.integer, {
-      env: "TALON_GATEWAY_MAX_CONCURRENT_UPLOADS",
-      flag: "max-concurrent-uploads",
-      default: 64,
-      help: "Uploads (requests with a body) served at once, apart from reads, so slow uploaders cannot take every slot",
-      example: "64",
-      check: positiveInteger
-    }),
-    bodyIdleMs: setting(K.integer, {
-      env: "TALON_GATEWAY_BODY_IDLE_MS",
-      flag: "body-idle-ms",
-      default: 20_000,
-      help: "A request body with no byte for this long is cut off (RequestTimeout), in ms",
-      example: "20000",
-      check: positiveInteger
-    }),
-    minBodyBytesPerSec: setting(K.integer, {
-      env: "TALON_GATEWAY_MIN_BODY_BYTES_PER_SEC",
-      flag: "min-body-bytes-per-sec",
-      default: 4096,
-      help: "After the first idle window, a request body slower than this on average is cut off (0 = no floor)",
-      example: "4096",
-      check: nonNegativeInteger
-    }),
-    requestTimeoutMs: setting(K.integer, {
-      env: "TALON_GATEWAY_REQUEST_TIMEOUT_MS",
-      flag: "request-timeout-ms",
-      default: 300_000,
-      help: "Time to receive a whole request (head and body), in ms",
-      example: "300000",
-      check: positiveInteger
-    }),
-    responseTimeoutMs: setting(K.integer, {
-      env: "TALON_GATEWAY_RESPONSE_TIMEOUT_MS",
-      flag: "response-timeout-ms",
-      default: 30_000,
-      help: "Deadline from a request's arrival to its response head; 503 after it, in ms",
-      example: "30000",
-      check: positiveInteger
-    }),
-    idleTimeoutMs: setting(K.integer, {
-      env: "TALON_GATEWAY_IDLE_TIMEOUT_MS",
-      flag: "idle-timeout-ms",
-      default: 120_000,
-      help: "A connection with no traffic either way for this long is closed (a stalled reader, an idle keep-alive), in ms",
-      example: "120000",
-      check: positiveInteger
-    }),
-    statTtlMs: setting(K.integer, {
-      env: "TALON_GATEWAY_STAT_TTL_MS",
-      flag: "stat-ttl-ms",
-      default: 1000,
-      help: "How long an origin stat (size, version) is trusted, in ms",
-      example: "1000",
-      check: nonNegativeInteger
-    }),
-    writeFreshMs: setting(K.integer, {
-      env: "TALON_GATEWAY_WRITE_FRESH_MS",
-      flag: "write-fresh-ms",
-      default: 5000,
-      help: "After a write through the gateway, reads of that object bypass the cache this long, so version caches downstream cannot serve the old bytes, in ms",
-      example: "5000",
-      check: nonNegativeInteger
-    }),
-    pieceBytes: setting(K.size, {
-      env: "TALON_GATEWAY_PIECE_BYTES",
-      flag: "piece-bytes",
-      default: 1024 * 1024,
-      help: "Cache route: bytes per block-piece request (aligned within the object)",
-      example: "1M",
-      check: positiveInteger
-    }),
-    readAhead: setting(K.integer, {
-      env: "TALON_GATEWAY_READ_AHEAD",
-      flag: "read-ahead",
-      default: 4,
-      help: "Cache route: block pieces fetched ahead of the one being written, per response",
-      example: "4",
-      check: positiveInteger
-    }),
-    workerTimeoutMs: setting(K.integer, {
-      env: "TALON_GATEWAY_WORKER_TIMEOUT_MS",
-      flag: "worker-timeout-ms",
-      default: 5000,
-      help: "Cache route: a piece not served by the cache in this time comes from the origin, in ms",
-      example: "5000",
-      check: positiveInteger
-    }),
-    maxListKeys: setting(K.integer, {
-      env: "TALON_GATEWAY_MAX_LIST_KEYS",
-      flag: "max-list-keys",
-      default: 1000,
-      help: "Largest listing page asked of the origin (S3's limit is 1000)",
-      example: "1000",
+    maxConcurrentRequests: S.integer(256, "Requests served at once; more get 503 SlowDown/ServerBusy", positiveInteger),
+    maxBodyBytes: S.size(
+      64 * 1024 * 1024,
+      "Largest single PutObject / Put Blob body accepted (streamed to the origin; multipart parts and blocks are capped at 5 GiB)",
+      positiveInteger
+    ),
+    maxConcurrentUploads: S.integer(64, "Uploads (requests with a body) served at once, apart from reads, so slow uploaders cannot take every slot", positiveInteger),
+    bodyIdleMs: S.integer(20_000, "A request body with no byte for this long is cut off (RequestTimeout), in ms", positiveInteger),
+    minBodyBytesPerSec: S.integer(4096, "After the first idle window, a request body slower than this on average is cut off (0 = no floor)", nonNegativeInteger),
+    requestTimeoutMs: S.integer(300_000, "Time to receive a whole request (head and body), in ms", positiveInteger),
+    responseTimeoutMs: S.integer(30_000, "Deadline from a request's arrival to its response head; 503 after it, in ms", positiveInteger),
+    idleTimeoutMs: S.integer(
+      120_000,
+      "A connection with no traffic either way for this long is closed (a stalled reader, an idle keep-alive), in ms",
+      positiveInteger
+    ),
+    statTtlMs: S.integer(1000, "How long an origin stat (size, version) is trusted, in ms", nonNegativeInteger),
+    writeFreshMs: S.integer(
+      5000,
+      "After a write through the gateway, reads of that object bypass the cache this long, so version caches downstream cannot serve the old bytes, in ms",
+      nonNegativeInteger
+    ),
+    pieceBytes: S.size(1024 * 1024, "Cache route: bytes per block-piece request (aligned within the object)", positiveInteger),
+    readAhead: S.integer(4, "Cache route: block pieces fetched ahead of the one being written, per response", positiveInteger),
+    workerTimeoutMs: S.integer(5000, "Cache route: a piece not served by the cache in this time comes from the origin, in ms", positiveInteger),
+    maxListKeys: S.integer(1000, "Largest listing page asked of the origin (S3's limit is 1000)", {
       check: (n) => (Number.isSafeInteger(n) && n > 0 && n <= 1000 ? undefined : "must be in 1..1000 (S3's page limit)")
     }),
-    clockSkewMs: setting(K.integer, {
-      env: "TALON_GATEWAY_CLOCK_SKEW_MS",
-      flag: "clock-skew-ms",
-      default: 15 * 60 * 1000,
-      help: "Allowed clock difference for signed requests, in ms",
-      example: "900000",
-      check: positiveInteger
-    }),
-    tlsCert: setting(K.optional(K.text), {
-      env: "TALON_GATEWAY_TLS_CERT",
-      flag: "tls-cert",
-      default: undefined,
+    clockSkewMs: S.integer(15 * 60 * 1000, "Allowed clock difference for signed requests, in ms", positiveInteger),
+    tlsCert: S.unset(K.text, "PEM certificate (chain) file: serve HTTPS; re-read on SIGHUP or when the file changes (needs --tls-key)", {
       shownDefault: "none: plain HTTP",
-      help: "PEM certificate (chain) file: serve HTTPS; re-read on SIGHUP or when the file changes (needs --tls-key)",
       example: "/etc/talon/gateway.pem"
     }),
-    tlsKey: setting(K.optional(K.text), {
-      env: "TALON_GATEWAY_TLS_KEY",
-      flag: "tls-key",
-      default: undefined,
-      shownDefault: "none",
-      help: "PEM private key file for --tls-cert",
-      example: "/etc/talon/gateway-key.pem"
-    })
+    tlsKey: S.unset(K.text, "PEM private key file for --tls-cert", { example: "/etc/talon/gateway-key.pem" })
   },
   check: (o) =>
     (o.tlsCert === undefined) !== (o.tlsKey === undefined)
@@ -244,9 +130,7 @@ export const GatewaySchema = component<GatewaySettings>({
 
 export const GATEWAY_DEFAULTS: GatewaySettings = defaultsOf(GatewaySchema)
 
-export const GATEWAY_ENV = Object.fromEntries(
-  Object.entries(GatewaySchema.settings).map(([key, s]) => [key, s.env])
-) as { readonly [K in keyof GatewaySettings]: string }
+export const GATEWAY_ENV = envNamesOf(GatewaySchema)
 
 interface CredentialSettings {
   readonly accessKeyId: string | undefined
@@ -259,35 +143,18 @@ interface CredentialSettings {
 export const GatewayCredentialsSchema = component<CredentialSettings>({
   name: "gateway credentials",
   summary: "What clients of `talon gateway` sign with; environment or config file only.",
+  prefix: "TALON_GATEWAY",
   settings: {
-    accessKeyId: setting(K.optional(K.text), {
-      env: "TALON_GATEWAY_ACCESS_KEY_ID",
-      default: undefined,
-      shownDefault: "none",
-      help: "S3 front end: the access key clients sign with (with TALON_GATEWAY_SECRET_ACCESS_KEY)",
+    accessKeyId: S.unset(K.text, "S3 front end: the access key clients sign with (with TALON_GATEWAY_SECRET_ACCESS_KEY)", {
+      flag: false,
       example: "AKIAEXAMPLE"
     }),
-    secretAccessKey: setting(K.optional(K.secret), {
-      env: "TALON_GATEWAY_SECRET_ACCESS_KEY",
-      default: undefined,
-      shownDefault: "none",
-      help: "S3 front end: the secret of TALON_GATEWAY_ACCESS_KEY_ID",
-      example: "<secret>"
-    }),
-    azureAccount: setting(K.optional(K.text), {
-      env: "TALON_GATEWAY_AZURE_ACCOUNT",
-      default: undefined,
-      shownDefault: "none",
-      help: "Azure front end: the account name clients sign as (with TALON_GATEWAY_AZURE_KEY)",
+    secretAccessKey: S.unset(K.secret, "S3 front end: the secret of TALON_GATEWAY_ACCESS_KEY_ID", { flag: false, example: "<secret>" }),
+    azureAccount: S.unset(K.text, "Azure front end: the account name clients sign as (with TALON_GATEWAY_AZURE_KEY)", {
+      flag: false,
       example: "devstoreaccount1"
     }),
-    azureKey: setting(K.optional(K.secret), {
-      env: "TALON_GATEWAY_AZURE_KEY",
-      default: undefined,
-      shownDefault: "none",
-      help: "Azure front end: the base64 Shared Key of TALON_GATEWAY_AZURE_ACCOUNT",
-      example: "<base64 key>"
-    })
+    azureKey: S.unset(K.secret, "Azure front end: the base64 Shared Key of TALON_GATEWAY_AZURE_ACCOUNT", { flag: false, example: "<base64 key>" })
   },
   check: (c) => {
     if ((c.accessKeyId === undefined) !== (c.secretAccessKey === undefined)) {
@@ -319,20 +186,13 @@ export interface GatewayCommandSettings {
 export const GatewayCommandSchema = component<GatewayCommandSettings>({
   name: "gateway route",
   summary: "Where `talon gateway` reads from.",
+  prefix: "TALON_GATEWAY",
   settings: {
-    route: setting(K.oneOf("cache", "origin"), {
-      env: "TALON_GATEWAY_ROUTE",
-      flag: "route",
-      default: "cache",
-      help: "cache: reads through the Talon cluster, falling back to the origin per block; origin: straight to the origin",
+    route: S.oneOf(["cache", "origin"], "cache: reads through the Talon cluster, falling back to the origin per block; origin: straight to the origin", {
       example: "origin"
     }),
-    coordinator: setting(K.optional(K.coordinatorList()), {
-      env: "TALON_GATEWAY_COORDINATOR",
-      flag: "coordinator",
-      default: undefined,
+    coordinator: S.unset(K.coordinatorList(), "Coordinator control address(es) of the cache route, comma-separated for failover", {
       shownDefault: "TALON_CLIENT_COORDINATOR, else 127.0.0.1:7000",
-      help: "Coordinator control address(es) of the cache route, comma-separated for failover",
       example: "10.0.0.1:7000,10.0.0.2:7000"
     })
   }

@@ -6,9 +6,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { type ConfigError, Context, Effect, Layer, type Redacted } from "effect"
 import * as K from "../config/kinds.js"
-import { component, defaultsOf, resolve, resolveOnly, setting } from "../config/Setting.js"
+import * as S from "../config/declare.js"
+import { component, defaultsOf, envNamesOf, resolve, resolveOnly } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
-import { blockSizeRange, nonNegative, notBlank, positive } from "../config/checks.js"
+import { blockSizeRange, nonNegative, notBlank, positive, range } from "../config/checks.js"
 import { clusterTokenSetting } from "../config/clusterToken.js"
 
 export type DataPlaneName = "auto" | "native" | "portable"
@@ -59,206 +60,99 @@ export interface WorkerSettings {
 export const WorkerSchema = component<WorkerSettings>({
   name: "worker",
   summary: "`talon worker`: the block cache, its miss path and data plane.",
+  prefix: "TALON_WORKER",
   settings: {
-    id: setting(K.text, {
-      env: "TALON_WORKER_ID",
-      flag: "id",
-      default: "",
-      shownDefault: "worker-<data address>",
-      help: "Node id registered with the coordinator",
-      example: "worker-1"
-    }),
-    dataAddress: setting(K.listenAddress, {
-      env: "TALON_WORKER_DATA_ADDR",
-      flag: "data-addr",
-      default: "127.0.0.1:7001",
-      help: "Data listener host:port serving GetRange, Get and Ping (port 0 = any free port)",
+    id: S.text("", "Node id registered with the coordinator", { shownDefault: "worker-<data address>", example: "worker-1" }),
+    dataAddress: S.listen("127.0.0.1:7001", "Data listener host:port serving GetRange, Get and Ping (port 0 = any free port)", {
+      name: "data-addr",
       example: "0.0.0.0:7001"
     }),
-    adminAddress: setting(K.listenAddress, {
-      env: "TALON_WORKER_ADMIN_ADDR",
-      flag: "admin-addr",
-      default: "127.0.0.1:8001",
-      help: "Admin HTTP host:port serving /healthz, /readyz and /metrics",
-      example: "0.0.0.0:8001"
-    }),
-    coordinator: setting(K.coordinatorList({ standalone: true }), {
-      env: "TALON_WORKER_COORDINATOR",
-      flag: "coordinator",
-      default: "127.0.0.1:7000",
-      help: "Coordinator control host:port to send status heartbeats to; a comma-separated list sends to one and fails over to the next; empty string = standalone (ready at once)",
-      example: "10.0.0.1:7000,10.0.0.2:7000"
-    }),
-    clusterId: setting(K.text, {
-      env: "TALON_WORKER_CLUSTER_ID",
-      flag: "cluster-id",
-      default: "default",
-      help: "Cluster this worker joins; the coordinator refuses status heartbeats naming another cluster",
+    adminAddress: S.listen("127.0.0.1:8001", "Admin HTTP host:port serving /healthz, /readyz and /metrics", { name: "admin-addr", example: "0.0.0.0:8001" }),
+    coordinator: S.of(
+      K.coordinatorList({ standalone: true }),
+      "127.0.0.1:7000",
+      "Coordinator control host:port to send status heartbeats to; a comma-separated list sends to one and fails over to the next; empty string = standalone (ready at once)",
+      { example: "10.0.0.1:7000,10.0.0.2:7000" }
+    ),
+    clusterId: S.text("default", "Cluster this worker joins; the coordinator refuses status heartbeats naming another cluster", {
       example: "prod",
       check: notBlank
     }),
-    zone: setting(K.text, {
-      env: "TALON_WORKER_ZONE",
-      flag: "zone",
-      default: "",
-      shownDefault: "none",
-      help: "Deployment zone, reported to the coordinator as the status label zone",
-      example: "us-east-1a"
-    }),
+    zone: S.text("", "Deployment zone, reported to the coordinator as the status label zone", { shownDefault: "none", example: "us-east-1a" }),
     clusterToken: clusterTokenSetting,
-    advertiseAddress: setting(K.text, {
-      env: "TALON_WORKER_ADVERTISE_ADDR",
-      flag: "advertise-addr",
-      default: "",
+    advertiseAddress: S.text("", "Data address announced to the coordinator, when clients reach the worker by another name", {
+      name: "advertise-addr",
       shownDefault: "the bound data address",
-      help: "Data address announced to the coordinator, when clients reach the worker by another name",
       example: "worker-1.talon:7001",
       check: (a) => (a === "" || K.dialAddress.parse(a)._tag === "Right" ? undefined : "must be host:port with a port in 1..65535")
     }),
-    cacheDirs: setting(K.list("directories", /[,:]/), {
-      env: "TALON_WORKER_CACHE_DIRS",
-      flag: "cache-dir",
-      default: [path.join(os.tmpdir(), "talon-worker-cache")],
-      shownDefault: "$TMPDIR/talon-worker-cache",
-      help: "Cache directory; repeat the flag for several (each has its own --capacity). The variable and file separate dirs with commas",
-      example: "/var/cache/talon",
-      check: (dirs) => (dirs.length > 0 ? undefined : "needs at least one directory")
-    }),
-    capacity: setting(K.size, {
-      env: "TALON_WORKER_CAPACITY",
-      flag: "capacity",
-      default: 8 * 1024 ** 3,
-      help: "Bytes of blocks kept per cache dir before LRU eviction (K/M/G/T suffixes)",
-      example: "100G",
-      check: positive
-    }),
-    blockSize: setting(K.size, {
-      env: "TALON_WORKER_BLOCK_SIZE",
-      flag: "block-size",
-      default: DEFAULT_BLOCK_SIZE,
-      help: "Block size; every client and worker of a cluster must agree on it, as placement is per block",
+    cacheDirs: S.of(
+      K.list("directories", /[,:]/),
+      [path.join(os.tmpdir(), "talon-worker-cache")],
+      "Cache directory; repeat the flag for several (each has its own --capacity). The variable and file separate dirs with commas",
+      {
+        flag: "cache-dir",
+        shownDefault: "$TMPDIR/talon-worker-cache",
+        example: "/var/cache/talon",
+        check: (dirs) => (dirs.length > 0 ? undefined : "needs at least one directory")
+      }
+    ),
+    capacity: S.size(8 * 1024 ** 3, "Bytes of blocks kept per cache dir before LRU eviction (K/M/G/T suffixes)", { example: "100G", check: positive }),
+    blockSize: S.size(DEFAULT_BLOCK_SIZE, "Block size; every client and worker of a cluster must agree on it, as placement is per block", {
       example: "8M",
       check: blockSizeRange
     }),
-    pageSize: setting(K.size, {
-      env: "TALON_WORKER_PAGE_SIZE",
-      flag: "page-size",
-      default: DEFAULT_PAGE_SIZE,
-      help: "Page size of paged blocks, so a cold point read fetches one page; 0 = whole blocks as Talon does by default",
-      example: "1M",
-      check: nonNegative
-    }),
-    versionTtlMs: setting(K.integer, {
-      env: "TALON_WORKER_VERSION_TTL_MS",
-      flag: "version-ttl-ms",
-      default: 2000,
-      help: "How long an object's version (ETag) from a HEAD is trusted; a changed object is served new after at most this long, in ms",
-      example: "2000",
-      check: nonNegative
-    }),
-    originConcurrency: setting(K.integer, {
-      env: "TALON_WORKER_ORIGIN_CONCURRENCY",
-      flag: "origin-concurrency",
-      default: 16,
-      help: "Origin range fetches in flight at most",
-      example: "16",
+    pageSize: S.size(DEFAULT_PAGE_SIZE, "Page size of paged blocks, so a cold point read fetches one page; 0 = whole blocks as Talon does by default", nonNegative),
+    versionTtlMs: S.integer(
+      2000,
+      "How long an object's version (ETag) from a HEAD is trusted; a changed object is served new after at most this long, in ms",
+      nonNegative
+    ),
+    originConcurrency: S.integer(16, "Origin range fetches in flight at most", positive),
+    heartbeatIntervalMs: S.integer(1000, "Interval of heartbeats to the coordinator, in ms", positive),
+    dataPlane: S.oneOf(
+      ["auto", "native", "portable"],
+      "How reply bytes reach sockets: native sendfile(2), portable pooled-buffer copies, or auto (native where it loads, else portable; the choice is logged)",
+      { example: "portable" }
+    ),
+    serveMode: S.oneOf(
+      ["pipelined", "multiplexed"],
+      "Reply order per connection: pipelined (request order) or multiplexed (as ready; clients match request ids)",
+      { example: "multiplexed" }
+    ),
+    readTimeoutMs: S.integer(30_000, "A connection holding a partial frame this long without progress is dropped, in ms", positive),
+    maxOpenFiles: S.integer(4096, "Block files kept open for serving at most", positive),
+    maxInflightPerConnection: S.integer(256, "Requests one connection may have in flight before the worker stops reading from it", {
+      name: "max-inflight",
       check: positive
     }),
-    heartbeatIntervalMs: setting(K.integer, {
-      env: "TALON_WORKER_HEARTBEAT_INTERVAL_MS",
-      flag: "heartbeat-interval-ms",
-      default: 1000,
-      help: "Interval of heartbeats to the coordinator, in ms",
-      example: "1000",
-      check: positive
-    }),
-    dataPlane: setting(K.oneOf("auto", "native", "portable"), {
-      env: "TALON_WORKER_DATA_PLANE",
-      flag: "data-plane",
-      default: "auto",
-      help: "How reply bytes reach sockets: native sendfile(2), portable pooled-buffer copies, or auto (native where it loads, else portable; the choice is logged)",
-      example: "portable"
-    }),
-    serveMode: setting(K.oneOf("pipelined", "multiplexed"), {
-      env: "TALON_WORKER_SERVE_MODE",
-      flag: "serve-mode",
-      default: "pipelined",
-      help: "Reply order per connection: pipelined (request order) or multiplexed (as ready; clients match request ids)",
-      example: "multiplexed"
-    }),
-    readTimeoutMs: setting(K.integer, {
-      env: "TALON_WORKER_READ_TIMEOUT_MS",
-      flag: "read-timeout-ms",
-      default: 30_000,
-      help: "A connection holding a partial frame this long without progress is dropped, in ms",
-      example: "30000",
-      check: positive
-    }),
-    maxOpenFiles: setting(K.integer, {
-      env: "TALON_WORKER_MAX_OPEN_FILES",
-      flag: "max-open-files",
-      default: 4096,
-      help: "Block files kept open for serving at most",
-      example: "4096",
-      check: positive
-    }),
-    maxInflightPerConnection: setting(K.integer, {
-      env: "TALON_WORKER_MAX_INFLIGHT",
-      flag: "max-inflight",
-      default: 256,
-      help: "Requests one connection may have in flight before the worker stops reading from it",
-      example: "256",
-      check: positive
-    }),
-    loops: setting(K.integer, {
-      env: "TALON_WORKER_LOOPS",
-      flag: "loops",
-      default: 1,
-      help: "Processes (event loops) serving the one data port: N ≥ 2 forks N serving loops under a primary that alone owns the cache index and fills; connections are spread round-robin (NODE_CLUSTER_SCHED_POLICY=none: the kernel picks)",
-      example: "2",
-      check: (n) => (n >= 1 && n <= 64 ? undefined : "must be an integer in 1..64")
-    }),
-    hitTable: setting(K.boolean, {
-      env: "TALON_WORKER_HIT_TABLE",
-      flag: "no-hit-table",
-      presence: false,
-      default: true,
-      shownDefault: "true: the addon answers them",
-      help: "Native plane: serve every request through the JS serve loop, instead of letting the addon answer repeated cache hits of idle connections itself",
-      example: "false"
-    }),
-    sendBuffer: setting(K.size, {
-      env: "TALON_WORKER_SEND_BUFFER",
-      flag: "send-buffer",
-      default: 0,
-      help: "SO_SNDBUF of each data connection (K/M suffixes); 0 keeps the kernel's autotuned default. A small buffer bounds the memory many slow readers pin in the kernel",
-      example: "256K",
-      check: (n) => (n >= 0 && n <= 0x7fffffff ? undefined : "must be 0 (the kernel's default) or a size up to 2 GiB")
-    }),
-    scrubRate: setting(K.size, {
-      env: "TALON_WORKER_SCRUB_RATE",
-      flag: "scrub-rate",
-      default: 16 * 1024 ** 2,
-      help: "Bytes per second the background scrub re-reads and re-hashes cached pages at, so a byte corrupted on disk is dropped and refetched instead of served (0 = off; start-up verify and truncation checks stay on)",
-      example: "16M",
-      check: nonNegative
-    }),
-    adminTlsCert: setting(K.text, {
-      env: "TALON_WORKER_ADMIN_TLS_CERT",
-      flag: "admin-tls-cert",
-      default: "",
-      shownDefault: "none: plain HTTP",
-      help: "PEM certificate for HTTPS on the admin endpoint (with --admin-tls-key; re-read on SIGHUP or when the file changes)",
-      example: "/etc/talon/admin.pem"
-    }),
-    adminTlsKey: setting(K.text, {
-      env: "TALON_WORKER_ADMIN_TLS_KEY",
-      flag: "admin-tls-key",
-      default: "",
-      shownDefault: "none",
-      help: "PEM private key of --admin-tls-cert",
-      example: "/etc/talon/admin-key.pem"
-    })
+    loops: S.integer(
+      1,
+      "Processes (event loops) serving the one data port: N ≥ 2 forks N serving loops under a primary that alone owns the cache index and fills; connections are spread round-robin (NODE_CLUSTER_SCHED_POLICY=none: the kernel picks)",
+      { example: "2", check: range(1, 64, "must be an integer in 1..64") }
+    ),
+    hitTable: S.of(
+      K.boolean,
+      true,
+      "Native plane: serve every request through the JS serve loop, instead of letting the addon answer repeated cache hits of idle connections itself",
+      { flag: "no-hit-table", presence: false, shownDefault: "true: the addon answers them", example: "false" }
+    ),
+    sendBuffer: S.size(
+      0,
+      "SO_SNDBUF of each data connection (K/M suffixes); 0 keeps the kernel's autotuned default. A small buffer bounds the memory many slow readers pin in the kernel",
+      { example: "256K", check: range(0, 0x7fffffff, "must be 0 (the kernel's default) or a size up to 2 GiB") }
+    ),
+    scrubRate: S.size(
+      16 * 1024 ** 2,
+      "Bytes per second the background scrub re-reads and re-hashes cached pages at, so a byte corrupted on disk is dropped and refetched instead of served (0 = off; start-up verify and truncation checks stay on)",
+      nonNegative
+    ),
+    adminTlsCert: S.text(
+      "",
+      "PEM certificate for HTTPS on the admin endpoint (with --admin-tls-key; re-read on SIGHUP or when the file changes)",
+      { shownDefault: "none: plain HTTP", example: "/etc/talon/admin.pem" }
+    ),
+    adminTlsKey: S.text("", "PEM private key of --admin-tls-cert", { shownDefault: "none", example: "/etc/talon/admin-key.pem" })
   },
   check: (s) => {
     if (s.pageSize > s.blockSize) return { key: "pageSize", message: `must be 0 (whole blocks) or at most the block size ${s.blockSize}, got ${s.pageSize}` }
@@ -275,9 +169,7 @@ export const WorkerSchema = component<WorkerSettings>({
 export const WORKER_DEFAULTS: WorkerSettings = defaultsOf(WorkerSchema)
 
 /** Environment variable of each setting. */
-export const WORKER_ENV = Object.fromEntries(
-  Object.entries(WorkerSchema.settings).map(([key, s]) => [key, s.env])
-) as { readonly [K in keyof WorkerSettings]: string }
+export const WORKER_ENV = envNamesOf(WorkerSchema)
 
 /** explicit > environment > config file > default, validated. */
 export const resolveWorkerSettings = (

@@ -11,8 +11,8 @@ import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import type { ClusterStatus } from "../../src/protocol/clusterStatus.js"
-import { NodeRole } from "../../src/core/ids.js"
-import { emptyMetrics, NODE_STATUS_SCHEMA_VERSION, type NodeStatus } from "../../src/protocol/status.js"
+import type { NodeStatus } from "../../src/protocol/status.js"
+import { freshWorkerStatus } from "../support/nodeStatus.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { EtcdCluster, etcdAvailable } from "./state/etcdHarness.js"
 import {
@@ -54,21 +54,7 @@ const gauge = (c: CoordinatorProcess, name: string) =>
     return line === undefined ? Number.NaN : Number(line.slice(name.length + 1))
   })
 
-const statusOf = (id: string): NodeStatus => ({
-  schemaVersion: NODE_STATUS_SCHEMA_VERSION,
-  clusterId: "aa",
-  node: { id, address: "127.0.0.1:9", role: NodeRole.Worker },
-  incarnationId: randomUUID(),
-  adminAddress: null,
-  buildVersion: "test",
-  startedAtUnixMs: Date.now(),
-  reportedAtUnixMs: Date.now(),
-  heartbeatSeq: 1,
-  health: "healthy",
-  ready: true,
-  metrics: emptyMetrics,
-  labels: []
-})
+const statusOf = (id: string): NodeStatus => freshWorkerStatus(id, { clusterId: "aa" })
 
 const ids = (s: ClusterStatus) => s.members.map((m) => m.id).join(",")
 

@@ -9,18 +9,19 @@
  * captured valid status replayed (or altered) changes nothing. With
  * takeover-only, a new id needs no proof but a live one still cannot be taken.
  */
-import { randomBytes, randomUUID } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Redacted } from "effect"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
 import { NodeRole } from "../../src/core/ids.js"
 import type { ClusterStatus } from "../../src/protocol/clusterStatus.js"
-import { emptyMetrics, NODE_STATUS_SCHEMA_VERSION, type ControlMessage, type NodeStatus } from "../../src/protocol/index.js"
+import type { ControlMessage, NodeStatus } from "../../src/protocol/index.js"
 import { STATUS_PROOF_LABEL, signStatus } from "../../src/protocol/statusProof.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { freePort, kill9, originEnv, originWith, outputs, pollUntil, spawnTalon, startWorker, tempDir } from "../faults/fixtures/talon.js"
 import { capturingProxy } from "./fixtures/capturingProxy.js"
 import { testCoordinator } from "./fixtures/harness.js"
+import { freshWorkerStatus } from "../support/nodeStatus.js"
 
 const T = 300_000
 const START_MS = 180_000
@@ -28,22 +29,7 @@ const HEARTBEAT_MS = 200
 const TOKEN = randomBytes(32).toString("hex")
 const OTHER_TOKEN = randomBytes(32).toString("hex")
 
-const forged = (id: string, overrides: Partial<NodeStatus> = {}): NodeStatus => ({
-  schemaVersion: NODE_STATUS_SCHEMA_VERSION,
-  clusterId: "default",
-  node: { id, address: "127.0.0.1:9", role: NodeRole.Worker },
-  incarnationId: randomUUID(),
-  adminAddress: null,
-  buildVersion: "forged",
-  startedAtUnixMs: Date.now(),
-  reportedAtUnixMs: Date.now(),
-  heartbeatSeq: 1,
-  health: "healthy",
-  ready: true,
-  metrics: emptyMetrics,
-  labels: [],
-  ...overrides
-})
+const forged = (id: string, overrides: Partial<NodeStatus> = {}): NodeStatus => freshWorkerStatus(id, { buildVersion: "forged", ...overrides })
 const signedWith = (token: string, s: NodeStatus) => Either.getOrThrow(signStatus(s, Redacted.make(token)))
 const withLabel = (s: NodeStatus, value: string): NodeStatus => ({ ...s, labels: [[STATUS_PROOF_LABEL, value]] })
 
