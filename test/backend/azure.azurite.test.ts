@@ -11,7 +11,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import * as Azure from "../../src/backend/Azure.js"
 import { Backend } from "../../src/core/ids.js"
-import { backendContract, ContractTarget } from "./contract.js"
+import { backendContract, ContractTarget, expectTerminal } from "./contract.js"
 import { Azurite, azuriteLayer } from "./servers.js"
 
 const container = "talon-contract"
@@ -68,12 +68,7 @@ layer(azuriteLayer, { excludeTestServices: true, timeout: "60 seconds" })("Azure
         const wrongKey = Buffer.alloc(64, 7).toString("base64")
         const store = yield* Azure.make(Azure.localOptions(endpoint, { account: Azure.devAccount.account, key: wrongKey }))
         const error = yield* Effect.flip(store.list("auth"))
-        expect(error._tag).toBe("BackendRequestError")
-        if (error._tag === "BackendRequestError") {
-          expect(error.status).toBe(403)
-          expect(error.retryable).toBe(false)
-          expect(error.message).toContain("az://auth/")
-        }
+        expect(expectTerminal(error, 403).message).toContain("az://auth/")
       }).pipe(Effect.scoped)
     )
 

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto"
 import { describe, expect, layer } from "@effect/vitest"
 import { Chunk, Context, Effect, type Layer, Stream } from "effect"
-import type { BackendError, BackendStoreShape, GetRangeOptions, RangeReader } from "../../src/backend/BackendStore.js"
+import type { BackendError, BackendRequestError, BackendStoreShape, GetRangeOptions, RangeReader } from "../../src/backend/BackendStore.js"
 import type { Backend, ObjectId } from "../../src/core/ids.js"
 
 /** What a contract run needs: a store and an existing, writable bucket/container. */
@@ -18,6 +18,15 @@ export class ContractTarget extends Context.Tag("test/ContractTarget")<
 
 const collect = <E>(stream: Stream.Stream<Uint8Array, E>) =>
   Effect.map(Stream.runCollect(stream), (chunks) => Buffer.concat(Chunk.toArray(chunks)))
+
+/** `error` must be a refusal with `status` that is never retried; returned, narrowed, for further checks. */
+export const expectTerminal = (error: BackendError, status: number): BackendRequestError => {
+  expect(error._tag).toBe("BackendRequestError")
+  const refused = error as BackendRequestError
+  expect(refused.status).toBe(status)
+  expect(refused.retryable).toBe(false)
+  return refused
+}
 
 /** Every batch of a reader, joined; its error as the failure. */
 export const collectReader = (reader: RangeReader): Effect.Effect<Buffer, BackendError> =>
@@ -143,11 +152,7 @@ export const backendContract = (name: string, target: Layer.Layer<ContractTarget
             expect(pinned.length).toBe(2000)
             yield* store.put(id("v.bin"), randomBytes(2000))
             const error = yield* Effect.flip(readRange(store, id("v.bin"), 0, 10, { version: first.version }))
-            expect(error._tag).toBe("BackendRequestError")
-            if (error._tag === "BackendRequestError") {
-              expect(error.status).toBe(412)
-              expect(error.retryable).toBe(false)
-            }
+            expectTerminal(error, 412)
           })
         )
 

@@ -2,7 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as S3 from "../../src/backend/S3.js"
 import { Backend } from "../../src/core/ids.js"
-import { backendContract, ContractTarget } from "./contract.js"
+import { backendContract, ContractTarget, expectTerminal } from "./contract.js"
 import { S3rver, s3rverLayer } from "./servers.js"
 
 const keys = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" }
@@ -27,12 +27,7 @@ layer(s3rverLayer(bucket), { excludeTestServices: true, timeout: "60 seconds" })
         const { endpoint } = yield* S3rver
         const store = yield* S3.make(S3.localOptions(endpoint, { accessKeyId: "NOPE", secretAccessKey: "x" }))
         const error = yield* Effect.flip(store.list(bucket))
-        expect(error._tag).toBe("BackendRequestError")
-        if (error._tag === "BackendRequestError") {
-          expect(error.status).toBe(403)
-          expect(error.retryable).toBe(false)
-          expect(error.detail).toContain("InvalidAccessKeyId")
-        }
+        expect(expectTerminal(error, 403).detail).toContain("InvalidAccessKeyId")
       }).pipe(Effect.scoped)
     )
   })
