@@ -5,7 +5,7 @@ import { Redacted } from "effect"
 import { canonicalizedHeaders, canonicalizedResource, sharedKeyAuthorization, stringToSign } from "../../src/backend/azureSharedKey.js"
 import { normalizeEtag } from "../../src/backend/etag.js"
 import { defaultPolicy } from "../../src/backend/policy.js"
-import { makeS3Signer } from "../../src/backend/S3.js"
+import { localOptions, makeS3Signer } from "../../src/backend/S3.js"
 
 describe("SigV4 (S3) against AWS's published examples", () => {
   // The example credentials and expected signatures from the S3 API reference,
@@ -61,13 +61,9 @@ describe("SigV4 (S3) against AWS's published examples", () => {
 
   it("PUT with a body, an escaped key and a session token agrees with the spec oracle", async () => {
     const withToken = makeS3Signer({
-      endpoint: "http://127.0.0.1:9100",
+      ...localOptions("http://127.0.0.1:9100", { accessKeyId: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" }),
       region: "eu-west-1",
-      accessKeyId: "AKIAIOSFODNN7EXAMPLE",
-      secretAccessKey: Redacted.make("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
-      sessionToken: Redacted.make("token/with+chars="),
-      forcePathStyle: true,
-      policy: defaultPolicy
+      sessionToken: Redacted.make("token/with+chars=")
     })
     const body = Buffer.from("Welcome to Amazon S3.")
     const req = await withToken(
@@ -160,14 +156,7 @@ describe("SigV4 oracle and custom endpoints", () => {
     ).toBe("f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")
   })
   it("path-style requests against a custom endpoint keep the port in Host and escape the key once", async () => {
-    const local = makeS3Signer({
-      endpoint: "http://127.0.0.1:9100",
-      region: "us-east-1",
-      accessKeyId: "a",
-      secretAccessKey: Redacted.make("b"),
-      forcePathStyle: true,
-      policy: defaultPolicy
-    })
+    const local = makeS3Signer(localOptions("http://127.0.0.1:9100", { accessKeyId: "a", secretAccessKey: "b" }))
     const req = await local({ method: "GET", bucket: "bkt", key: "a b/ü+(1).txt", query: {}, headers: {} })
     expect(req).toMatchObject({ hostname: "127.0.0.1", port: 9100, protocol: "http:" })
     expect(req.headers.host).toBe("127.0.0.1:9100")
