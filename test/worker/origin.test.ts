@@ -23,6 +23,9 @@ const BUCKET = "talon-test"
 const startOrigin = () => startOriginStub(cleanup, "talon-stub-")
 const put = (stub: OriginStubShape, key: string, bytes: Uint8Array) => putObjectAt(stub.root, BUCKET, key, bytes)
 const stats = stubStats
+/** A worker over the stub (through the backend Router) with its own temp cache dir. */
+const workerOver = async (stub: OriginStubShape, settings: Parameters<typeof startWorker>[2]) =>
+  startWorker(cleanup, Router.layerLocal(stub.url), { cacheDirs: [await tempDir(cleanup, "talon-cache-")], ...settings })
 const obj = (key: string, backend: Backend = Backend.S3): ObjectId => ({ backend, bucket: BUCKET, objectPath: key })
 
 const read = async (c: RawConnection, id: number, object: ObjectId, offset: number, len: number): Promise<Frame> => {
@@ -43,12 +46,7 @@ describe("worker ← backend Router ← origin stub", () => {
     const stub = await startOrigin()
     const data = pattern(300 * KiB, 31)
     await put(stub, "ds/part-0.parquet", data)
-    const w = await startWorker(cleanup, Router.layerLocal(stub.url), {
-      cacheDirs: [await tempDir(cleanup, "talon-cache-")],
-      blockSize: 128 * KiB,
-      pageSize: 0,
-      versionTtlMs: 60_000
-    })
+    const w = await workerOver(stub, { blockSize: 128 * KiB, pageSize: 0, versionTtlMs: 60_000 })
     const c = await connect(w.worker.dataPort)
     for (const backend of [Backend.S3, Backend.Azure]) {
       const cold = await read(c, 1, obj("ds/part-0.parquet", backend), 100 * KiB, 190 * KiB)
@@ -70,11 +68,7 @@ describe("worker ← backend Router ← origin stub", () => {
     const stub = await startOrigin()
     const data = pattern(128 * KiB, 32)
     await put(stub, "hot", data)
-    const w = await startWorker(cleanup, Router.layerLocal(stub.url), {
-      cacheDirs: [await tempDir(cleanup, "talon-cache-")],
-      blockSize: 128 * KiB,
-      pageSize: 0
-    })
+    const w = await workerOver(stub, { blockSize: 128 * KiB, pageSize: 0 })
     const conns = await Promise.all(Array.from({ length: 32 }, () => connect(w.worker.dataPort)))
     const replies = await Promise.all(conns.map((c, i) => read(c, i, obj("hot"), i * 2 * KiB, 4 * KiB)))
     replies.forEach((r, i) => sameBytes(r.payload, data.subarray(i * 2 * KiB, i * 2 * KiB + 4 * KiB)))
@@ -89,11 +83,7 @@ describe("worker ← backend Router ← origin stub", () => {
     const stub = await startOrigin()
     const data = pattern(1024 * KiB, 33)
     await put(stub, "big.bin", data)
-    const w = await startWorker(cleanup, Router.layerLocal(stub.url), {
-      cacheDirs: [await tempDir(cleanup, "talon-cache-")],
-      blockSize: 512 * KiB,
-      pageSize: 32 * KiB
-    })
+    const w = await workerOver(stub, { blockSize: 512 * KiB, pageSize: 32 * KiB })
     const c = await connect(w.worker.dataPort)
     sameBytes((await read(c, 1, obj("big.bin"), 700 * KiB + 5, 100)).payload, data.subarray(700 * KiB + 5, 700 * KiB + 105))
     expect((await stats(stub)).bytesServed).toBe(32 * KiB)
@@ -105,12 +95,7 @@ describe("worker ← backend Router ← origin stub", () => {
     const data = pattern(256 * KiB, 34)
     await put(stub, "ev.bin", data)
     const capacity = 48 * KiB
-    const w = await startWorker(cleanup, Router.layerLocal(stub.url), {
-      cacheDirs: [await tempDir(cleanup, "talon-cache-")],
-      blockSize: 64 * KiB,
-      pageSize: 8 * KiB,
-      capacity
-    })
+    const w = await workerOver(stub, { blockSize: 64 * KiB, pageSize: 8 * KiB, capacity })
     const c = await connect(w.worker.dataPort)
     let id = 0
     for (let pass = 0; pass < 2; pass++) {
@@ -149,12 +134,7 @@ describe("worker ← backend Router ← origin stub", () => {
   it("a changed object at the origin is served new once the version TTL has passed", async () => {
     const stub = await startOrigin()
     await put(stub, "mut.bin", pattern(30 * KiB, 1))
-    const w = await startWorker(cleanup, Router.layerLocal(stub.url), {
-      cacheDirs: [await tempDir(cleanup, "talon-cache-")],
-      blockSize: 64 * KiB,
-      pageSize: 0,
-      versionTtlMs: 200
-    })
+    const w = await workerOver(stub, { blockSize: 64 * KiB, pageSize: 0, versionTtlMs: 200 })
     const c = await connect(w.worker.dataPort)
     sameBytes((await read(c, 1, obj("mut.bin"), 0, 30 * KiB)).payload, pattern(30 * KiB, 1))
     const v2 = pattern(34 * KiB, 2)
