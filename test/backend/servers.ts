@@ -1,16 +1,11 @@
 import { spawn } from "node:child_process"
-import * as fs from "node:fs/promises"
 import { createRequire } from "node:module"
-import * as os from "node:os"
 import * as path from "node:path"
 import { Context, Effect, Layer } from "effect"
+import { scopedTempDir } from "../support/scopedTempDir.js"
 
 /** A temp dir removed when the scope closes. */
-export const tempDir = (prefix: string) =>
-  Effect.acquireRelease(
-    Effect.promise(() => fs.mkdtemp(path.join(os.tmpdir(), prefix))),
-    (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
-  )
+export const tempDir = scopedTempDir
 
 /** A node child process, killed with the scope; resolves the port it prints once listening. */
 const childListening = (args: ReadonlyArray<string>, listening: RegExp) =>

@@ -5,7 +5,6 @@
  */
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Layer, Stream } from "effect"
@@ -14,14 +13,12 @@ import { makeTalonClient } from "../../src/client/TalonClient.js"
 import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { Worker } from "../../src/worker/Worker.js"
+import { scopedTempDir } from "../support/scopedTempDir.js"
 
 const BLOCK = 128 * 1024
 const PAGE = 16 * 1024
 
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "talon-client-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
+const tempDir = scopedTempDir("talon-client-")
 
 describe("TalonClient with a real coordinator and real workers", () => {
   it.live(

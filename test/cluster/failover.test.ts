@@ -7,7 +7,6 @@
 import { epochForWire, membershipEpoch } from "../../src/coordinator/state/epoch.js"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either } from "effect"
@@ -18,6 +17,7 @@ import { objectIdFromUri } from "../../src/core/objectId.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { Maglev } from "../../src/placement/index.js"
 import { spawnWorker, type Child } from "./fixtures/processes.js"
+import { scopedTempDir } from "../support/scopedTempDir.js"
 
 const BLOCK = 256 * 1024
 const HEARTBEAT_MS = 200
@@ -25,10 +25,7 @@ const MISSED = 3
 const WINDOW_MS = HEARTBEAT_MS * MISSED
 const URI = "s3://cluster/data/sample.bin"
 
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "talon-cluster-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
+const tempDir = scopedTempDir("talon-cluster-")
 
 describe("cluster: worker failure", () => {
   it.live(

@@ -5,8 +5,6 @@
  * run of it came from).
  */
 import { randomBytes } from "node:crypto"
-import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { Duration, Effect, Layer } from "effect"
 import type { BackendStore } from "../../src/backend/BackendStore.js"
@@ -15,11 +13,9 @@ import { OriginStub, type OriginStubShape } from "../../src/origin/OriginStub.js
 import { Worker } from "../../src/worker/Worker.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
 import { patientCoordinator } from "./patientCoordinator.js"
+import { scopedTempDir } from "./scopedTempDir.js"
 
-export const tempDir = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "talon-overwrite-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
+export const tempDir = scopedTempDir("talon-overwrite-")
 
 export interface ClusterOptions {
   readonly workers: number
