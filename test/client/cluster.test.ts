@@ -10,10 +10,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Layer, Stream } from "effect"
 import * as Router from "../../src/backend/Router.js"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
-import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { scopedTempDir } from "../support/scopedTempDir.js"
+import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
 
 const BLOCK = 128 * 1024
 const PAGE = 16 * 1024
@@ -34,9 +34,7 @@ describe("TalonClient with a real coordinator and real workers", () => {
           }
           const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
           const backend = Router.layerLocal(origin.url)
-          const coordinator = yield* makeCoordinator({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0" }).pipe(
-            Effect.provide(backend)
-          )
+          const coordinator = yield* loopbackCoordinator(backend)
           for (const id of ["w1", "w2"]) {
             yield* Layer.build(
               Worker.layerOf({

@@ -12,9 +12,9 @@ import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import * as Router from "../../src/backend/Router.js"
-import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { Worker } from "../../src/worker/Worker.js"
+import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const BLOCK = 128 * 1024
@@ -50,9 +50,7 @@ describe("talon read / talon cluster as processes", () => {
           fs.writeFileSync(path.join(dir, "origin/bucket/obj.bin"), data)
           const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
           const backend = Router.layerLocal(origin.url)
-          const coordinator = yield* makeCoordinator({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0" }).pipe(
-            Effect.provide(backend)
-          )
+          const coordinator = yield* loopbackCoordinator(backend)
           yield* Layer.build(
             Worker.layerOf({
               id: "solo",

@@ -12,12 +12,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either } from "effect"
 import * as Router from "../../src/backend/Router.js"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
-import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { objectIdFromUri } from "../../src/core/objectId.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { Maglev } from "../../src/placement/index.js"
 import { spawnWorker, type Child } from "./fixtures/processes.js"
 import { scopedTempDir } from "../support/scopedTempDir.js"
+import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
 
 const BLOCK = 256 * 1024
 const HEARTBEAT_MS = 200
@@ -39,12 +39,10 @@ describe("cluster: worker failure", () => {
           fs.writeFileSync(path.join(dir, "origin/cluster/data/sample.bin"), bytes)
 
           const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
-          const coordinator = yield* makeCoordinator({
-            listen: "127.0.0.1:0",
-            adminListen: "127.0.0.1:0",
+          const coordinator = yield* loopbackCoordinator(Router.layerLocal(origin.url), {
             heartbeatIntervalMs: HEARTBEAT_MS,
             missedHeartbeats: MISSED
-          }).pipe(Effect.provide(Router.layerLocal(origin.url)))
+          })
 
           const workers = new Map<string, Child>()
           for (const id of ["worker-a", "worker-b"]) {

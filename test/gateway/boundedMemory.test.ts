@@ -10,13 +10,13 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { BackendStore } from "../../src/backend/BackendStore.js"
 import * as Router from "../../src/backend/Router.js"
-import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { sampleBytes } from "../../src/origin/seed.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { raw, tempDir } from "../origin/fixtures/testOrigin.js"
 import { sparseObject } from "../support/sparseObject.js"
 import { slowRead, startListeningChild } from "./fixtures/slowReader.js"
+import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
 
 const MiB = 1024 * 1024
 const GiB = 1024 * MiB
@@ -37,9 +37,7 @@ it.scopedLive(
       yield* Effect.promise(() => HUGE.write(file))
       const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
       const backend = Layer.succeed(BackendStore, yield* Router.make(Router.localOptions(origin.url)))
-      const coordinator = yield* makeCoordinator({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", heartbeatIntervalMs: 1000 }).pipe(
-        Effect.provide(backend)
-      )
+      const coordinator = yield* loopbackCoordinator(backend, { heartbeatIntervalMs: 1000 })
       const worker = yield* Layer.build(
         Worker.layerOf({
           id: "w1",

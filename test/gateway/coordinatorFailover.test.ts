@@ -17,7 +17,7 @@ import { sampleBytes } from "../../src/origin/seed.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { raw, tempDir } from "../origin/fixtures/testOrigin.js"
-import { patientCoordinator } from "../support/patientCoordinator.js"
+import { patientCoordinator } from "../support/loopbackCoordinator.js"
 
 const MiB = 1024 * 1024
 const BLOCK = 2 * MiB

@@ -11,13 +11,13 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Router from "../../src/backend/Router.js"
-import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { Gateway } from "../../src/gateway/Gateway.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { spawnWorker, type Child } from "../cluster/fixtures/processes.js"
 import { tempDir } from "../origin/fixtures/testOrigin.js"
 import { s3ClientFor } from "../support/sdkSuite.js"
 import { authOn, gatewayEndpoint } from "./fixtures/targets.js"
+import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
 
 const MiB = 1024 * 1024
 const BLOCK = MiB
@@ -33,12 +33,7 @@ describe("gateway failover", () => {
         fs.mkdirSync(path.join(dir, "origin/failover"), { recursive: true })
         fs.writeFileSync(path.join(dir, "origin/failover/big.bin"), bytes)
         const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
-        const coordinator = yield* makeCoordinator({
-          listen: "127.0.0.1:0",
-          adminListen: "127.0.0.1:0",
-          heartbeatIntervalMs: HEARTBEAT_MS,
-          missedHeartbeats: 3
-        }).pipe(Effect.provide(Router.layerLocal(origin.url)))
+        const coordinator = yield* loopbackCoordinator(Router.layerLocal(origin.url), { heartbeatIntervalMs: HEARTBEAT_MS, missedHeartbeats: 3 })
 
         const workers = new Map<string, Child>()
         for (const id of ["worker-a", "worker-b"]) {

@@ -12,7 +12,7 @@ import * as Router from "../../src/backend/Router.js"
 import { OriginStub, type OriginStubShape } from "../../src/origin/OriginStub.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
-import { patientCoordinator } from "./patientCoordinator.js"
+import { patientCoordinator } from "./loopbackCoordinator.js"
 import { scopedTempDir } from "./scopedTempDir.js"
 
 export const tempDir = scopedTempDir("talon-overwrite-")
