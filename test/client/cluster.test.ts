@@ -4,16 +4,15 @@
  * read from the stub's own counters.
  */
 import { randomBytes } from "node:crypto"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Layer, Stream } from "effect"
 import * as Router from "../../src/backend/Router.js"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
-import { OriginStub } from "../../src/origin/OriginStub.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { scopedTempDir } from "../support/scopedTempDir.js"
 import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
+import { stubWithObjects } from "../support/stubWithObjects.js"
 
 const BLOCK = 128 * 1024
 const PAGE = 16 * 1024
@@ -28,11 +27,7 @@ describe("TalonClient with a real coordinator and real workers", () => {
         Effect.gen(function* () {
           const dir = yield* tempDir
           const data = randomBytes(5 * BLOCK + 777)
-          for (const key of ["sets/a.bin", "sets/b.bin"]) {
-            fs.mkdirSync(path.join(dir, "origin/bucket", path.dirname(key)), { recursive: true })
-            fs.writeFileSync(path.join(dir, "origin/bucket", key), key === "sets/a.bin" ? data : data.subarray(0, 99))
-          }
-          const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
+          const origin = yield* stubWithObjects(dir, { "bucket/sets/a.bin": data, "bucket/sets/b.bin": data.subarray(0, 99) })
           const backend = Router.layerLocal(origin.url)
           const coordinator = yield* loopbackCoordinator(backend)
           for (const id of ["w1", "w2"]) {

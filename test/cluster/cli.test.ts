@@ -12,9 +12,9 @@ import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import * as Router from "../../src/backend/Router.js"
-import { OriginStub } from "../../src/origin/OriginStub.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
+import { stubWithObjects } from "../support/stubWithObjects.js"
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const BLOCK = 128 * 1024
@@ -46,9 +46,7 @@ describe("talon read / talon cluster as processes", () => {
             (d) => Effect.sync(() => fs.rmSync(d, { recursive: true, force: true }))
           )
           const data = randomBytes(3 * BLOCK + 50)
-          fs.mkdirSync(path.join(dir, "origin/bucket"), { recursive: true })
-          fs.writeFileSync(path.join(dir, "origin/bucket/obj.bin"), data)
-          const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
+          const origin = yield* stubWithObjects(dir, { "bucket/obj.bin": data })
           const backend = Router.layerLocal(origin.url)
           const coordinator = yield* loopbackCoordinator(backend)
           yield* Layer.build(

@@ -6,18 +6,17 @@
  */
 import { epochForWire, membershipEpoch } from "../../src/coordinator/state/epoch.js"
 import { randomBytes } from "node:crypto"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either } from "effect"
 import * as Router from "../../src/backend/Router.js"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
 import { objectIdFromUri } from "../../src/core/objectId.js"
-import { OriginStub } from "../../src/origin/OriginStub.js"
 import { Maglev } from "../../src/placement/index.js"
 import { spawnWorker, type Child } from "./fixtures/processes.js"
 import { scopedTempDir } from "../support/scopedTempDir.js"
 import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
+import { stubWithObjects } from "../support/stubWithObjects.js"
 
 const BLOCK = 256 * 1024
 const HEARTBEAT_MS = 200
@@ -35,10 +34,7 @@ describe("cluster: worker failure", () => {
         Effect.gen(function* () {
           const dir = yield* tempDir
           const bytes = randomBytes(12 * BLOCK + 4321)
-          fs.mkdirSync(path.join(dir, "origin/cluster/data"), { recursive: true })
-          fs.writeFileSync(path.join(dir, "origin/cluster/data/sample.bin"), bytes)
-
-          const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
+          const origin = yield* stubWithObjects(dir, { "cluster/data/sample.bin": bytes })
           const coordinator = yield* loopbackCoordinator(Router.layerLocal(origin.url), {
             heartbeatIntervalMs: HEARTBEAT_MS,
             missedHeartbeats: MISSED

@@ -8,16 +8,15 @@ import { GetObjectCommand } from "@aws-sdk/client-s3"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Router from "../../src/backend/Router.js"
 import { Gateway } from "../../src/gateway/Gateway.js"
-import { OriginStub } from "../../src/origin/OriginStub.js"
 import { spawnWorker, type Child } from "../cluster/fixtures/processes.js"
 import { tempDir } from "../origin/fixtures/testOrigin.js"
 import { s3ClientFor } from "../support/sdkSuite.js"
 import { authOn, gatewayEndpoint } from "./fixtures/targets.js"
 import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
+import { stubWithObjects } from "../support/stubWithObjects.js"
 
 const MiB = 1024 * 1024
 const BLOCK = MiB
@@ -30,9 +29,7 @@ describe("gateway failover", () => {
       Effect.gen(function* () {
         const dir = yield* tempDir
         const bytes = randomBytes(24 * MiB + 777)
-        fs.mkdirSync(path.join(dir, "origin/failover"), { recursive: true })
-        fs.writeFileSync(path.join(dir, "origin/failover/big.bin"), bytes)
-        const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
+        const origin = yield* stubWithObjects(dir, { "failover/big.bin": bytes })
         const coordinator = yield* loopbackCoordinator(Router.layerLocal(origin.url), { heartbeatIntervalMs: HEARTBEAT_MS, missedHeartbeats: 3 })
 
         const workers = new Map<string, Child>()
