@@ -5,29 +5,13 @@
  * maps its volumes into the run's directory.
  */
 import { describe, expect, it } from "vitest"
-import { execFileSync } from "node:child_process"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { launchOf, profile, readCompose, startOrder } from "../../bench/multihost/compose.js"
+import { cliSurface } from "./cliSurface.js"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const file = path.join(root, "deploy", "docker-compose.yml")
 const services = readCompose(file)
-
-const helpOf = (sub: string): string =>
-  execFileSync(path.join(root, "bin", "talon.mjs"), [sub, "--help"], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } })
-    // eslint-disable-next-line no-control-regex
-    .replace(/\x1b\[[0-9;]*m/g, "")
-
-const knownEnv = (): ReadonlySet<string> => {
-  const env = new Set<string>()
-  const walk = (dir: string): Array<string> =>
-    fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]))
-  for (const f of walk(path.join(root, "src")).filter((f) => f.endsWith(".ts"))) {
-    for (const v of fs.readFileSync(f, "utf8").match(/TALON_[A-Z0-9_]+/g) ?? []) env.add(v)
-  }
-  return env
-}
 
 describe("deploy/docker-compose.yml", () => {
   it("has a local profile (one coordinator, workers, origin stub, gateway) and an ha profile (3 etcd, 2 coordinators, 3 workers)", () => {
@@ -38,20 +22,20 @@ describe("deploy/docker-compose.yml", () => {
   })
 
   it("uses only subcommands, flags and TALON_* variables the CLI accepts", () => {
-    const env = knownEnv()
-    const flags = new Map<string, Set<string>>()
+    const surface = cliSurface()
     const problems: Array<string> = []
     for (const s of services) {
       const [program, ...args] = s.command
-      for (const name of Object.keys(s.environment)) if (name.startsWith("TALON_") && !env.has(name)) problems.push(`${s.name}: unknown variable ${name}`)
+      for (const name of Object.keys(s.environment)) if (name.startsWith("TALON_") && !surface.env.has(name)) problems.push(`${s.name}: unknown variable ${name}`)
       if (program === "etcd") {
         // Flags and values alternate; a bare comma in a YAML flow list would have split a value.
         args.forEach((a, i) => expect(a.startsWith("--"), `${s.name}: argument ${i} ${a}`).toBe(i % 2 === 0))
         expect(args[args.indexOf("--initial-cluster") + 1]!.split(",")).toHaveLength(3)
         continue
       }
-      if (!flags.has(program!)) flags.set(program!, new Set(helpOf(program!).match(/--[a-z][a-z0-9-]*/g) ?? []))
-      for (const a of args) if (a.startsWith("--") && !flags.get(program!)!.has(a.split("=")[0]!)) problems.push(`${s.name}: ${program}: unknown flag ${a}`)
+      const known = surface.flags.get(program!)
+      if (known === undefined) problems.push(`${s.name}: unknown subcommand ${program}`)
+      else for (const a of args) if (a.startsWith("--") && !known.has(a.split("=")[0]!)) problems.push(`${s.name}: ${program}: unknown flag ${a}`)
     }
     expect(problems).toEqual([])
   }, 120_000)

@@ -5,11 +5,11 @@
  * really accepts (asked of the real CLI's --help, not of a list kept here).
  */
 import { describe, expect, it } from "vitest"
-import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { parseAllDocuments } from "yaml"
-import { deployProblems, type CliSurface } from "./manifestCheck.js"
+import { cliSurface } from "./cliSurface.js"
+import { deployProblems } from "./manifestCheck.js"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const k8sDir = path.join(root, "deploy", "k8s")
@@ -24,33 +24,6 @@ const manifests = fs
   .readdirSync(k8sDir)
   .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
   .flatMap((f) => readDocs(path.join(k8sDir, f)).map((doc) => ({ file: f, doc })))
-
-// The CLI's own account of itself: each subcommand's --help names its flags and env variables.
-const helpOf = (sub: string): string =>
-  execFileSync(path.join(root, "bin", "talon.mjs"), [sub, "--help"], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } })
-    // eslint-disable-next-line no-control-regex
-    .replace(/\x1b\[[0-9;]*m/g, "")
-
-const cliSurface = (): CliSurface => {
-  const subcommands = ["coordinator", "worker", "gateway", "origin"]
-  const flags = new Map<string, ReadonlySet<string>>()
-  const env = new Set<string>()
-  for (const sub of subcommands) {
-    const help = helpOf(sub)
-    flags.set(sub, new Set(help.match(/--[a-z][a-z0-9-]*/g) ?? []))
-    for (const v of help.match(/TALON_[A-Z0-9_]+/g) ?? []) env.add(v)
-  }
-  // Settings read beside the flags (origin credentials, cluster state, tokens) are named in the
-  // generated configuration reference and in the source that reads them.
-  const reference = path.join(root, "docs", "configuration.md")
-  if (fs.existsSync(reference)) for (const v of fs.readFileSync(reference, "utf8").match(/TALON_[A-Z0-9_]+/g) ?? []) env.add(v)
-  const walk = (dir: string): Array<string> =>
-    fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]))
-  for (const f of walk(path.join(root, "src")).filter((f) => f.endsWith(".ts"))) {
-    for (const v of fs.readFileSync(f, "utf8").match(/"TALON_[A-Z0-9_]+"/g) ?? []) env.add(v.slice(1, -1))
-  }
-  return { flags, env }
-}
 
 describe("deploy/k8s", () => {
   it("holds the objects a cluster needs", () => {
