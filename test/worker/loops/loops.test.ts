@@ -202,7 +202,11 @@ describe("--loops 2", () => {
     })
     const members = () => Effect.runPromise(coordinator.members)
     await eventually(() => w.readiness.ready, "registered")
-    const listed = await members()
+    // Its first status says not ready; the one right after its acceptance says ready and places it.
+    let listed = await members()
+    for (let deadline = Date.now() + 20_000; listed.length === 0 && Date.now() < deadline; listed = await members()) {
+      await new Promise((r) => setTimeout(r, 50))
+    }
     expect(listed.map((n) => [n.id, n.address])).toEqual([[`worker-${w.dataAddress}`, w.dataAddress]])
 
     const read = async () => {
