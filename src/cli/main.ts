@@ -3,6 +3,7 @@ import { Command, Options, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, ConfigError, Console, Effect } from "effect"
 import { messagesOf } from "../config/Setting.js"
+import { VERSION } from "../core/version.js"
 import { loadSubcommands } from "./commands.js"
 import * as ConfigFile from "./configFile.js"
 
@@ -21,7 +22,7 @@ const talon = Command.make("talon", { config }, () =>
   Command.withSubcommands(await loadSubcommands(process.argv.slice(2)))
 )
 
-const cli = Command.run(talon, { name: "talon", version: "0.1.0" })
+const cli = Command.run(talon, { name: "talon", version: VERSION })
 
 /** A user sees one line saying what went wrong, not a fiber stack (TALON_DEBUG=1 shows it). */
 const report = (cause: Cause.Cause<unknown>) => {

@@ -11,14 +11,12 @@ import { randomUUID } from "node:crypto"
 import * as os from "node:os"
 import { Clock, Effect, SubscriptionRef, type Scope } from "effect"
 import { NodeRole, type NodeInfo } from "../core/ids.js"
+import { BUILD_VERSION } from "../core/version.js"
 import { NODE_STATUS_SCHEMA_VERSION, emptyMetrics, type NodeStatus } from "../protocol/status.js"
 import { formatHostPort, parseHostPort } from "../transport/address.js"
 import type { RegistryView } from "./registry/view.js"
 import type { ClusterStateStoreShape } from "./state/ClusterStateStore.js"
 import { keepOwnRecord } from "./state/heartbeat.js"
-
-/** What this build reports as its version in its own record. */
-export const COORDINATOR_BUILD_VERSION = "talon-ts"
 
 const WILDCARD = new Set(["0.0.0.0", "::", "[::]", ""])
 
@@ -55,7 +53,7 @@ export const keepCoordinatorRecord = (
           node,
           incarnationId,
           adminAddress,
-          buildVersion: COORDINATOR_BUILD_VERSION,
+          buildVersion: BUILD_VERSION,
           startedAtUnixMs,
           reportedAtUnixMs: Math.max(startedAtUnixMs, yield* Clock.currentTimeMillis),
           heartbeatSeq,

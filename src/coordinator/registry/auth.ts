@@ -70,8 +70,4 @@ export class TokenRefusals {
   accepted(nodeId: string): void {
     if (this.#logged.size > 0) this.#logged.delete(nodeId)
   }
-
-  get total(): number {
-    return TOKEN_REFUSALS.reduce((n, r) => n + this.counts[r], 0)
-  }
 }

@@ -5,11 +5,9 @@
  */
 import { randomUUID } from "node:crypto"
 import type { NodeInfo } from "../../core/ids.js"
+import { BUILD_VERSION } from "../../core/version.js"
 import { NODE_STATUS_SCHEMA_VERSION, NODE_ZONE_LABEL, canonicalLabels, type NodeHealth, type NodeStatus } from "../../protocol/status.js"
 import type { WorkerStats } from "../metrics.js"
-
-/** What this build reports as its version in every status. */
-export const WORKER_BUILD_VERSION = "talon-ts"
 
 export interface WorkerIdentity {
   readonly clusterId: string
@@ -59,7 +57,7 @@ export const workerStatus = (
   node: id.node,
   incarnationId: id.incarnationId,
   adminAddress: self.adminAddress,
-  buildVersion: WORKER_BUILD_VERSION,
+  buildVersion: BUILD_VERSION,
   startedAtUnixMs: id.startedAtUnixMs,
   reportedAtUnixMs: Math.max(now, id.startedAtUnixMs),
   heartbeatSeq,
