@@ -16,7 +16,7 @@ import { membershipEpoch } from "../state/epoch.js"
 import { followMembership, type Membership } from "../state/MembershipView.js"
 import type { StateStoreError } from "../state/errors.js"
 import type { StatusProof } from "../../protocol/statusProof.js"
-import { admit, legacyMove, legacyRefusal, refusalOf, staleProof, TokenRefusals } from "./auth.js"
+import { admit, legacyMove, legacyRefusal, refusalOf, staleProof, TokenRefusals, type TokenRefusal } from "./auth.js"
 import { invalidRegistration, isLegacy, legacyStatus } from "./legacy.js"
 import { Heartbeat, Register, RegistryProtocol, ReportStatus, Snapshot, Sweep, type RegistryAck, type RegistryMessage } from "./protocol.js"
 import { emptyView, mergeView, pendingWrites, revisionNumber, type LocalWrite, type RegistryView } from "./view.js"
@@ -96,6 +96,10 @@ export const makeRegistry = (
         return { local, placed: latest.ready ? placed : state.placed }
       })
 
+    /** A refusal for the cluster token: counted by reason, logged once per node, answered with what to fix. */
+    const refuse = (state: State, nodeId: string, reason: TokenRefusal, detail: string) =>
+      Effect.as(counters.tokenRefusals.refused(nodeId, reason, detail), [ack(false, detail), state] as const)
+
     // `proof` is what the status proved about the cluster token (auth.ts); the store applies the rule.
     const write = (state: State, status: NodeStatus, proof: StatusProof): Effect.Effect<readonly [RegistryAck, State]> =>
       store.put(status, { proof }).pipe(
@@ -109,9 +113,7 @@ export const makeRegistry = (
         }),
         Effect.catchAll((e: StateStoreError) => {
           const refusal = refusalOf(e)
-          if (refusal !== undefined) {
-            return Effect.as(counters.tokenRefusals.refused(status.node.id, refusal, e.message), [ack(false, e.message), state] as const)
-          }
+          if (refusal !== undefined) return refuse(state, status.node.id, refusal, e.message)
           counters.storeWriteFailures++
           return Effect.succeed([ack(false, e.message), state] as const)
         })
@@ -126,8 +128,6 @@ export const makeRegistry = (
       v.ready ? undefined : ack(false, `coordinator not ready: the cluster state store is unavailable (${v.error ?? "no snapshot yet"}); send to another coordinator`)
     )
 
-    const refuseLegacy = (state: State, nodeId: string, detail: string) =>
-      Effect.as(counters.tokenRefusals.refused(nodeId, "legacy", detail), [ack(false, detail), state] as const)
 
     const current = (id: string) => Effect.map(SubscriptionRef.get(view), (v) => v.nodes.find((n) => n.status.node.id === id))
 
@@ -164,7 +164,7 @@ export const makeRegistry = (
             const stale = proof === "verified" ? staleProof(store.settings, status, yield* Clock.currentTimeMillis) : undefined
             if (stale !== undefined) {
               counters.rejectedHeartbeats++
-              return yield* Effect.as(counters.tokenRefusals.refused(status.node.id, "stale", stale), [ack(false, stale), state] as const)
+              return yield* refuse(state, status.node.id, "stale", stale)
             }
             const reply = yield* write(state, status, proof)
             if (reply[0].ok) counters.statusHeartbeats++
@@ -178,7 +178,7 @@ export const makeRegistry = (
             const down = yield* unavailable
             if (down !== undefined) return [down, state] as const
             const legacy = legacyRefusal(store.settings, "Register")
-            if (legacy !== undefined) return yield* refuseLegacy(state, node.id, legacy)
+            if (legacy !== undefined) return yield* refuse(state, node.id, "legacy", legacy)
             const known = yield* current(node.id)
             if (known === undefined && (yield* SubscriptionRef.get(view)).nodes.length >= maxMembers) {
               return [ack(false, `Register refused: the coordinator already tracks ${maxMembers} nodes; retry after some expire`), state] as const
@@ -189,7 +189,7 @@ export const makeRegistry = (
               return [ack(true), state] as const
             }
             const moved = known === undefined ? undefined : legacyMove(store.settings, known.status, node)
-            if (moved !== undefined) return yield* Effect.as(counters.tokenRefusals.refused(node.id, "takeover", moved), [ack(false, moved), state] as const)
+            if (moved !== undefined) return yield* refuse(state, node.id, "takeover", moved)
             const now = yield* Clock.currentTimeMillis
             const status = legacyStatus(clusterId, node, known?.status.metrics.blockCount ?? 0, now, known?.status)
             const reply = yield* write(state, status, "missing")
@@ -201,7 +201,7 @@ export const makeRegistry = (
             const down = yield* unavailable
             if (down !== undefined) return [down, state] as const
             const legacy = legacyRefusal(store.settings, "Heartbeat")
-            if (legacy !== undefined) return yield* refuseLegacy(state, node, legacy)
+            if (legacy !== undefined) return yield* refuse(state, node, "legacy", legacy)
             const known = yield* current(node)
             if (known === undefined) {
               counters.rejectedHeartbeats++
