@@ -60,11 +60,15 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     imports: ["core", "protocol", "placement", "transport", "config", "backend", "http", "actor", "client"],
     holds: "the S3/Azure front end over the cache"
   },
+  mount: {
+    imports: ["core", "protocol", "placement", "transport", "config", "actor", "client"],
+    holds: "`talon mount`: the cache as a read-only FUSE filesystem"
+  },
   origin: { imports: ["core", "config", "http", "actor"], holds: "the origin stub, a fake S3/Azure server for tests and `talon up`" },
   loadgen: { imports: library, holds: "the load generator" },
   cluster: { imports: [...library, "origin"], holds: "`talon up`: a whole local cluster" },
-  cli: { imports: [...library, "origin", "cluster", "loadgen"], holds: "the `talon` command" },
-  root: { imports: [...library, "origin", "cluster", "loadgen"], holds: "the package entry (src/index.ts)" }
+  cli: { imports: [...library, "origin", "cluster", "loadgen", "mount"], holds: "the `talon` command" },
+  root: { imports: [...library, "origin", "cluster", "loadgen", "mount"], holds: "the package entry (src/index.ts)" }
 }
 
 /**
