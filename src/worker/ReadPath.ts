@@ -23,6 +23,7 @@ import { DataErrorCode } from "../protocol/dataError.js"
 import { describeUnknown, outOfBounds, ReadFailed, tooLong, versionMismatch } from "./errors.js"
 import { WorkerMetrics, type WorkerStats } from "./metrics.js"
 import { MissPath, type MissPathShape } from "./miss/MissPath.js"
+import { ReadAhead } from "./miss/ReadAhead.js"
 import { objectKey } from "./miss/VersionCache.js"
 import { BlockStore } from "./store/BlockStore.js"
 import type { DiskStore } from "./store/DiskStore.js"
@@ -57,8 +58,28 @@ export class ReadPathImpl {
   readonly #blockSize: number
   readonly #pageSize: number
   readonly #capacity: number
+  /** Read-ahead of sequential readers (off: undefined). */
+  readonly #ahead: ReadAhead | undefined
 
-  constructor(store: ServeStore, miss: MissPathShape, stats: WorkerStats, blockSize: number, pageSize: number, capacity: number) {
+  constructor(
+    store: ServeStore,
+    miss: MissPathShape,
+    stats: WorkerStats,
+    blockSize: number,
+    pageSize: number,
+    capacity: number,
+    readAhead?: { readonly budget: number; readonly fetchSize: number }
+  ) {
+    const fillAhead = miss.fillAhead
+    this.#ahead =
+      readAhead !== undefined && readAhead.budget > 0 && pageSize > 0 && fillAhead !== undefined
+        ? new ReadAhead({ missingRuns: (k, f, e) => store.missingRuns(k, f, e), fill: fillAhead, blockKey }, stats, {
+            blockSize,
+            pageSize,
+            budget: readAhead.budget,
+            fetchSize: readAhead.fetchSize
+          })
+        : undefined
     this.#store = store
     this.#miss = miss
     this.#stats = stats
@@ -75,7 +96,10 @@ export class ReadPathImpl {
     const st = this.#miss.versions.fresh(okey)
     if (st !== undefined) {
       const fast = this.#tryHit(object, st, offset, len)
-      if (fast !== undefined) return fast
+      if (fast !== undefined) {
+        if (this.#ahead !== undefined && fast._tag === "RangeReply") this.#ahead.observe(object, okey, st, offset, len)
+        return fast
+      }
       return this.#readSlow(object, okey, st, offset, len, true)
     }
     return this.#readSlow(object, okey, undefined, offset, len, false)
@@ -90,7 +114,10 @@ export class ReadPathImpl {
     const st = current !== undefined && current.version === version ? current : this.#pinnedStat(object, okey, version, offset)
     if (st !== undefined) {
       const fast = this.#tryHit(object, st, offset, len)
-      if (fast !== undefined) return fast
+      if (fast !== undefined) {
+        if (this.#ahead !== undefined && fast._tag === "RangeReply") this.#ahead.observe(object, okey, st, offset, len)
+        return fast
+      }
     }
     return this.#readPinned(object, okey, st, version, offset, len)
   }
@@ -204,6 +231,8 @@ export class ReadPathImpl {
     const bad = this.#check(st, offset, len)
     if (bad !== undefined) return bad
     if (len === 0) return EMPTY
+    // Before this read's own fill: the pages after it are asked for alongside.
+    this.#ahead?.observe(object, okey, st, offset, len)
     const segs = planRead(offset, len, st.size, this.#blockSize)
     let filled = false
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -337,7 +366,9 @@ export class ReadPath extends Context.Tag("talon/worker/ReadPath")<ReadPath, Rea
         yield* WorkerMetrics,
         cfg.blockSize,
         cfg.pageSize,
-        cfg.capacity
+        cfg.capacity,
+        // A small cache must keep room for what readers read now: read-ahead gets an eighth of it at most.
+        { budget: Math.min(cfg.readAhead, Math.floor(cfg.capacity / 8)), fetchSize: cfg.originFetchSize }
       )
     })
   )

@@ -38,6 +38,14 @@ export interface WorkerSettings {
   readonly pageSize: number
   readonly versionTtlMs: number
   readonly originConcurrency: number
+  /** Origin range fetches of one object in flight at most. */
+  readonly originConcurrencyPerObject: number
+  /** Bytes one origin range GET fetches at most (page-aligned runs of missing pages are cut into pieces of this size). */
+  readonly originFetchSize: number
+  /** Bytes fetched ahead of a sequential reader of an object, at most; 0 = no read-ahead. */
+  readonly readAhead: number
+  /** Origin fetches read-ahead may hold at once (the rest of originConcurrency is left to readers' misses). */
+  readonly readAheadConcurrency: number
   readonly heartbeatIntervalMs: number
   readonly dataPlane: DataPlaneName
   readonly serveMode: ServeModeName
@@ -108,7 +116,19 @@ export const WorkerSchema = component<WorkerSettings>({
       "How long an object's version (ETag) from a HEAD is trusted; a changed object is served new after at most this long, in ms",
       nonNegative
     ),
-    originConcurrency: S.integer(16, "Origin range fetches in flight at most", positive),
+    originConcurrency: S.integer(32, "Origin range fetches in flight at most", positive),
+    originConcurrencyPerObject: S.integer(16, "Origin range fetches of one object in flight at most, so one cold object cannot take every origin connection", positive),
+    originFetchSize: S.size(
+      4 * 1024 ** 2,
+      "Bytes one origin range GET fetches at most (K/M suffixes): a longer run of missing pages becomes several concurrent GETs, as one origin connection streams at ~100 MB/s (rounded up to whole pages)",
+      { example: "8M", check: positive }
+    ),
+    readAhead: S.size(
+      64 * 1024 ** 2,
+      "Bytes fetched from the origin ahead of a sequential reader of an object, within the block it reads (K/M suffixes); 0 = no read-ahead",
+      { example: "128M", check: nonNegative }
+    ),
+    readAheadConcurrency: S.integer(8, "Origin fetches read-ahead may hold at once; the rest of --origin-concurrency stays free for readers' misses", positive),
     heartbeatIntervalMs: S.integer(1000, "Interval of heartbeats to the coordinator, in ms", positive),
     dataPlane: S.oneOf(
       ["auto", "native", "portable"],

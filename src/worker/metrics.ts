@@ -53,6 +53,12 @@ export class WorkerStats {
   originFetches = 0
   originFetchFailures = 0
   originBytes = 0
+  /** Bytes read-ahead asked the origin for (missing pages ahead of sequential readers). */
+  readAheadBytes = 0
+  /** Read-ahead fills started (each at most the origin fetch size). */
+  readAheadFills = 0
+  /** Read-ahead bytes whose reader went elsewhere (random access, gone) before reaching them. */
+  readAheadUnusedBytes = 0
   /** Origin HEADs (version lookups). */
   originStats = 0
   readonly originLatency = new Histogram(ORIGIN_LATENCY_BUCKETS)
@@ -106,6 +112,15 @@ export const renderPrometheus = (s: WorkerStats, g: Gauges): string => {
   line(out, "talon_worker_origin_fetches_total", "counter", "Origin range fetches.", s.originFetches)
   line(out, "talon_worker_origin_fetch_failures_total", "counter", "Origin range fetches that failed.", s.originFetchFailures)
   line(out, "talon_worker_origin_bytes_total", "counter", "Bytes fetched from the origin.", s.originBytes)
+  line(out, "talon_worker_read_ahead_bytes_total", "counter", "Bytes fetched from the origin ahead of sequential readers.", s.readAheadBytes)
+  line(out, "talon_worker_read_ahead_fills_total", "counter", "Read-ahead fills started.", s.readAheadFills)
+  line(
+    out,
+    "talon_worker_read_ahead_unused_bytes_total",
+    "counter",
+    "Read-ahead bytes the reader never reached (it went elsewhere or was dropped from the read-ahead table).",
+    s.readAheadUnusedBytes
+  )
   line(out, "talon_worker_origin_stats_total", "counter", "Origin HEAD requests (version lookups).", s.originStats)
   const h = s.originLatency
   out.push(

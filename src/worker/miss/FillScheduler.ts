@@ -1,7 +1,10 @@
 /**
  * Single-flight fills as actors. One actor per block with units in flight owns those units'
  * pending fills: a miss for a unit already being fetched joins that fetch, a run of adjacent
- * missing units becomes one origin GET (fetchRun.ts). A registry actor owns the map from
+ * missing units becomes origin GETs of at most `fetchUnits` units each, cut at multiples of
+ * `fetchUnits` (fetchRun.ts). One long GET would stream at one origin connection's rate (an S3
+ * connection gives ~100 MB/s); bounded pieces run concurrently, each paying the first-byte
+ * latency once, and aligned cuts give every reader of a region the same pieces to join. A registry actor owns the map from
  * block to block actor, creates a block actor on its first miss and retires it once nothing
  * of it is in flight. Every change to either map is a message handled in order, so a retiring
  * block actor can never be handed a new miss.
@@ -51,7 +54,14 @@ const Waits = Schema.Array(
   Schema.declare((u: unknown): u is Promise<void> => u instanceof Promise, { identifier: "Promise<void>" })
 )
 
-const Units = { first: Schema.Int, end: Schema.Int, blockLength: Schema.Int, objectSize: Schema.Int }
+const Units = {
+  first: Schema.Int,
+  end: Schema.Int,
+  blockLength: Schema.Int,
+  objectSize: Schema.Int,
+  /** Read-ahead: fetched under the read-ahead share of origin permits (a demand miss may join it). */
+  ahead: Schema.Boolean
+}
 
 /** To a block actor: make units `[first, end)` present; replies with what to wait on. */
 class Claim extends Schema.TaggedRequest<Claim>()("Claim", { success: Waits, failure: Schema.Never, payload: Units }) {}
@@ -86,7 +96,7 @@ interface BlockFill {
 
 export interface FillSchedulerShape {
   /** Makes units `[first, end)` of `id` present: resolves when each has been committed once, rejects with the fetch's error. */
-  readonly fill: (id: BlockId, blockLength: number, objectSize: number, first: number, end: number) => Effect.Effect<void, unknown>
+  readonly fill: (id: BlockId, blockLength: number, objectSize: number, first: number, end: number, ahead?: boolean) => Effect.Effect<void, unknown>
   /** Blocks with units in flight (one actor each). */
   readonly blocks: Effect.Effect<number>
 }
@@ -103,6 +113,7 @@ const blockActor = (
 ): Effect.Effect<ActorRef<BlockMsg>, never, Scope.Scope> =>
   Effect.gen(function* () {
     let self: ActorRef<BlockMsg> | undefined
+    const fetchUnits = target.fetchUnits ?? Infinity
     // The actor's state: the pending fill of each unit in flight. Mutated only by its handlers.
     const inflight = new Map<number, Pending>()
     const live = (unit: number) => {
@@ -127,7 +138,9 @@ const blockActor = (
                   continue
                 }
                 let j = i + 1
-                while (j < e && !live(j)) j++
+                // Up to the next multiple of fetchUnits: one origin GET each.
+                const cut = Math.min(e, (Math.floor(i / fetchUnits) + 1) * fetchUnits)
+                while (j < cut && !live(j)) j++
                 const units: Array<Pending> = []
                 for (let u = i; u < j; u++) {
                   const p = pending()
@@ -137,7 +150,7 @@ const blockActor = (
                 }
                 const [first, end] = [i, j]
                 const settle = (unit: number, error?: unknown) => units[unit - first]!.settle(error)
-                fetchRun(target, id, key, m.blockLength, m.objectSize, first, end, settle)
+                fetchRun(target, id, key, m.blockLength, m.objectSize, first, end, settle, m.ahead)
                   .catch(() => {})
                   .finally(() => run(self!.tell(new RunDone({ first, end }, true))))
                 i = j
@@ -185,7 +198,8 @@ export const makeFillScheduler = (target: RunTarget): Effect.Effect<FillSchedule
               b = { ref, scope }
               state.set(key, b)
             }
-            const waits = yield* Effect.orDie(b.ref.ask(new Claim({ first: m.first, end: m.end, blockLength: m.blockLength, objectSize: m.objectSize }, true)))
+            const { first, end, blockLength, objectSize, ahead } = m
+            const waits = yield* Effect.orDie(b.ref.ask(new Claim({ first, end, blockLength, objectSize, ahead }, true)))
             return [waits, state] as const
           }),
         Idle: (state, m) =>
@@ -202,8 +216,8 @@ export const makeFillScheduler = (target: RunTarget): Effect.Effect<FillSchedule
     })
     const ref = registry
     return {
-      fill: (id, blockLength, objectSize, first, end) =>
-        ref.ask(new Fill({ block: id, blockLength, objectSize, first, end }, true)).pipe(
+      fill: (id, blockLength, objectSize, first, end, ahead = false) =>
+        ref.ask(new Fill({ block: id, blockLength, objectSize, first, end, ahead }, true)).pipe(
           Effect.flatMap((waits) => (waits.length === 0 ? Effect.void : Effect.tryPromise({ try: () => Promise.all(waits), catch: (e) => e }))),
           Effect.asVoid
         ),

@@ -4,8 +4,11 @@
  *
  * - Single-flight per page (or whole block): a page being fetched is awaited,
  *   never fetched twice; one actor per block in flight owns its pending pages
- *   (FillScheduler.ts). A run of adjacent missing pages is one range GET.
- * - At most `originConcurrency` fetches run at once (an Effect semaphore).
+ *   (FillScheduler.ts). A run of adjacent missing pages is range GETs of at
+ *   most `originFetchSize` bytes each, run concurrently.
+ * - At most `originConcurrency` fetches run at once, `originConcurrencyPerObject` of one
+ *   object, and `readAheadConcurrency` of them read-ahead (Effect semaphores; read-ahead takes
+ *   its share first, so it never waits in the global queue ahead of more than its share).
  * - Bytes stream from the origin into a temp file per page, hashed (XXH64) as
  *   they arrive; each page is fdatasynced, renamed into place with its
  *   checksum (and its waiters released) as soon as it is complete (fetchRun.ts).
@@ -41,6 +44,14 @@ export interface MissPathShape {
    * once (it may since have been evicted under pressure). Rejects with ReadFailed.
    */
   readonly fill: (id: BlockId, blockLength: number, objectSize: number, first: number, end: number) => Promise<void>
+  /** `fill` on behalf of read-ahead: under the read-ahead share of origin fetches. */
+  readonly fillAhead?: (id: BlockId, blockLength: number, objectSize: number, first: number, end: number) => Promise<void>
+}
+
+/** A semaphore per object with fetches in flight or waiting; dropped when none is. */
+interface ObjectGate {
+  readonly semaphore: Effect.Semaphore
+  users: number
 }
 
 export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, MissPathShape>() {
@@ -52,6 +63,24 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
       const store = yield* BlockStore
       const stats = yield* WorkerMetrics
       const semaphore = yield* Effect.makeSemaphore(cfg.originConcurrency)
+      const aheadShare = yield* Effect.makeSemaphore(cfg.readAheadConcurrency)
+      const gates = new Map<string, ObjectGate>()
+      const objectGate = (key: string) =>
+        Effect.acquireRelease(
+          Effect.sync(() => {
+            let gate = gates.get(key)
+            if (gate === undefined) {
+              gate = { semaphore: Effect.unsafeMakeSemaphore(cfg.originConcurrencyPerObject), users: 0 }
+              gates.set(key, gate)
+            }
+            gate.users++
+            return gate
+          }),
+          (gate) =>
+            Effect.sync(() => {
+              if (--gate.users === 0) gates.delete(key)
+            })
+        )
       const run = yield* FiberSet.makeRuntimePromise<never>()
       const versions = new VersionCache(cfg.versionTtlMs)
 
@@ -78,9 +107,20 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
       const stat = (object: ObjectId, key: string): ObjectStat | Promise<ObjectStat> =>
         versions.fresh(key) ?? versions.resolve(key, head(object))
 
-      const fetchRange: RangeFetch = (object, version, offset, length, sink) =>
+      /** Read-ahead share, then the object's permit, then the worker's: a fetch holds a global permit only once it may start. */
+      const gated = <A, E>(object: ObjectId, ahead: boolean, fetch: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+        Effect.scoped(
+          Effect.flatMap(objectGate(objectKey(object)), (gate) => {
+            const held = gate.semaphore.withPermits(1)(semaphore.withPermits(1)(fetch))
+            return ahead ? aheadShare.withPermits(1)(held) : held
+          })
+        )
+
+      const fetchRange: RangeFetch = (object, version, offset, length, sink, ahead) =>
         toPromise(
-          semaphore.withPermits(1)(
+          gated(
+            object,
+            ahead,
             Effect.suspend(() => {
               const started = performance.now()
               stats.originFetches++
@@ -101,10 +141,11 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
             })
           )
         )
-      const scheduler = yield* makeFillScheduler({ store, pageSize: cfg.pageSize, fetchRange })
-      const fill = (id: BlockId, blockLength: number, objectSize: number, first: number, end: number) =>
+      const fetchUnits = cfg.pageSize > 0 ? Math.max(1, Math.ceil(cfg.originFetchSize / cfg.pageSize)) : 1
+      const scheduler = yield* makeFillScheduler({ store, pageSize: cfg.pageSize, fetchRange, fetchUnits })
+      const fillAs = (ahead: boolean) => (id: BlockId, blockLength: number, objectSize: number, first: number, end: number) =>
         toPromise(
-          scheduler.fill(id, blockLength, objectSize, first, end).pipe(
+          scheduler.fill(id, blockLength, objectSize, first, end, ahead).pipe(
             Effect.mapError((e) => (e instanceof ReadFailed ? e : new ReadFailed({ reason: describeUnknown(e) }))),
             Effect.tapError((failure) =>
               Effect.sync(() => {
@@ -116,7 +157,7 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
 
       const revalidate = (object: ObjectId, key: string): Promise<ObjectStat> => versions.resolve(key, head(object))
 
-      return { versions, stat, revalidate, fill } satisfies MissPathShape
+      return { versions, stat, revalidate, fill: fillAs(false), fillAhead: fillAs(true) } satisfies MissPathShape
     })
   )
 }

@@ -19,7 +19,9 @@ export type RangeFetch = (
   version: string,
   offset: number,
   length: number,
-  sink: (chunk: Uint8Array) => Promise<void>
+  sink: (chunk: Uint8Array) => Promise<void>,
+  /** Read-ahead rather than a reader's miss: it waits for the read-ahead share of origin connections. */
+  ahead: boolean
 ) => Promise<void>
 
 export interface RunTarget {
@@ -27,6 +29,8 @@ export interface RunTarget {
   /** 0 = whole blocks. */
   readonly pageSize: number
   readonly fetchRange: RangeFetch
+  /** Units one origin GET fetches at most (a run longer than that is several GETs); unset = a whole run. */
+  readonly fetchUnits?: number
 }
 
 /**
@@ -41,7 +45,8 @@ export const fetchRun = (
   objectSize: number,
   s: number,
   e: number,
-  settle: (unit: number, error?: unknown) => void
+  settle: (unit: number, error?: unknown) => void,
+  ahead = false
 ): Promise<void> => {
   const unitStart = (i: number) => (ps > 0 ? i * ps : 0)
   const unitBytes = (i: number) => (ps > 0 ? Math.min(ps, blockLength - i * ps) : blockLength)
@@ -105,7 +110,7 @@ export const fetchRun = (
     }
   }
   const objectOffset = id.offset + runStart
-  return fetchRange(id.object, id.version, objectOffset, runBytes, sink)
+  return fetchRange(id.object, id.version, objectOffset, runBytes, sink, ahead)
     .then(async () => {
       await finished()
       if (current < e) {
