@@ -177,6 +177,7 @@ runDriver(
           record.originFetches = d("talon_worker_origin_fetches_total")
           record.readAheadBytes = d("talon_worker_read_ahead_bytes_total")
           record.readAheadUnusedBytes = d("talon_worker_read_ahead_unused_bytes_total")
+          record.fsyncSeconds = +d("talon_worker_fill_fsync_seconds_total").toFixed(2)
         }
         emit(record)
       }
