@@ -87,6 +87,22 @@ const metrics = (admin: string) =>
       })
   )
 
+/** The origin stub's admin API: reset its counters, or read its most GETs in flight at once since. */
+const originAdmin = (origin: string, route: "stats" | "stats/reset") =>
+  Effect.promise(
+    () =>
+      new Promise<{ peakInflight?: { get: number } }>((resolve, reject) => {
+        const req = http.request(`${origin}/_talon/${route}`, { method: route === "stats" ? "GET" : "POST" }, (res) => {
+          let body = ""
+          res.setEncoding("utf8")
+          res.on("data", (c: string) => (body += c))
+          res.on("end", () => resolve(body === "" ? {} : (JSON.parse(body) as { peakInflight?: { get: number } })))
+        })
+        req.on("error", reject)
+        req.end()
+      })
+  )
+
 const expected = sampleBytes(0, SIZE)
 
 /** Compares `chunk` with the object at `at`; throws at the first wrong byte. */
@@ -153,6 +169,7 @@ runDriver(
         const cluster = clusters.find((c) => c.name === arm) ?? afters[0]!
         link(cluster, key)
         const m0 = arm.startsWith("direct") ? undefined : yield* metrics(cluster.admin)
+        yield* originAdmin(cluster.origin, "stats/reset")
         const t0 = performance.now()
         if (arm === "direct-1") yield* Effect.promise(() => direct(cluster.origin, key, 1, arm))
         else if (arm === "direct-8") yield* Effect.promise(() => direct(cluster.origin, key, 8, arm))
@@ -169,7 +186,8 @@ runDriver(
           if (at !== SIZE) throw new Error(`${arm}: read ${at} of ${SIZE} bytes`)
         }
         const seconds = (performance.now() - t0) / 1000
-        const record: Record<string, unknown> = { round, arm, bytes: SIZE, seconds: +seconds.toFixed(3), mbps: +(SIZE / 1e6 / seconds).toFixed(1) }
+        const peak = (yield* originAdmin(cluster.origin, "stats")).peakInflight?.get
+        const record: Record<string, unknown> = { round, arm, bytes: SIZE, seconds: +seconds.toFixed(3), mbps: +(SIZE / 1e6 / seconds).toFixed(1), originPeakGets: peak }
         if (m0 !== undefined) {
           const m1 = yield* metrics(cluster.admin)
           const d = (k: string) => (m1[k] ?? 0) - (m0[k] ?? 0)
