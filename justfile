@@ -74,6 +74,10 @@ plane-measure:
 gateway-bench *args:
     npx tsx bench/gateway-bench.ts "$@"
 
+# Cold sequential reads through one worker (miss path, read-ahead) vs direct origin reads (JSON Lines).
+miss-path-bench *args:
+    npx tsx bench/miss-path.ts "$@"
+
 # S3/Azure x cache/origin routes + a control arm, paired order-swapped rounds.
 gateway-proxy-bench *args:
     npx tsx bench/gateway-proxy-bench.ts "$@"
