@@ -2,7 +2,7 @@
  * Worker read-ahead: a small table of objects being read, each with where its reader is and how
  * far ahead pages were asked of the origin. A read that lands near the end of the last one
  * (within a few of its own lengths: a client reads one range as several concurrent pieces, which
- * may arrive out of order) counts as sequential; after SEQUENTIAL such reads in a row, the pages
+ * may arrive out of order), or inside what was read ahead for it, counts as sequential; after SEQUENTIAL such reads in a row, the pages
  * up to `budget` bytes past the reader are filled through the miss path under its read-ahead
  * share of origin connections, while at most `budget` bytes of read-ahead are in flight worker-wide.
  * A read anywhere else is random access: the stream starts over and nothing more is read ahead
@@ -108,7 +108,9 @@ export class ReadAhead {
     }
     s.touched = ++this.#tick
     const slack = REORDER * len
-    if (s.version !== st.version || offset < s.next - slack || offset > s.next + slack) {
+    // Landing inside what was read ahead is sequential too: the native plane answers hits of idle
+    // connections itself, so the reads between the last one seen here and this one were not seen.
+    if (s.version !== st.version || offset < s.next - slack || offset > Math.max(s.next, s.ahead) + slack) {
       this.#retire(s)
       s.version = st.version
       s.next = end
