@@ -2,16 +2,20 @@
  * Worker read-ahead against the real origin stub: a sequential reader's next pages are fetched
  * ahead (so its later reads are hits), never more than the read-ahead budget past it and never a
  * page twice; random access reads nothing ahead; a reader that jumps away leaves its read-ahead
- * counted as unused. Origin traffic from the stub's counters; every read's bytes checked.
+ * counted as unused. Origin traffic from the stub's counters; every read's bytes checked. The
+ * detector alone, over a target that records fills: reordered concurrent pieces are sequential,
+ * and the bytes in flight stay within the budget whatever the reads (a property).
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
+import fc from "fast-check"
 import { afterEach, describe, expect, it } from "vitest"
 import * as Router from "../../src/backend/Router.js"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
 import type { OriginStubShape } from "../../src/origin/index.js"
 import { WorkerConfig, type WorkerSettings } from "../../src/worker/config.js"
-import { renderPrometheus, WorkerMetrics } from "../../src/worker/metrics.js"
+import { renderPrometheus, WorkerMetrics, WorkerStats } from "../../src/worker/metrics.js"
 import { MissPath } from "../../src/worker/miss/MissPath.js"
+import { ReadAhead } from "../../src/worker/miss/ReadAhead.js"
 import { ReadPath } from "../../src/worker/ReadPath.js"
 import { BlockStore } from "../../src/worker/store/BlockStore.js"
 import { pattern } from "./support/dirBackend.js"
@@ -127,5 +131,75 @@ describe("worker read-ahead", () => {
     expect(stats.readAheadBytes).toBe(ahead)
     expect(stats.readAheadUnusedBytes).toBeGreaterThan(0)
     expect(stats.readAheadUnusedBytes).toBeLessThanOrEqual(ahead)
+  })
+})
+
+describe("ReadAhead (the detector alone, over a recording target)", () => {
+  const BS = 256 * MiB
+  const PS = MiB
+  const RA = 64 * MiB
+  const FETCH = 4 * MiB
+  /** Fills are recorded and left in flight (never settle) unless `settle`; every page is missing. */
+  const recorder = (settle: boolean) => {
+    const fills: Array<{ key: string; first: number; end: number }> = []
+    const target = {
+      missingRuns: (_k: string, first: number, end: number) => [[first, end] as const],
+      fill: (id: { object: ObjectId; offset: number }, _bl: number, _os: number, first: number, end: number) => {
+        fills.push({ key: `${id.object.objectPath}@${id.offset}`, first, end })
+        return settle ? Promise.resolve() : new Promise<void>(() => {})
+      },
+      blockKey: (id: { object: ObjectId; offset: number }) => `${id.object.objectPath}@${id.offset}`
+    }
+    return { fills, target }
+  }
+  const make = (settle: boolean) => {
+    const { fills, target } = recorder(settle)
+    const stats = new WorkerStats()
+    const ra = new ReadAhead(target, stats, { blockSize: BS, pageSize: PS, budget: RA, fetchSize: FETCH })
+    const st = { size: 1024 * MiB, version: "v1" }
+    const observe = (key: string, offset: number, len: number) => ra.observe(obj(key), key, st, offset, len)
+    return { fills, stats, ra, observe }
+  }
+
+  it("a client's concurrent pieces arriving out of order still read as sequential", () => {
+    const { fills, observe } = make(true)
+    for (const at of [8, 0, 24, 16]) observe("o", at * MiB, 8 * MiB)
+    expect(fills.length).toBeGreaterThan(0)
+    // Pieces of the fetch size, starting where the reader is, never past the block or the budget.
+    for (const f of fills) {
+      expect(f.end - f.first).toBeLessThanOrEqual(FETCH / PS)
+      expect(f.first * PS).toBeGreaterThanOrEqual(24 * MiB)
+      expect(f.end * PS).toBeLessThanOrEqual(32 * MiB + RA)
+    }
+  })
+
+  it("never more than the budget (plus one piece) in flight, whatever the reads, across objects", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ key: fc.constantFrom("a", "b", "c"), page: fc.integer({ min: 0, max: 1023 }), pages: fc.integer({ min: 1, max: 16 }), seq: fc.boolean() }), {
+          maxLength: 200
+        }),
+        (reads) => {
+          const { fills, ra, observe } = make(false)
+          const at = new Map<string, number>()
+          for (const r of reads) {
+            const offset = r.seq ? (at.get(r.key) ?? 0) : r.page * PS
+            const len = Math.min(r.pages * PS, 1024 * MiB - offset)
+            if (len <= 0) continue
+            observe(r.key, offset, len)
+            at.set(r.key, offset + len)
+          }
+          const asked = fills.reduce((n, f) => n + (f.end - f.first) * PS, 0)
+          expect(asked).toBe(ra.inflight)
+          expect(asked).toBeLessThan(RA + FETCH)
+        }
+      )
+    )
+  })
+
+  it("tracks at most 128 objects", () => {
+    const { ra, observe } = make(true)
+    for (let i = 0; i < 1000; i++) observe(`obj-${i}`, 0, MiB)
+    expect(ra.streams).toBe(128)
   })
 })

@@ -118,9 +118,10 @@ export class ReadAhead {
       s.ahead = 0
       return
     }
+    s.run++
+    // A piece behind the frontier (reordered) counts, but moves nothing.
     if (end <= s.next) return
     s.next = end
-    s.run++
     while (s.pieces.length > 0 && s.pieces[0]!.end <= end) s.pieces.shift()
     if (s.run >= SEQUENTIAL) this.#topUp(object, st, s)
   }
