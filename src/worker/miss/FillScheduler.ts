@@ -4,9 +4,9 @@
  * missing units becomes origin GETs of at most `fetchUnits` units each, cut at multiples of
  * `fetchUnits` (fetchRun.ts). One long GET would stream at one origin connection's rate (an S3
  * connection gives ~100 MB/s); bounded pieces run concurrently, each paying the first-byte
- * latency once, and aligned cuts give every reader of a region the same pieces to join. A registry actor owns the map from
- * block to block actor, creates a block actor on its first miss and retires it once nothing
- * of it is in flight. Every change to either map is a message handled in order, so a retiring
+ * latency once, and aligned cuts give every reader of a region the same pieces to join. A
+ * registry actor owns the map from block to block actor, creates a block actor on its first
+ * miss and retires it once nothing of it is in flight. Every change to either map is a message handled in order, so a retiring
  * block actor can never be handed a new miss.
  *
  * Callers (the serve loops) are promise-based: a fill is a promise per unit, settled by the
