@@ -83,7 +83,8 @@ export class ReadAhead {
     this.#bs = s.blockSize
     this.#ps = s.pageSize
     this.#budget = s.budget
-    this.#piece = Math.max(s.pageSize, Math.floor(s.fetchSize / s.pageSize) * s.pageSize)
+    // Whole pages, rounded up as the fill scheduler cuts its GETs: one read-ahead fill, one GET.
+    this.#piece = Math.max(1, Math.ceil(s.fetchSize / s.pageSize)) * s.pageSize
   }
 
   /** Bytes of read-ahead fills in flight now. */
@@ -142,7 +143,8 @@ export class ReadAhead {
     const id: BlockId = { object, offset: blockOffset, blockSize: bs, version: st.version }
     const key = this.#target.blockKey(id)
     while (at < limit && this.#inflight < this.#budget) {
-      const to = Math.min(limit, at + this.#piece)
+      // On the fill scheduler's grid of GETs (multiples of a piece from the block's start).
+      const to = Math.min(limit, blockOffset + (Math.floor((at - blockOffset) / this.#piece) + 1) * this.#piece)
       const first = Math.floor((at - blockOffset) / this.#ps)
       const end = Math.ceil((to - blockOffset) / this.#ps)
       let bytes = 0
