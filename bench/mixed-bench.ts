@@ -74,7 +74,7 @@ const BUCKET = "mixedbench"
 const HOT_KEY = "hot.bin"
 const HOT_SIZE = 64 * 1024 * 1024
 /** Sparse: zeros cost the origin nothing to store and a run uses far less than this. */
-const MISS_SIZE = 64 * 1024 * 1024 * 1024
+const MISS_SIZE = 1024 * 1024 * 1024 * 1024
 /** Hits must stay hits: the workers trust the hot object's version for the whole bench. */
 const VERSION_TTL_MS = 3_600_000
 const MODES = ["pipelined", "multiplexed"] as const
@@ -306,7 +306,7 @@ const main = Effect.gen(function* () {
         cpu_ratio: r3(medianOf(c.cpu)),
         hit_p99_per_round: perRound(c.hitP99),
         rps_per_round: perRound(c.rps),
-        pick: pickMode(hitP99, rps),
+        pick: pickMode(c.hitP99, c.rps),
         // The target lives on its own case's row, so a table can show it from the data.
         target: share === 0.1 && depth === 16 ? judgeTarget(c, share, depth).text : null
       })

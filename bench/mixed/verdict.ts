@@ -49,17 +49,25 @@ export const RPS_EQUAL = 0.95
 /** Hit p99 must move by more than this factor for a mode to be picked for latency. */
 export const P99_MATTERS = 0.8
 
-export type Pick = "multiplexed" | "pipelined" | "either"
+export type Pick = "multiplexed" | "pipelined" | "trade-off" | "either"
 
 /**
- * Which mode one case calls for: multiplexed when its hit p99 is clearly lower at equal or
- * better rps; pipelined when multiplexed costs rps without buying hit latency, or its hit p99
- * is clearly higher; otherwise either (the difference is inside the noise).
+ * Which mode one case calls for, from its per-round ratios (multiplexed / pipelined). A call is
+ * made only when every round agrees, since a single round on a shared box moves by tens of
+ * percent (the depth-1 cases, where the modes cannot differ, show how much):
+ * multiplexed when its hit p99 is clearly lower at equal or better rps; pipelined when its hit
+ * p99 is clearly lower, or multiplexed costs rps without buying hit latency; trade-off when
+ * multiplexed buys hit latency with rps; otherwise either.
  */
-export const pickMode = (hitP99Ratio: number | null, rpsRatio: number | null): Pick => {
-  if (hitP99Ratio === null || rpsRatio === null) return "either"
-  if (hitP99Ratio <= P99_MATTERS && rpsRatio >= RPS_EQUAL) return "multiplexed"
-  if (hitP99Ratio >= 1 / P99_MATTERS || (rpsRatio < RPS_EQUAL && hitP99Ratio > P99_MATTERS)) return "pipelined"
+export const pickMode = (hitP99: ReadonlyArray<number>, rps: ReadonlyArray<number>): Pick => {
+  const all = (xs: ReadonlyArray<number>, ok: (x: number) => boolean) => xs.length > 0 && xs.every((x) => Number.isFinite(x) && ok(x))
+  const fasterHits = all(hitP99, (x) => x <= P99_MATTERS)
+  const slowerHits = all(hitP99, (x) => x >= 1 / P99_MATTERS)
+  const sameRps = all(rps, (x) => x >= RPS_EQUAL)
+  const lessRps = all(rps, (x) => x < RPS_EQUAL)
+  if (fasterHits && sameRps) return "multiplexed"
+  if (fasterHits && lessRps) return "trade-off"
+  if (slowerHits || (lessRps && all(hitP99, (x) => x > P99_MATTERS))) return "pipelined"
   return "either"
 }
 

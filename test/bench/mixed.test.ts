@@ -28,13 +28,15 @@ describe("mixed-bench comparisons", () => {
     expect(medianOf([NaN])).toBeNull()
   })
 
-  it("picks a mode only when the difference is outside the noise", () => {
-    expect(pickMode(0.05, 1.2)).toBe("multiplexed")
-    expect(pickMode(0.05, 0.5)).toBe("either")
-    expect(pickMode(1.0, 0.8)).toBe("pipelined")
-    expect(pickMode(1.5, 1.0)).toBe("pipelined")
-    expect(pickMode(0.95, 1.02)).toBe("either")
-    expect(pickMode(null, 1)).toBe("either")
+  it("picks a mode only when every round agrees and the difference is outside the noise", () => {
+    expect(pickMode([0.05, 0.3], [1.2, 0.97])).toBe("multiplexed")
+    expect(pickMode([0.05, 0.9], [1.2, 1.2])).toBe("either")
+    expect(pickMode([0.05, 0.1], [0.5, 0.6])).toBe("trade-off")
+    expect(pickMode([1.0, 0.9], [0.8, 0.7])).toBe("pipelined")
+    expect(pickMode([1.5, 1.3], [1.0, 1.1])).toBe("pipelined")
+    expect(pickMode([0.95, 1.1], [1.02, 0.9])).toBe("either")
+    expect(pickMode([NaN], [1])).toBe("either")
+    expect(pickMode([], [])).toBe("either")
   })
 
   it("judges the issue's target on the medians: hit p99 ≤ 0.1× at rps ≥ 0.95×", () => {
@@ -68,6 +70,6 @@ describe("bench/data/mixed.json", () => {
       if (r.miss_share > 0) expect(r.miss_samples).toBeGreaterThan(0)
       else expect(r.miss_samples).toBe(0)
     }
-    for (const r of d.ratios) expect(["multiplexed", "pipelined", "either"]).toContain(r.pick)
+    for (const r of d.ratios) expect(["multiplexed", "pipelined", "trade-off", "either"]).toContain(r.pick)
   })
 })
