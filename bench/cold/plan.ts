@@ -175,10 +175,12 @@ export const targetsFor = (workloads: ReadonlyArray<string>, arms: (workload: st
       if (has(arm)) out.push({ kind: "fetch", workload: w, arm, atMost, label })
     }
     if (w.startsWith("seq-")) {
+      // One reader is compared with 8 ranged streams; N readers already are N direct streams.
       const direct = has("origin-8x") ? "origin-8x" : "origin"
-      speed("client-cold", direct, 1.0, "cold sequential through TalonClient ≥ 1.0× the 8-stream direct read")
+      const streams = direct === "origin-8x" ? 8 : Number(w.slice(4))
+      speed("client-cold", direct, 1.0, `cold sequential through TalonClient ≥ 1.0× the ${streams}-stream direct read`)
       if (w === "seq-1") speed("gateway-cold", "origin", 2.0, "cold sequential through the gateway, one stream ≥ 2× one direct stream")
-      speed("client-warm", direct, 5.0, "warm ≥ 5× the 8-stream direct read")
+      speed("client-warm", direct, 5.0, `warm ≥ 5× the ${streams}-stream direct read`)
       fetch("client-cold", 1.25, "origin bytes ÷ bytes read ≤ 1.25 sequential")
       fetch("gateway-cold", 1.25, "origin bytes ÷ bytes read ≤ 1.25 sequential")
     } else {

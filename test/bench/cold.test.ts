@@ -201,6 +201,11 @@ describe("cold-bench targets", () => {
       "gateway-cold≤1.1"
     ])
     expect(targetsFor(["seq-8"], () => ["client-cold"]).filter((t) => t.kind === "speed")).toEqual([])
+    const seq32 = targetsFor(["seq-32"], () => ["origin", "client-cold", "client-warm"])
+    expect(seq32.filter((t) => t.kind === "speed").map((t) => t.label)).toEqual([
+      "cold sequential through TalonClient ≥ 1.0× the 32-stream direct read",
+      "warm ≥ 5× the 32-stream direct read"
+    ])
   })
 
   it("judges speed on the median of per-round ratios and fetch on the worst round", () => {
