@@ -82,6 +82,14 @@ miss-path-bench *args:
 gateway-proxy-bench *args:
     npx tsx bench/gateway-proxy-bench.ts "$@"
 
+# The first epoch: cold/warm reads via TalonClient and the gateway vs the origin directly (--quick: a few minutes).
+cold-bench *args:
+    npx tsx bench/cold-bench.ts "$@"
+
+# Pipelined vs multiplexed serve mode under mixed cache hits and origin misses (--quick).
+mixed-bench *args:
+    npx tsx bench/mixed-bench.ts "$@"
+
 # Page-fill cost with and without fsync, hashing speed, verify and size-check cost of the durable store.
 store-durability *args:
     npx tsx bench/store-durability.ts "$@"

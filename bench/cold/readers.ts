@@ -1,0 +1,146 @@
+/**
+ * cold-bench's readers: N readers draining a shared list of pieces, each piece read by one of
+ * the arms' strategies (one HTTP GET; 8 MiB parts with k in flight as the aws CLI does;
+ * TalonClient `readStream` or `read`), every chunk checked against the expected bytes as it
+ * arrives (plan.ts RangeCheck). A wrong or missing byte fails the run.
+ */
+import * as http from "node:http"
+import { performance } from "node:perf_hooks"
+import { Data, Effect, Stream } from "effect"
+import type { TalonClientShape } from "../../src/client/TalonClient.js"
+import { MiB, parts, type Piece, RangeCheck } from "./plan.js"
+
+export class ColdBenchFailed extends Data.TaggedError("ColdBenchFailed")<{ readonly message: string }> {}
+
+/** Called with the time (performance.now()) a reader's first byte arrived. */
+export type OnFirstByte = () => void
+
+export type ReadPiece = (piece: Piece, firstByte: OnFirstByte) => Effect.Effect<void, ColdBenchFailed>
+
+/** One ranged GET of `path` at `base`, each chunk checked; interrupting it destroys the request. */
+export const httpRange = (agent: http.Agent, base: URL, path: string, expected: Uint8Array, piece: Piece, firstByte: OnFirstByte): Effect.Effect<void, ColdBenchFailed> =>
+  Effect.async<void, ColdBenchFailed>((resume) => {
+    const check = new RangeCheck(expected, piece)
+    const what = `GET ${base.origin}${path} bytes ${piece.offset}+${piece.length}`
+    let settled = false
+    const done = (error?: string) => {
+      if (settled) return
+      settled = true
+      resume(error === undefined ? Effect.void : Effect.fail(new ColdBenchFailed({ message: `${what}: ${error}` })))
+    }
+    const req = http.request(
+      {
+        host: base.hostname,
+        port: base.port,
+        path,
+        method: "GET",
+        agent,
+        headers: { range: `bytes=${piece.offset}-${piece.offset + piece.length - 1}` }
+      },
+      (res) => {
+        if (res.statusCode !== 206) {
+          const body: Array<Buffer> = []
+          res.on("data", (c: Buffer) => body.length < 16 && body.push(c))
+          res.on("end", () => done(`HTTP ${res.statusCode}: ${Buffer.concat(body).toString("utf8").slice(0, 300)}`))
+          return
+        }
+        let first = true
+        res.on("data", (chunk: Buffer) => {
+          if (first) {
+            first = false
+            firstByte()
+          }
+          const bad = check.push(chunk)
+          if (bad !== undefined) {
+            req.destroy()
+            done(bad)
+          }
+        })
+        res.on("end", () => done(check.finish()))
+        res.on("error", (e) => done(e.message))
+        res.on("aborted", () => done(`response aborted after ${check.received} bytes`))
+      }
+    )
+    req.on("error", (e) => done(e.message))
+    req.end()
+    return Effect.sync(() => req.destroy())
+  })
+
+/** A piece as one GET. */
+export const oneGet = (agent: http.Agent, base: URL, path: string, expected: Uint8Array): ReadPiece => (piece, firstByte) =>
+  httpRange(agent, base, path, expected, piece, firstByte)
+
+/** A piece as parts of `part` bytes, `inFlight` GETs at a time (the aws CLI: 8 MiB parts, 10 concurrent). */
+export const partedGet = (agent: http.Agent, base: URL, path: string, expected: Uint8Array, inFlight: number, part = 8 * MiB): ReadPiece => (piece, firstByte) =>
+  Effect.forEach(parts(piece, part), (p) => httpRange(agent, base, path, expected, p, firstByte), { concurrency: inFlight, discard: true })
+
+const clientFailure = (what: string) => (e: { readonly _tag: string; readonly message?: string }) =>
+  new ColdBenchFailed({ message: `${what}: ${e._tag}${e.message ? `: ${e.message}` : ""}` })
+
+/** A piece through TalonClient's `readStream` (the sequential reader's call). */
+export const clientStream = (client: TalonClientShape, target: string, expected: Uint8Array): ReadPiece => (piece, firstByte) =>
+  Effect.suspend(() => {
+    const check = new RangeCheck(expected, piece)
+    let first = true
+    const what = `TalonClient.readStream ${target} ${piece.offset}+${piece.length}`
+    return client.readStream(target, piece.offset, piece.length).pipe(
+      Stream.mapError(clientFailure(what)),
+      Stream.runForEach((chunk) => {
+        if (first) {
+          first = false
+          firstByte()
+        }
+        const bad = check.push(chunk)
+        return bad === undefined ? Effect.void : Effect.fail(new ColdBenchFailed({ message: `${what}: ${bad}` }))
+      }),
+      Effect.flatMap(() => {
+        const short = check.finish()
+        return short === undefined ? Effect.void : Effect.fail(new ColdBenchFailed({ message: `${what}: ${short}` }))
+      })
+    )
+  })
+
+/** A piece through TalonClient's `read` (one buffer; the random reader's call). */
+export const clientRead = (client: TalonClientShape, target: string, expected: Uint8Array): ReadPiece => (piece, firstByte) =>
+  client.read(target, piece.offset, piece.length).pipe(
+    Effect.mapError(clientFailure(`TalonClient.read ${target} ${piece.offset}+${piece.length}`)),
+    Effect.flatMap((bytes) => {
+      firstByte()
+      const check = new RangeCheck(expected, piece)
+      const bad = check.push(bytes) ?? check.finish()
+      return bad === undefined ? Effect.void : Effect.fail(new ColdBenchFailed({ message: `TalonClient.read ${target}: ${bad}` }))
+    })
+  )
+
+export interface ReadersOutcome {
+  readonly seconds: number
+  readonly bytes: number
+  /** The slowest reader's first byte after the start, ms. */
+  readonly firstByteMs: number
+}
+
+/** `readers` readers drain `pieces` in order, each taking the next piece when it finishes one. */
+export const runReaders = (pieces: ReadonlyArray<Piece>, readers: number, read: ReadPiece): Effect.Effect<ReadersOutcome, ColdBenchFailed> =>
+  Effect.suspend(() => {
+    let next = 0
+    const t0 = performance.now()
+    const firsts: Array<number> = []
+    const reader = (i: number) =>
+      Effect.whileLoop({
+        while: () => next < pieces.length,
+        body: () => {
+          const piece = pieces[next++]!
+          return read(piece, () => {
+            if (firsts[i] === undefined) firsts[i] = performance.now() - t0
+          })
+        },
+        step: () => undefined
+      })
+    return Effect.forEach(Array.from({ length: readers }, (_, i) => i), reader, { concurrency: "unbounded", discard: true }).pipe(
+      Effect.map(() => ({
+        seconds: (performance.now() - t0) / 1000,
+        bytes: pieces.reduce((n, p) => n + p.length, 0),
+        firstByteMs: firsts.reduce((m, x) => Math.max(m, x ?? 0), 0)
+      }))
+    )
+  })
