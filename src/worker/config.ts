@@ -58,6 +58,8 @@ export interface WorkerSettings {
   readonly hitTable: boolean
   /** SO_SNDBUF of each data connection in bytes; 0 = the kernel's default (autotuned). */
   readonly sendBuffer: number
+  /** fdatasync each filled unit before it is indexed (off: a crash costs a refetch, never wrong bytes: units are verified before first serve). */
+  readonly syncFills: boolean
   /** Bytes per second the background scrub re-hashes resident units at; 0 = no periodic re-verify. */
   readonly scrubRate: number
   /** PEM certificate and key for HTTPS on the admin endpoint; both empty = plain HTTP. */
@@ -161,6 +163,12 @@ export const WorkerSchema = component<WorkerSettings>({
       0,
       "SO_SNDBUF of each data connection (K/M suffixes); 0 keeps the kernel's autotuned default. A small buffer bounds the memory many slow readers pin in the kernel",
       { example: "256K", check: range(0, 0x7fffffff, "must be 0 (the kernel's default) or a size up to 2 GiB") }
+    ),
+    syncFills: S.of(
+      K.boolean,
+      true,
+      "fdatasync every filled page before it is served, so a unit on disk survives a power loss; without it a lost write is found by the checksum verify before a restarted worker serves the unit, and refetched",
+      { flag: "no-sync-fills", presence: false, shownDefault: "true", example: "false" }
     ),
     scrubRate: S.size(
       16 * 1024 ** 2,

@@ -32,6 +32,7 @@ export class BlockStore extends Context.Tag("talon/worker/BlockStore")<BlockStor
               capacity: cfg.capacity,
               pageSize: cfg.pageSize,
               maxOpenFiles: cfg.maxOpenFiles,
+              fsync: cfg.syncFills,
               onEvict: (bytes) => {
                 stats.evictions++
                 stats.evictedBytes += bytes
