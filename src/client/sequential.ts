@@ -57,8 +57,10 @@ export class SequentialTable {
     for (let i = 0; i < cursors.length; i++) {
       const c = cursors[i]!
       if (offset >= c.end - slack && offset <= c.end + slack) {
+        // Only a read past the run's end continues it: reading the same bytes again is not sequential.
+        if (end <= c.end) return c
         c.streak++
-        if (end > c.end) c.end = end
+        c.end = end
         if (i !== cursors.length - 1) {
           cursors.splice(i, 1)
           cursors.push(c)

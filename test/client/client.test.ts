@@ -172,7 +172,7 @@ describe("TalonClient reads", () => {
     )
   )
 
-  it.live("readStream keeps at most `parallelism` requests ahead of a consumer that has not pulled", () =>
+  it.live("readStream keeps at most its window (`readAheadBytes`, at least `parallelism` pieces) ahead of a consumer that has not pulled", () =>
     withCluster(
       1,
       ({ client, workers }) =>
@@ -183,7 +183,7 @@ describe("TalonClient reads", () => {
           yield* Effect.sleep("100 millis")
           expect(workers[0]!.served.length).toBeLessThanOrEqual(2 + 2)
         }),
-      { parallelism: 2 }
+      { parallelism: 2, readAheadBytes: 2 * 16 * 1024 }
     )
   )
 })
