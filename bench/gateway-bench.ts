@@ -127,7 +127,6 @@ const delayedClient = (version: string): TalonClientShape => {
     members: () => Effect.succeed([]),
     readAhead: () => ({
       fetchedBytes: 0,
-      prefetchedBytes: 0,
       servedBytes: 0,
       unreadBytes: 0,
       residentBytes: 0,

@@ -15,8 +15,10 @@
  * Bounded: the chunks held and in flight never exceed `capacityBytes`; the ones
  * already read past go first, then the least recently used. A chunk that cannot
  * be admitted is not fetched ahead, and a read it would have served goes direct.
- * Chunk bytes are copies the cache owns (never pooled read buffers a socket could
- * reuse), so a view handed out stays valid after its chunk is evicted.
+ * No copy: a chunk is the workers' reply bytes as they landed in the client's pooled
+ * read buffers, and each view handed out holds its own references on them (see
+ * `Payload.slice`), so it stays valid after its chunk is evicted and the buffers are
+ * reused only once every holder has released them.
  *
  * Plain callbacks like the rest of the piece path: no fiber per read.
  */
@@ -45,10 +47,8 @@ export interface ReadAheadLimits {
 
 /** What read-ahead did, for logs, metrics and tests. All byte counts since the client started, except `residentBytes`. */
 export interface ReadAheadStats {
-  /** Bytes fetched into the cache (ahead of the reader, or the chunk-aligned rest of a sequential read). */
+  /** Bytes fetched ahead of sequential readers into the cache. */
   readonly fetchedBytes: number
-  /** Of those, bytes fetched strictly ahead of any read asking for them. */
-  readonly prefetchedBytes: number
   /** Bytes of reads answered from the cache. */
   readonly servedBytes: number
   /** Fetched bytes that left the cache (evicted, or their fetch failed) without any read asking for them. */
@@ -62,14 +62,17 @@ export interface ReadAheadStats {
   readonly randomReads: number
 }
 
-type ChunkResult = { readonly ok: true; readonly bytes: Uint8Array } | { readonly ok: false; readonly error: TalonClientError }
+type ChunkResult = { readonly ok: true; readonly payload: Payload } | { readonly ok: false; readonly error: TalonClientError }
 
 interface Chunk {
   readonly id: string
   readonly start: number
   readonly length: number
-  readonly ahead: boolean
-  bytes: Uint8Array | undefined
+  /** The bytes once fetched (the cache's reference on them). */
+  payload: Payload | undefined
+  /** Waiters being handed the bytes: a drop meanwhile releases them only afterwards. */
+  pins: number
+  dropped: boolean
   waiters: Array<(r: ChunkResult) => void> | undefined
   cancel: CancelFetch
   /** The part of the chunk some read asked for: `[lo, hi)` (empty while lo >= hi). */
@@ -88,7 +91,6 @@ export class ReadAheadCache {
   private closed = false
   private readonly counters = {
     fetchedBytes: 0,
-    prefetchedBytes: 0,
     servedBytes: 0,
     unreadBytes: 0,
     evictions: 0,
@@ -116,13 +118,9 @@ export class ReadAheadCache {
       const chunk = this.limits.chunkBytes
       // The window doubles with each read that continues the run: a short run costs little.
       const window = Math.min(this.limits.windowBytes, chunk * 2 ** Math.min(run.streak - 2, 30))
-      const from = Math.floor(offset / chunk) * chunk
       const target = Math.min(info.size, end + window)
-      const scheduled = Math.max(from, Math.min(run.ahead, target))
-      // The read's own chunks first (its bytes are wanted now), then the window after it.
-      for (let at = from; at < end; at += chunk) this.ensure(info, key, at, false)
-      for (let at = Math.floor(scheduled / chunk) * chunk; at < target; at += chunk) if (!this.ensure(info, key, at, true)) break
-      if (target > run.ahead) run.ahead = target
+      // From the chunk holding the read's end (the next read starts there); chunks already held are only touched.
+      for (let at = Math.floor(end / chunk) * chunk; at < target; at += chunk) if (!this.ensure(info, key, at)) break
     } else this.counters.randomReads++
     return this.serve(info, key, offset, end, done)
   }
@@ -130,13 +128,18 @@ export class ReadAheadCache {
   /** Drops every chunk and stops every fetch (the client is closing). */
   close(): void {
     this.closed = true
-    for (const c of this.chunks.values()) c.cancel()
-    this.chunks.clear()
-    this.resident = 0
+    for (const c of [...this.chunks.values()]) {
+      c.cancel()
+      this.drop(c)
+      const waiters = c.waiters ?? []
+      c.waiters = undefined
+      const error = new ReadFailed({ object: "", offset: c.start, length: c.length, detail: "the client closed while the read was in flight", attempts: [] })
+      for (const w of waiters) w({ ok: false, error })
+    }
   }
 
   /** The chunk at `start` is held or in flight (fetched now if the cache has room); false when it could not be. */
-  private ensure(info: ObjectInfo, key: string, start: number, ahead: boolean): boolean {
+  private ensure(info: ObjectInfo, key: string, start: number): boolean {
     const id = `${key}\0${start}`
     const held = this.chunks.get(id)
     if (held !== undefined) {
@@ -147,11 +150,10 @@ export class ReadAheadCache {
     }
     const length = Math.min(this.limits.chunkBytes, info.size - start)
     if (length <= 0 || !this.admit(length)) return false
-    const chunk: Chunk = { id, start, length, ahead, bytes: undefined, waiters: [], cancel: noop, lo: 0, hi: 0 }
+    const chunk: Chunk = { id, start, length, payload: undefined, pins: 0, dropped: false, waiters: [], cancel: noop, lo: 0, hi: 0 }
     this.chunks.set(id, chunk)
     this.resident += length
     this.counters.fetchedBytes += length
-    if (ahead) this.counters.prefetchedBytes += length
     let settled = false
     const cancel = this.direct(info, start, length, (r) => {
       settled = true
@@ -159,32 +161,28 @@ export class ReadAheadCache {
       const waiters = chunk.waiters ?? []
       chunk.waiters = undefined
       let result: ChunkResult
-      if (r.ok) {
-        // One copy the cache owns; the pooled read buffers go straight back.
-        const bytes = new Uint8Array(length)
-        let at = 0
-        for (const p of r.payloads) {
-          for (const v of p.views) {
-            bytes.set(v.subarray(0, Math.max(0, length - at)), at)
-            at += v.length
-          }
-          p.release()
-        }
-        if (at === length) {
-          chunk.bytes = bytes
-          result = { ok: true, bytes }
-        } else {
-          this.drop(chunk)
-          const detail = `the workers answered ${at} of ${length} bytes`
-          result = { ok: false, error: new ReadFailed({ object: objectIdToUri(info.object), offset: start, length, detail, attempts: [] }) }
-        }
-      } else {
+      if (!r.ok) {
         // A failed fetch is not kept: the next read of this range asks the workers again.
         this.drop(chunk)
         if (r.error._tag === "VersionChanged") this.runs.forget(key)
         result = r
+      } else {
+        const payload = r.payloads.length === 1 ? r.payloads[0]! : Payload.concat(r.payloads)
+        if (payload.length !== length || chunk.dropped) {
+          payload.release()
+          this.drop(chunk)
+          const detail = `the workers answered ${payload.length} of ${length} bytes`
+          result = { ok: false, error: new ReadFailed({ object: objectIdToUri(info.object), offset: start, length, detail, attempts: [] }) }
+        } else {
+          chunk.payload = payload
+          result = { ok: true, payload }
+        }
       }
+      // Pinned while the waiters take their views: one of them may drop the chunk (read to
+      // its end) before the next has taken its own references.
+      chunk.pins++
       for (const w of waiters) w(result)
+      if (--chunk.pins === 0 && chunk.dropped) chunk.payload?.release()
     })
     if (!settled) chunk.cancel = cancel
     return true
@@ -197,7 +195,7 @@ export class ReadAheadCache {
     for (const pass of [true, false]) {
       for (const c of this.chunks.values()) {
         if (this.resident + length <= this.limits.capacityBytes) return true
-        if (c.bytes === undefined) continue
+        if (c.payload === undefined) continue
         if (pass && c.hi < c.length) continue
         this.counters.evictions++
         this.drop(c)
@@ -207,10 +205,12 @@ export class ReadAheadCache {
   }
 
   private drop(c: Chunk): void {
-    if (this.chunks.get(c.id) !== c) return
+    if (c.dropped) return
+    c.dropped = true
     this.chunks.delete(c.id)
     this.resident -= c.length
     this.counters.unreadBytes += c.length - Math.max(0, c.hi - c.lo)
+    if (c.pins === 0) c.payload?.release()
   }
 
   /** `[offset, end)` from held or in-flight chunks when they cover it all, else direct. */
@@ -222,52 +222,57 @@ export class ReadAheadCache {
       if (c === undefined) return this.direct(info, offset, end - offset, done)
       parts.push(c)
     }
-    let cancelled = false
-    let current: CancelFetch = noop
+    const payloads: Array<Payload | undefined> = new Array(parts.length)
     let remaining = parts.length
-    let failed = false
-    const finish = () => {
-      const payloads: Array<Payload> = []
-      for (const c of parts) {
-        const a = Math.max(offset, c.start) - c.start
-        const b = Math.min(end, c.start + c.length) - c.start
-        // Views into the chunk: never reused, so they outlive an eviction safely.
-        payloads.push(Payload.of(c.bytes!.subarray(a, b)))
-        if (c.lo >= c.hi) {
-          c.lo = a
-          c.hi = b
-        } else {
-          c.lo = Math.min(c.lo, a)
-          c.hi = Math.max(c.hi, b)
-        }
+    let over = false
+    let current: CancelFetch = noop
+    const releaseAll = () => {
+      for (const p of payloads) p?.release()
+    }
+    // Taken the moment the chunk's bytes are there: views holding their own references
+    // outlive the chunk's eviction by another read's read-ahead.
+    const take = (i: number, c: Chunk, payload: Payload) => {
+      const a = Math.max(offset, c.start) - c.start
+      const b = Math.min(end, c.start + c.length) - c.start
+      payloads[i] = payload.slice(a, b)
+      if (c.lo >= c.hi) {
+        c.lo = a
+        c.hi = b
+      } else {
+        c.lo = Math.min(c.lo, a)
+        c.hi = Math.max(c.hi, b)
       }
+      // Read to its end: the run has moved past it, so it makes room at once.
+      if (c.hi >= c.length) this.drop(c)
+      if (--remaining > 0) return
+      over = true
       this.counters.servedBytes += end - offset
-      done({ ok: true, payloads })
+      done({ ok: true, payloads: payloads as Array<Payload> })
     }
-    const settle = (r: ChunkResult) => {
-      if (cancelled || failed) return
-      if (!r.ok) {
-        failed = true
-        // Only a version the origin dropped is final; any other failure of a shared
-        // fetch (a worker lost while it ran) gets this read's own attempt.
-        if (r.error._tag === "VersionChanged") return done(r)
-        current = this.direct(info, offset, end - offset, done)
-        return
-      }
-      if (--remaining === 0) finish()
-    }
-    for (const c of parts) {
-      if (c.bytes !== undefined) settle({ ok: true, bytes: c.bytes })
-      else c.waiters!.push(settle)
+    const waiters = parts.map((c, i) => (r: ChunkResult) => {
+      if (over) return
+      if (r.ok) return take(i, c, r.payload)
+      over = true
+      releaseAll()
+      // Only a version the origin dropped is final; any other failure of a shared
+      // fetch (a worker lost while it ran) gets this read's own attempt.
+      if (r.error._tag === "VersionChanged") return done(r)
+      current = this.direct(info, offset, end - offset, done)
+    })
+    for (let i = 0; i < parts.length && !over; i++) {
+      const c = parts[i]!
+      if (c.payload !== undefined) take(i, c, c.payload)
+      else c.waiters!.push(waiters[i]!)
     }
     return () => {
-      cancelled = true
-      for (const c of parts) {
-        if (c.waiters !== undefined) {
-          const i = c.waiters.indexOf(settle)
-          if (i >= 0) c.waiters.splice(i, 1)
-        }
+      if (!over) {
+        over = true
+        releaseAll()
       }
+      parts.forEach((c, i) => {
+        const at = c.waiters?.indexOf(waiters[i]!) ?? -1
+        if (at >= 0) c.waiters!.splice(at, 1)
+      })
       current()
     }
   }

@@ -68,8 +68,8 @@ export const ClientSchema = component<TalonClientOptions>({
     connectTimeoutMs: S.integer(3000, "Deadline for opening a connection, in ms", positive),
     connectionsPerWorker: S.integer(4, "Data connections kept open to each worker", positive),
     maxRequestBytes: S.size(8 * 1024 * 1024, "Largest single range request; longer segments are split (bounds per-request memory)", positive),
-    readAheadBytes: S.size(64 * 1024 * 1024, "How far ahead of a sequential reader bytes are fetched (readStream's window; runs of read calls); 0 = off", nonNegative),
-    readAheadCacheBytes: S.size(256 * 1024 * 1024, "Bytes read ahead for runs of read calls held in memory at most, over every object", nonNegative)
+    readAheadBytes: S.size(32 * 1024 * 1024, "How far ahead of a sequential reader bytes are fetched (readStream's window; runs of read calls); 0 = off", nonNegative),
+    readAheadCacheBytes: S.size(128 * 1024 * 1024, "Bytes read ahead for runs of read calls held in memory at most, over every object", nonNegative)
   }
 })
 

@@ -14,8 +14,6 @@ export interface Cursor {
   end: number
   /** Consecutive reads that continued this run (0 for the read that started it). */
   streak: number
-  /** Where read-ahead for this run has been scheduled up to. */
-  ahead: number
 }
 
 export interface SequentialLimits {
@@ -68,7 +66,7 @@ export class SequentialTable {
         return c
       }
     }
-    const fresh: Cursor = { end, streak: 0, ahead: end }
+    const fresh: Cursor = { end, streak: 0 }
     if (cursors.length >= this.limits.cursorsPerObject) cursors.shift()
     cursors.push(fresh)
     return fresh
