@@ -26,11 +26,12 @@ export interface SequentialLimits {
 export const DEFAULT_SEQUENTIAL_LIMITS: SequentialLimits = { objects: 256, cursorsPerObject: 8 }
 
 /**
- * How far from a run's end a read may start and still continue it. Readers with
- * several requests in flight (the kernel's async reads, a relay's window) deliver
- * them slightly out of order, so the tolerance scales with the read size.
+ * How far from a run's end a read may start and still continue it: one read's length
+ * either way, so a reader with a few requests in flight (the kernel's async reads, a
+ * relay's window) delivering them slightly out of order still reads as sequential,
+ * while a random read lands that close to a run's end rarely.
  */
-export const slackFor = (length: number): number => Math.max(4 * length, 1024 * 1024)
+export const slackFor = (length: number): number => length
 
 export class SequentialTable {
   private readonly objects = new Map<string, Array<Cursor>>()
