@@ -183,15 +183,22 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
       })
 
     // The stream's window: `readAheadBytes` ahead of the consumer, at least `parallelism` pieces.
-    const streamPieces = Math.max(options.parallelism, Math.ceil(options.readAheadBytes / options.maxRequestBytes))
-    const streamBytes = Math.max(options.readAheadBytes, options.parallelism * options.maxRequestBytes)
+    // Pieces ahead of a sequential reader are an eighth of the window (at most `maxRequestBytes`):
+    // more requests in flight for the same memory, so a cold read spreads over more blocks,
+    // workers and origin connections.
+    const aheadPiece = Math.max(1, Math.min(options.maxRequestBytes, Math.floor(options.readAheadBytes / 8)))
+    const streamPiece = options.readAheadBytes > 0 ? aheadPiece : options.maxRequestBytes
+    const streamPieces = Math.max(options.parallelism, Math.ceil(options.readAheadBytes / streamPiece))
+    const streamBytes = Math.max(options.readAheadBytes, options.parallelism * streamPiece)
 
     const readStream = (target: ObjectTarget, offset: number, length: number): Stream.Stream<Uint8Array, TalonClientError> =>
       Stream.unwrapScoped(
         Effect.gen(function* () {
           const info = yield* validate(target, offset, length)
           const window = yield* Effect.acquireRelease(
-            Effect.sync(() => new PieceWindow(plan(info, offset, length), streamBytes, streamPieces, fetchPieceRaw)),
+            Effect.sync(
+              () => new PieceWindow(planPieces(info, offset, length, options.blockSize, streamPiece), streamBytes, streamPieces, fetchPieceRaw)
+            ),
             (w) => Effect.sync(() => w.close())
           )
           return Stream.repeatEffectOption(
@@ -257,7 +264,7 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
         () =>
           new ReadAheadCache(
             {
-              chunkBytes: Math.max(1, Math.min(options.maxRequestBytes, options.readAheadBytes)),
+              chunkBytes: aheadPiece,
               windowBytes: options.readAheadBytes,
               capacityBytes: options.readAheadCacheBytes
             },

@@ -6,7 +6,7 @@
  * VersionChanged), never a mix; a worker stopped mid-run costs time, never wrong bytes.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Duration, Effect, Exit, Layer, Scope, Stream } from "effect"
+import { Chunk, Duration, Effect, Exit, Layer, Schedule, Scope, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
 import * as Router from "../../src/backend/Router.js"
@@ -111,8 +111,7 @@ describe("TalonClient read-ahead", () => {
           yield* Effect.gen(function* () {
             return (yield* origin.stats()).bytesServed
           }).pipe(
-            Effect.repeat({ until: (served) => served > at + 2 * BLOCK, schedule: undefined }),
-            Effect.delay("10 millis"),
+            Effect.repeat({ until: (served) => served > at + 2 * BLOCK, schedule: Schedule.spaced("10 millis") }),
             Effect.timeout(Duration.seconds(20))
           )
           // The rest of the run, to the end (the last read short): every byte right, most served by the cache.
