@@ -14,6 +14,11 @@
  * after that; `readStream` and `readRaw` fail with it at once (bytes of the old
  * version may already be with the caller).
  *
+ * Read-ahead: `readStream` keeps a byte-bounded window of pieces requested ahead of
+ * its consumer (PieceWindow.ts); `read` and `readRaw` go through the read-ahead cache
+ * (ReadAheadCache.ts), which serves runs of sequential calls from chunks fetched ahead
+ * and passes every other call straight to the pieces below.
+ *
  * The piece path is plain callbacks (the gateway's relay runs on it); the only
  * fibers it starts — a membership fetch when none is usable — run in the
  * client's scope.
