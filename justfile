@@ -74,6 +74,10 @@ plane-measure:
 gateway-bench *args:
     npx tsx bench/gateway-bench.ts "$@"
 
+# Client/gateway read-ahead before vs after on cold objects over a slow origin stub
+readahead-bench *args:
+    npx tsx bench/readahead-bench.ts "$@"
+
 # S3/Azure x cache/origin routes + a control arm, paired order-swapped rounds.
 gateway-proxy-bench *args:
     npx tsx bench/gateway-proxy-bench.ts "$@"
