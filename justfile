@@ -77,6 +77,9 @@ gateway-bench *args:
 # Cold sequential reads through one worker (miss path, read-ahead) vs direct origin reads (JSON Lines).
 miss-path-bench *args:
     npx tsx bench/miss-path.ts "$@"
+# Client/gateway read-ahead before vs after on cold objects over a slow origin stub
+readahead-bench *args:
+    npx tsx bench/readahead-bench.ts "$@"
 
 # S3/Azure x cache/origin routes + a control arm, paired order-swapped rounds.
 gateway-proxy-bench *args:

@@ -124,7 +124,16 @@ const delayedClient = (version: string): TalonClientShape => {
     read: (_t, offset, length) => piece(offset, length),
     readStream: (_t, offset, length) => Stream.fromEffect(piece(offset, length)),
     list: () => Effect.succeed([]),
-    members: () => Effect.succeed([])
+    members: () => Effect.succeed([]),
+    readAhead: () => ({
+      fetchedBytes: 0,
+      servedBytes: 0,
+      unreadBytes: 0,
+      residentBytes: 0,
+      evictions: 0,
+      sequentialReads: 0,
+      randomReads: 0
+    })
   }
 }
 

@@ -14,27 +14,32 @@
  * after that; `readStream` and `readRaw` fail with it at once (bytes of the old
  * version may already be with the caller).
  *
+ * Read-ahead: `readStream` keeps a byte-bounded window of pieces requested ahead of
+ * its consumer (PieceWindow.ts); `read` and `readRaw` go through the read-ahead cache
+ * (ReadAheadCache.ts), which serves runs of sequential calls from chunks fetched ahead
+ * and passes every other call straight to the pieces below.
+ *
  * The piece path is plain callbacks (the gateway's relay runs on it); the only
  * fibers it starts — a membership fetch when none is usable — run in the
  * client's scope.
  */
-import { Cause, Effect, Exit, FiberSet, Stream } from "effect"
+import { Cause, Effect, Exit, FiberSet, Option, Stream } from "effect"
 import type { BlockId } from "../core/ids.js"
 import { objectIdToPath, objectIdToUri } from "../core/objectId.js"
 import { DataErrorCode } from "../protocol/index.js"
 import { ClientConfig } from "./ClientConfig.js"
 import { CoordinatorUnavailable, InvalidRequest, NoWorkers, ReadFailed, VersionChanged, type FailedAttempt, type TalonClientError } from "./errors.js"
 import { type Membership, MembershipCache } from "./MembershipCache.js"
+import { PieceWindow } from "./PieceWindow.js"
 import { planPieces, type ReadRequestPiece } from "./plan.js"
+import { type RawRead, ReadAheadCache } from "./ReadAheadCache.js"
 import type { Payload } from "./SlabPool.js"
 import { type ObjectInfo, StatCache } from "./StatCache.js"
 import { type ObjectTarget, parseTarget } from "./target.js"
 import type { CancelFetch } from "./WorkerPool.js"
 import { Workers } from "./Workers.js"
 
-export type RawRead =
-  | { readonly ok: true; readonly payloads: ReadonlyArray<Payload> }
-  | { readonly ok: false; readonly error: TalonClientError }
+export type { RawRead } from "./ReadAheadCache.js"
 
 type PieceResult = { readonly ok: true; readonly payload: Payload } | { readonly ok: false; readonly error: TalonClientError }
 
@@ -141,12 +146,6 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
       }
     }
 
-    const fetchPiece = (piece: ReadRequestPiece): Effect.Effect<Payload, TalonClientError> =>
-      Effect.async<Payload, TalonClientError>((resume) => {
-        const cancel = fetchPieceRaw(piece, (r) => resume(r.ok ? Effect.succeed(r.payload) : Effect.fail(r.error)))
-        return Effect.sync(cancel)
-      })
-
     const plan = (info: ObjectInfo, offset: number, length: number) =>
       planPieces(info, offset, length, options.blockSize, options.maxRequestBytes)
 
@@ -156,26 +155,23 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
         return bad !== undefined ? Effect.fail(bad) : Effect.flatMap(parseTarget(target), stats.stat)
       })
 
-    /** One attempt of `read`: every piece of exactly `info.version`. */
+    /** One attempt of `read`: every byte of exactly `info.version`, through the read-ahead. */
     const readVersion = (info: ObjectInfo, offset: number, length: number): Effect.Effect<Uint8Array, TalonClientError> =>
-      Effect.suspend(() => {
-        const out = new Uint8Array(Math.max(0, Math.min(offset + length, info.size) - offset))
-        return Effect.as(
-          Effect.forEach(
-            plan(info, offset, length),
-            (piece) =>
-              Effect.map(fetchPiece(piece), (payload) => {
-                let at = piece.resultOffset
-                for (const v of payload.views) {
-                  out.set(v, at)
-                  at += v.length
-                }
-                payload.release()
-              }),
-            { concurrency: options.parallelism, discard: true }
-          ),
-          out
-        )
+      Effect.async<Uint8Array, TalonClientError>((resume) => {
+        const cancel = readRaw(info, offset, length, (r) => {
+          if (!r.ok) return resume(Effect.fail(r.error))
+          const out = new Uint8Array(Math.max(0, Math.min(offset + length, info.size) - offset))
+          let at = 0
+          for (const p of r.payloads) {
+            for (const v of p.views) {
+              out.set(v, at)
+              at += v.length
+            }
+            p.release()
+          }
+          resume(Effect.succeed(out))
+        })
+        return Effect.sync(cancel)
       })
 
     /** `[offset, offset+length)` clamped at the object's end, in one buffer, all of one version. */
@@ -191,19 +187,39 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
         }
       })
 
+    // The stream's window: `readAheadBytes` ahead of the consumer, at least `parallelism` pieces.
+    // Pieces ahead of a sequential reader are an eighth of the window (at most `maxRequestBytes`):
+    // more requests in flight for the same memory, so a cold read spreads over more blocks,
+    // workers and origin connections.
+    const aheadPiece = Math.max(1, Math.min(options.maxRequestBytes, Math.floor(options.readAheadBytes / 8)))
+    const streamPiece = options.readAheadBytes > 0 ? aheadPiece : options.maxRequestBytes
+    const streamPieces = Math.max(options.parallelism, Math.ceil(options.readAheadBytes / streamPiece))
+    const streamBytes = Math.max(options.readAheadBytes, options.parallelism * streamPiece)
+
     const readStream = (target: ObjectTarget, offset: number, length: number): Stream.Stream<Uint8Array, TalonClientError> =>
-      Stream.unwrap(
-        Effect.map(validate(target, offset, length), (info) =>
-          Stream.fromIterable(plan(info, offset, length)).pipe(
-            Stream.mapEffect((piece) => Effect.map(fetchPiece(piece), (p) => new Uint8Array(p.copyOut())), {
-              concurrency: options.parallelism
-            }),
-            Stream.rechunk(1)
+      Stream.unwrapScoped(
+        Effect.gen(function* () {
+          const info = yield* validate(target, offset, length)
+          const window = yield* Effect.acquireRelease(
+            Effect.sync(
+              () => new PieceWindow(planPieces(info, offset, length, options.blockSize, streamPiece), streamBytes, streamPieces, fetchPieceRaw)
+            ),
+            (w) => Effect.sync(() => w.close())
           )
-        )
+          return Stream.repeatEffectOption(
+            Effect.async<Uint8Array, Option.Option<TalonClientError>>((resume) => {
+              window.next((r) => {
+                if (!r.ok) return resume(Effect.fail(Option.some(r.error)))
+                if (r.payload === undefined) return resume(Effect.fail(Option.none()))
+                resume(Effect.succeed(new Uint8Array(r.payload.copyOut())))
+              })
+            })
+          )
+        })
       )
 
-    const readRaw = (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void): CancelFetch => {
+    /** The direct path: the range's pieces from the workers, `parallelism` at a time. */
+    const fetchRange = (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void): CancelFetch => {
       const bad = badRange(offset, length)
       if (bad !== undefined) {
         done({ ok: false, error: bad })
@@ -248,6 +264,30 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
       }
     }
 
-    return { read, readStream, readRaw }
+    const readAhead = yield* Effect.acquireRelease(
+      Effect.sync(
+        () =>
+          new ReadAheadCache(
+            {
+              chunkBytes: aheadPiece,
+              windowBytes: options.readAheadBytes,
+              capacityBytes: options.readAheadCacheBytes
+            },
+            fetchRange
+          )
+      ),
+      (cache) => Effect.sync(() => cache.close())
+    )
+
+    function readRaw(info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void): CancelFetch {
+      const bad = badRange(offset, length)
+      if (bad !== undefined) {
+        done({ ok: false, error: bad })
+        return noop
+      }
+      return readAhead.read(info, offset, length, done)
+    }
+
+    return { read, readStream, readRaw, readAhead: () => readAhead.stats() }
   })
 }) {}

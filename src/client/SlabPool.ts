@@ -99,6 +99,33 @@ export class Payload {
     return new Payload(views, slabs, length)
   }
 
+  /**
+   * Bytes `[from, to)` as a payload of their own: views of the same buffers, each holding
+   * its own reference, so it outlives this payload's release. Bytes whose buffers cannot be
+   * told apart (a concat of pooled and unpooled parts) are copied instead.
+   */
+  slice(from: number, to: number): Payload {
+    const slabs = this.slabs
+    const aligned = slabs === undefined || slabs.length === this.views.length
+    const views: Array<Uint8Array> = []
+    const held: Array<Slab> = []
+    let at = 0
+    for (let i = 0; i < this.views.length && at < to; i++) {
+      const v = this.views[i]!
+      const a = Math.max(from, at)
+      const b = Math.min(to, at + v.length)
+      if (a < b) {
+        views.push(v.subarray(a - at, b - at))
+        if (slabs !== undefined && aligned) held.push(slabs[i]!)
+      }
+      at += v.length
+    }
+    const length = views.reduce((n, v) => n + v.length, 0)
+    if (!aligned) return Payload.of(Buffer.concat(views, length))
+    for (const s of held) s.pool.retain(s)
+    return new Payload(views, slabs === undefined ? undefined : held, length)
+  }
+
   release(): void {
     const slabs = this.slabs
     if (slabs === undefined) return

@@ -23,6 +23,7 @@ import type { TalonClientOptions } from "./config.js"
 import { type CoordinatorCounters, Coordinators } from "./Coordinators.js"
 import { InvalidRequest, type TalonClientError } from "./errors.js"
 import { MembershipCache, type MembershipCounters } from "./MembershipCache.js"
+import type { ReadAheadStats } from "./ReadAheadCache.js"
 import { type RawRead, Reader } from "./Reader.js"
 import { type ObjectInfo, StatCache, type StatCounters } from "./StatCache.js"
 import { type ObjectTarget, parseTarget, toListPrefix } from "./target.js"
@@ -31,6 +32,7 @@ import { Workers } from "./Workers.js"
 
 export type { ObjectInfo } from "./StatCache.js"
 export type { RawRead } from "./Reader.js"
+export type { ReadAheadStats } from "./ReadAheadCache.js"
 export type { ReadRequestPiece } from "./plan.js"
 export { type ObjectTarget, parseTarget, toListPrefix } from "./target.js"
 
@@ -55,12 +57,17 @@ export interface TalonClientShape {
    * fallback and the one refresh-and-retry are those of `read`. `done` is called once
    * unless the returned function cancels first. The caller must `release()` every
    * payload once it has consumed the bytes (or may drop them unreleased: that is safe,
-   * only slower). At most `parallelism` requests are in flight.
+   * only slower). At most `parallelism` requests are in flight for the range itself;
+   * a caller reading an object sequentially in pieces (a relay, a FUSE mount) is read
+   * ahead of (`readAheadBytes`, see ReadAheadCache.ts) and served from what was fetched.
    */
   readonly readRaw: (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void) => CancelFetch
-  /** `[offset, offset+length)` clamped at the object's end, in one buffer. */
+  /** `[offset, offset+length)` clamped at the object's end, in one buffer; runs of sequential calls are read ahead of like `readRaw`'s. */
   readonly read: (target: ObjectTarget, offset: number, length: number) => Effect.Effect<Uint8Array, TalonClientError>
-  /** The same bytes as `read`, in order, in pieces of at most `maxRequestBytes`, at most `parallelism` in flight. */
+  /**
+   * The same bytes as `read`, in order, in pieces of at most `maxRequestBytes`, fetched up to
+   * `readAheadBytes` (at least `parallelism` pieces) ahead of the consumer.
+   */
   readonly readStream: (target: ObjectTarget, offset: number, length: number) => Stream.Stream<Uint8Array, TalonClientError>
   /** Objects under a prefix (`/s3/bucket/prefix` or `s3://bucket/prefix`). */
   readonly list: (prefix: string) => Effect.Effect<ReadonlyArray<ListEntry>, TalonClientError>
@@ -68,6 +75,8 @@ export interface TalonClientShape {
   readonly members: (refresh?: boolean) => Effect.Effect<ReadonlyArray<NodeInfo>, TalonClientError>
   /** Which coordinator answers, the membership's age, and how often stale or worker-sourced metadata was used. */
   readonly controlPlane: () => ControlPlaneStats
+  /** What read-ahead fetched, served and fetched for nothing (`unreadBytes`). */
+  readonly readAhead: () => ReadAheadStats
 }
 
 const facade = Effect.gen(function* () {
@@ -91,7 +100,8 @@ const facade = Effect.gen(function* () {
     readStream: reader.readStream,
     list,
     members: (refresh = false) => Effect.map(membership.get(refresh, refresh), (m) => m.nodes),
-    controlPlane: () => ({ ...coordinators.counters(), ...membership.counters(), ...stats.counters() })
+    controlPlane: () => ({ ...coordinators.counters(), ...membership.counters(), ...stats.counters() }),
+    readAhead: reader.readAhead
   } satisfies TalonClientShape
 })
 

@@ -35,6 +35,13 @@ export interface TalonClientOptions {
   readonly connectionsPerWorker: number
   /** Largest single GetRange; longer segments are split (bounds per-request memory). */
   readonly maxRequestBytes: number
+  /**
+   * How far ahead of a sequential reader bytes are fetched: `readStream`'s window, and the
+   * most a run of `read`/`readRaw` calls is read ahead (0 turns read-ahead off).
+   */
+  readonly readAheadBytes: number
+  /** Bytes read ahead for `read`/`readRaw` held (and in flight) at most, over every object. */
+  readonly readAheadCacheBytes: number
 }
 
 export const ClientSchema = component<TalonClientOptions>({
@@ -60,7 +67,9 @@ export const ClientSchema = component<TalonClientOptions>({
     controlTimeoutMs: S.integer(5000, "Deadline for one coordinator request; past it the coordinator counts as down and reads fall back, in ms", positive),
     connectTimeoutMs: S.integer(3000, "Deadline for opening a connection, in ms", positive),
     connectionsPerWorker: S.integer(4, "Data connections kept open to each worker", positive),
-    maxRequestBytes: S.size(8 * 1024 * 1024, "Largest single range request; longer segments are split (bounds per-request memory)", positive)
+    maxRequestBytes: S.size(8 * 1024 * 1024, "Largest single range request; longer segments are split (bounds per-request memory)", positive),
+    readAheadBytes: S.size(32 * 1024 * 1024, "How far ahead of a sequential reader bytes are fetched (readStream's window; runs of read calls); 0 = off", nonNegative),
+    readAheadCacheBytes: S.size(128 * 1024 * 1024, "Bytes read ahead for runs of read calls held in memory at most, over every object", nonNegative)
   }
 })
 

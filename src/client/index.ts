@@ -9,7 +9,7 @@ export {
   type TalonClientError
 } from "./errors.js"
 export { TalonClient, createTalonClient, makeTalonClient, parseTarget, toListPrefix } from "./TalonClient.js"
-export type { ControlPlaneStats, ListEntry, ObjectInfo, ObjectTarget, RawRead, TalonClientPromise, TalonClientShape } from "./TalonClient.js"
+export type { ControlPlaneStats, ListEntry, ReadAheadStats, ObjectInfo, ObjectTarget, RawRead, TalonClientPromise, TalonClientShape } from "./TalonClient.js"
 export { ClientConfig } from "./ClientConfig.js"
 export { Coordinators, coordinatorList } from "./Coordinators.js"
 export { MembershipCache, type Membership } from "./MembershipCache.js"

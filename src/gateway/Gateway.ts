@@ -12,6 +12,7 @@ import { BackendStore } from "../backend/BackendStore.js"
 import * as Router from "../backend/Router.js"
 import { TalonClient } from "../client/TalonClient.js"
 import type { TalonClientOptions } from "../client/config.js"
+import type { ReadAheadStats } from "../client/ReadAheadCache.js"
 import { type GatewayOptions, parseListen, resolveGatewayOptions, type RouteName } from "./config.js"
 import type { GatewayCounters, Services } from "./context.js"
 import * as OriginHttpModule from "./OriginHttp.js"
@@ -26,6 +27,8 @@ export class GatewayError extends Data.TaggedError("GatewayError")<{ readonly me
 
 export interface GatewayStats extends GatewayCounters, RouteCounters {
   readonly route: RouteName
+  /** Cache route: what its client read ahead of sequential responses (see ReadAheadCache.ts). */
+  readonly readAhead?: ReadAheadStats
 }
 
 export interface GatewayShape {
@@ -88,7 +91,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       route: route.name,
       options,
       authSummary: describeAuth(services),
-      stats: () => ({ route: route.name, ...services.counters, ...route.counters })
+      stats: () => ({ route: route.name, ...services.counters, ...route.counters, ...(route.readAhead === undefined ? {} : { readAhead: route.readAhead() }) })
     } satisfies GatewayShape
   })
 

@@ -7,6 +7,7 @@
  */
 import { Context, Data } from "effect"
 import type { ObjectStat } from "../backend/BackendStore.js"
+import type { ReadAheadStats } from "../client/ReadAheadCache.js"
 import type { Payload } from "../client/SlabPool.js"
 import type { ObjectId } from "../core/ids.js"
 
@@ -58,6 +59,8 @@ export interface RouteShape {
   readonly name: "cache" | "origin"
   readonly open: (read: RouteRead) => ByteReader
   readonly counters: RouteCounters
+  /** The cache route's client read-ahead (its pieces of one response are a sequential run). */
+  readonly readAhead?: () => ReadAheadStats
 }
 
 export class Route extends Context.Tag("talon/gateway/Route")<Route, RouteShape>() {}

@@ -191,7 +191,7 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
       }
     }
 
-    return { name: "cache", counters, open } satisfies RouteShape
+    return { name: "cache", counters, open, readAhead: client.readAhead } satisfies RouteShape
   })
 
 export const CacheRoute = (options: Partial<CacheRouteOptions> = {}): Layer.Layer<Route, never, TalonClient | BackendStore> =>
