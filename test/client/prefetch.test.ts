@@ -4,95 +4,14 @@
  * second prefetch fetches nothing; a prefix over the cluster's capacity and bad prefixes
  * are refused before anything is loaded.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Either, Layer } from "effect"
-import { LocalCluster, type LocalClusterShape } from "../../src/cluster/LocalCluster.js"
-import { Prefetch, type PrefetchProgress } from "../../src/client/prefetch.js"
+import { Effect, Either } from "effect"
+import type { PrefetchProgress } from "../../src/client/prefetch.js"
 import { clusterCapacity } from "../../src/client/prefetchCapacity.js"
-import { TalonClient } from "../../src/client/TalonClient.js"
+import { connect, DATASET, originGets, startCluster, TOTAL } from "./fixtures/prefetchCluster.js"
 
 const KiB = 1024
 const MiB = 1024 * KiB
-const BLOCK = 1 * MiB
-
-/** Deterministic bytes per object, so every read can be checked. */
-const bytesOf = (n: number, seed: number): Buffer => {
-  const out = Buffer.alloc(n)
-  let x = seed * 2654435761 >>> 0 || 1
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13
-    x >>>= 0
-    x ^= x >>> 17
-    x ^= x << 5
-    x >>>= 0
-    out[i] = x & 0xff
-  }
-  return out
-}
-
-const DATASET: Record<string, Buffer> = {
-  "set/a.bin": bytesOf(1, 1),
-  "set/b.bin": bytesOf(300 * KiB + 5, 2),
-  "set/c.bin": bytesOf(BLOCK + 17, 3),
-  "set/deep/d.bin": bytesOf(2 * BLOCK + 512 * KiB, 4),
-  "set/deep/e.bin": bytesOf(3 * BLOCK, 5)
-}
-const TOTAL = Object.values(DATASET).reduce((n, b) => n + b.length, 0)
-
-/** A temp dir whose origin holds bucket `data` with DATASET and one object too big for the cache. */
-const clusterDir = Effect.acquireRelease(
-  Effect.sync(() => {
-    const dir = mkdtempSync(join(tmpdir(), "talon-prefetch-"))
-    const put = (key: string, bytes: Buffer) => {
-      const file = join(dir, "origin", "data", key)
-      mkdirSync(join(file, ".."), { recursive: true })
-      writeFileSync(file, bytes)
-    }
-    for (const [key, bytes] of Object.entries(DATASET)) put(key, bytes)
-    put("big/huge.bin", bytesOf(40 * MiB, 6))
-    return dir
-  }),
-  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-)
-
-const startCluster = Effect.gen(function* () {
-  const dir = yield* clusterDir
-  const cluster = yield* LocalCluster.make({
-    dir,
-    ephemeral: true,
-    workers: 2,
-    gateway: false,
-    heartbeatIntervalMs: 200,
-    worker: { blockSize: BLOCK, pageSize: 256 * KiB, capacity: 16 * MiB, versionTtlMs: 600_000 }
-  })
-  // Workers register asynchronously, and report their capacity with their status.
-  for (let i = 0; ; i++) {
-    const status = yield* cluster.coordinator.cluster
-    if (status.members.length === 2 && status.members.every((m) => (m.capacityBytes ?? 0) > 0)) break
-    if (i === 100) return yield* Effect.dieMessage("workers did not join the cluster")
-    yield* Effect.sleep("100 millis")
-  }
-  return cluster
-})
-
-const clientOptions = (cluster: LocalClusterShape) => ({
-  coordinator: cluster.coordinator.controlAddress,
-  blockSize: BLOCK,
-  // The reads after the origin is gone use the stats the prefetch took.
-  statTtlMs: 600_000
-})
-
-/** Prefetch and the client it runs on, closed with the test's scope. */
-const connect = (cluster: LocalClusterShape) =>
-  Effect.map(Layer.build(Prefetch.layer(clientOptions(cluster))), (ctx) => ({
-    prefetch: Context.get(ctx, Prefetch),
-    client: Context.get(ctx, TalonClient)
-  }))
-
-const originGets = (cluster: LocalClusterShape) => Effect.map(cluster.origin.stats(), (s) => s.requests.get)
 
 describe("Prefetch on a local cluster", () => {
   it.scopedLive(
