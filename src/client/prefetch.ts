@@ -85,6 +85,9 @@ interface Task {
   readonly length: number
   readonly worker: string
   readonly address: string
+  /** The block the piece is in, and the owner's place in its ranking (a retry asks whoever holds that place now). */
+  readonly block: BlockId
+  readonly rank: number
   /** The object's Loads still to finish. */
   readonly left: { n: number }
 }
@@ -154,9 +157,10 @@ export class Prefetch extends Effect.Service<Prefetch>()("talon/client/Prefetch"
             const tasks: Array<Task> = []
             for (const piece of pieces) {
               const block: BlockId = { object: info.object, offset: piece.blockOffset, blockSize: options.blockSize, version: info.version }
-              for (const worker of current.placement.rank(block, replicas)) {
-                tasks.push({ object: info.object, uri, offset: piece.offset, length: piece.length, worker, address: current.addresses.get(worker) ?? worker, left })
-              }
+              current.placement.rank(block, replicas).forEach((worker, rank) => {
+                const address = current.addresses.get(worker) ?? worker
+                tasks.push({ object: info.object, uri, offset: piece.offset, length: piece.length, worker, address, block, rank, left })
+              })
             }
             left.n = tasks.length
             // The listing's size and the stat's may differ (the object changed): progress follows the stat.
@@ -168,30 +172,48 @@ export class Prefetch extends Effect.Service<Prefetch>()("talon/client/Prefetch"
             return tasks
           })
 
-        const load = (t: Task): Effect.Effect<void> =>
+        const send = (t: Task) =>
           workers
             .controlChannel(t.address)
             .request({ _tag: "Load", object: t.object, offset: t.offset, len: t.length }, { timeout: `${settings.loadTimeoutMs} millis` })
-            .pipe(
-              Effect.either,
-              Effect.flatMap((reply) => {
-                const failure = (reason: string) => fail({ object: t.uri, offset: t.offset, length: t.length, worker: t.address, reason })
-                if (Either.isLeft(reply)) failure(reply.left.message)
-                else if (reply.right._tag !== "Ack") failure(`unexpected reply ${reply.right._tag} to Load`)
-                else if (!reply.right.ok) failure(reply.right.detail ?? "the worker refused the Load without a reason")
-                else {
-                  // A worker that does not count (another implementation) still loaded the range.
-                  const counts = parseLoadAck(reply.right.detail)
-                  if (counts !== undefined) {
-                    state.fetched += counts.fetched
-                    state.resident += counts.resident
-                  }
-                }
-                state.bytesDone += t.length
-                if (--t.left.n === 0) state.objectsDone++
-                return report
+
+        /**
+         * A worker that cannot be reached may have left: with a fresh membership, the owner now in
+         * its place is asked once (as a read would find it), unless it is the same worker.
+         */
+        const sendOrMoved = (t: Task) =>
+          Effect.catchIf(
+            send(t),
+            (e) => e._tag === "ControlConnectError" || e._tag === "ControlConnectionLost",
+            (e) =>
+              Effect.flatMap(Effect.orElseSucceed(membership.get(true), () => undefined), (fresh) => {
+                const worker = fresh?.placement.rank(t.block, replicas)[t.rank]
+                if (fresh === undefined || worker === undefined || worker === t.worker) return Effect.fail(e)
+                return send({ ...t, worker, address: fresh.addresses.get(worker) ?? worker })
               })
-            )
+          )
+
+        const load = (t: Task): Effect.Effect<void> =>
+          sendOrMoved(t).pipe(
+            Effect.either,
+            Effect.flatMap((reply) => {
+              const failure = (reason: string) => fail({ object: t.uri, offset: t.offset, length: t.length, worker: t.address, reason })
+              if (Either.isLeft(reply)) failure(reply.left.message)
+              else if (reply.right._tag !== "Ack") failure(`unexpected reply ${reply.right._tag} to Load`)
+              else if (!reply.right.ok) failure(reply.right.detail ?? "the worker refused the Load without a reason")
+              else {
+                // A worker that does not count (another implementation) still loaded the range.
+                const counts = parseLoadAck(reply.right.detail)
+                if (counts !== undefined) {
+                  state.fetched += counts.fetched
+                  state.resident += counts.resident
+                }
+              }
+              state.bytesDone += t.length
+              if (--t.left.n === 0) state.objectsDone++
+              return report
+            })
+          )
 
         yield* Stream.fromIterable(entries).pipe(
           Stream.mapEffect(tasksOf, { concurrency: STAT_CONCURRENCY }),
