@@ -7,8 +7,9 @@
  * many bytes it fetched and how many it already held, so a second run costs ~no origin bytes
  * and an interrupted run resumes where it stopped.
  *
- * Loads are bounded across the cluster by `concurrency` (and by each worker), and one failed
- * Load does not stop the others: the summary lists every failure with its reason.
+ * Loads are bounded across the cluster by `concurrency` (and by each worker). A worker that
+ * cannot be reached is replaced once by the block's owner in a fresh membership; a Load that
+ * still fails does not stop the others: the summary lists every failure with its reason.
  */
 import { Clock, Effect, Either, Layer, Stream } from "effect"
 import type { BlockId, ObjectId } from "../core/ids.js"
