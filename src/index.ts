@@ -7,6 +7,7 @@
  *   Worker.layerFrom({ pageSize: 0 })            // + a BackendStore layer
  *   Coordinator.layer({ listen: "127.0.0.1:7000" }) // + a BackendStore layer
  *   TalonClient.layer({ coordinator: "127.0.0.1:7000" })
+ *   Prefetch.layer({ coordinator })               // warm a prefix: prefetch("s3://b/p/")
  *   Gateway.layerWith({ route: "cache", router, client })
  *   Actor.make({ name, protocol, capacity, initial, handlers }) // scoped; Remote.serve / Remote.ref
  *   Loadgen.layer                                 // load runs against any GetRange server
@@ -18,6 +19,7 @@ export { Sendfile } from "./worker/plane/Sendfile.js"
 export { DataPlane } from "./worker/plane/DataPlane.js"
 export { ServeMode } from "./worker/server/ServeMode.js"
 export { TalonClient, createTalonClient } from "./client/TalonClient.js"
+export { Prefetch } from "./client/prefetch.js"
 export { BackendStore } from "./backend/BackendStore.js"
 export { OriginStub } from "./origin/OriginStub.js"
 export { Gateway } from "./gateway/Gateway.js"

@@ -17,6 +17,7 @@ const loaders: Record<string, () => Promise<AnyCommand>> = {
   origin: () => import("../origin/cli.js").then((m) => m.origin),
   read: () => import("../client/cli.js").then((m) => m.read),
   cluster: () => import("../client/cli.js").then((m) => m.cluster),
+  prefetch: () => import("../client/prefetchCli.js").then((m) => m.prefetch),
   loadgen: () => import("../loadgen/cli.js").then((m) => m.loadgen),
   "self-check": () => import("./selfCheck.js").then((m) => m.selfCheck)
 }

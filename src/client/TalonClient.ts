@@ -119,6 +119,10 @@ export class TalonClient extends Context.Tag("talon/TalonClient")<TalonClient, T
     Layer.effect(TalonClient, facade).pipe(Layer.provide(parts(options)))
 }
 
+/** The client with its parts beside it in the context, for services built on them (Prefetch, ./prefetch.ts). */
+export const clientWithParts = (options: Partial<TalonClientOptions> = {}) =>
+  Layer.effect(TalonClient, facade).pipe(Layer.provideMerge(parts(options)))
+
 /** The client as a value, its parts released (fibers stopped, connections closed) when the scope ends. */
 export const makeTalonClient = (
   options: Partial<TalonClientOptions> = {}

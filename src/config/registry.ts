@@ -1,5 +1,6 @@
 /** Every component's settings schema, in the order docs/configuration.md lists them. */
 import { ClientSchema, ClusterViewSchema } from "../client/config.js"
+import { PrefetchSchema } from "../client/prefetchConfig.js"
 import { UpSchema } from "../cluster/config.js"
 import { CoordinatorSchema } from "../coordinator/config.js"
 import { StateStoreSchema } from "../coordinator/state/config.js"
@@ -18,6 +19,7 @@ export const ALL_COMPONENTS: ReadonlyArray<Component<any>> = [
   GatewayCredentialsSchema,
   ClientSchema,
   ClusterViewSchema,
+  PrefetchSchema,
   OriginSchema,
   UpSchema,
   LoadgenSchema

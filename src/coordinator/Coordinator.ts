@@ -65,6 +65,8 @@ const clusterMember = (m: RegistryNode, now: number): ClusterMember => ({
   lastHeartbeatAt: new Date(m.updatedAtUnixMs).toISOString(),
   lastHeartbeatAgeMs: Math.max(0, now - m.updatedAtUnixMs),
   blockCount: m.status.metrics.blockCount,
+  residentBytes: m.status.metrics.residentBytes,
+  capacityBytes: m.status.metrics.capacityBytes,
   ready: m.status.ready
 })
 

@@ -14,6 +14,9 @@ export interface ClusterMember {
   /** How long ago the last heartbeat (or registration) arrived, in ms. */
   readonly lastHeartbeatAgeMs: number
   readonly blockCount: number
+  /** Bytes the node holds in its cache, and its cache capacity, as its last status said (absent from older coordinators). */
+  readonly residentBytes?: number
+  readonly capacityBytes?: number
   /** What the node last said about its readiness (placement needs ready and healthy). */
   readonly ready: boolean
 }

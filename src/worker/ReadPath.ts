@@ -157,6 +157,16 @@ export class ReadPathImpl {
     return this.#readSlow(object, okey, st, offset, len, false, version)
   }
 
+  /** Block size and page size (0 = whole blocks) this path plans with; a Load plans the same way. */
+  get geometry(): { readonly blockSize: number; readonly pageSize: number } {
+    return { blockSize: this.#blockSize, pageSize: this.#pageSize }
+  }
+
+  /** Units of `[first, end)` of block `key` not resident now, as maximal runs (what a Load must fill). */
+  missingRuns(key: string, first: number, end: number): Array<[number, number]> {
+    return this.#store.missingRuns(key, first, end)
+  }
+
   release(reply: RangeReply): void {
     if (reply.units.length > 0) this.#store.release(reply.units)
   }

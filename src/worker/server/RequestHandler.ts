@@ -12,7 +12,11 @@
  *   a u32 frame).
  * - `Ping`: an empty Ping reply with the same request id.
  * - `Control`: `StatObject` is answered with `ObjectStat` (as Talon's worker
- *   does on the data plane); anything else gets `Ack{ok:false, detail}`.
+ *   does on the data plane). `Load {object, offset, len}` fills that range of the object's
+ *   current version (clamped at its end) and answers `Ack{ok:true, detail:"fetched=F
+ *   resident=R"}` once it is resident (Loads.ts), or `Ack{ok:false, detail}` saying why; like
+ *   any slow reply it holds back later replies on its connection in pipelined mode only.
+ *   Anything else gets `Ack{ok:false, detail}`.
  * - `Put`: ERROR "worker is read-only", then the connection is closed, because
  *   a Put's raw body follows the frame and would otherwise be read as frames.
  * - `Delete`: ERROR "worker is read-only"; the connection stays open.
@@ -46,6 +50,7 @@ import {
   encodeFrame,
   MsgType,
   readObjectId,
+  formatLoadAck,
   type ControlMessage,
   type Frame
 } from "../../protocol/index.js"
@@ -59,6 +64,7 @@ import { objectKey } from "../miss/VersionCache.js"
 import type { ReadyState } from "../membership/Readiness.js"
 import type { RangeReply, ReadOutcome, ReadPathImpl } from "../ReadPath.js"
 import type { HitPublisher } from "./HitPublisher.js"
+import { Loads } from "./Loads.js"
 import { ObjectIdCache } from "./ObjectIdCache.js"
 
 export type Reply =
@@ -81,13 +87,17 @@ export class RequestHandler {
   private readonly pinnedIds = new ObjectIdCache()
   /** Publishes served hits to the plane's hit table, when the plane has one. */
   hits: HitPublisher | undefined = undefined
+  /** Control `Load`s: fills through the read path's geometry and the miss path, a bounded number at once. */
+  readonly loads: Loads
 
   constructor(
     private readonly reader: ReadPathImpl,
     private readonly miss: MissPathShape,
     private readonly ready: ReadyState,
     private readonly stats: WorkerStats
-  ) {}
+  ) {
+    this.loads = new Loads(reader, miss)
+  }
 
   handle(frame: Frame): Reply | Promise<Reply> {
     const reply = this.dispatch(frame)
@@ -270,8 +280,9 @@ export class RequestHandler {
       return this.ack(requestId, `bad control message: ${decoded.left.message}`)
     }
     const message = decoded.right.message
+    if (message._tag === "Load") return this.load(requestId, message)
     if (message._tag !== "StatObject") {
-      return this.ack(requestId, `a worker answers only StatObject on the data plane, got ${message._tag}`)
+      return this.ack(requestId, `a worker answers only StatObject and Load on the data plane, got ${message._tag}`)
     }
     const bad = invalidObject(message.object)
     if (bad !== undefined) return this.ack(requestId, bad)
@@ -279,6 +290,18 @@ export class RequestHandler {
       const st = await this.miss.stat(message.object, objectKey(message.object))
       const reply: ControlMessage = { _tag: "ObjectStat", size: st.size, version: st.version }
       return this.frame(encodeControlFrame(requestId, reply))
+    } catch (e) {
+      return this.ack(requestId, e instanceof ReadFailed ? e.reason : describeUnknown(e))
+    }
+  }
+
+  private async load(requestId: number, message: ControlMessage & { readonly _tag: "Load" }): Promise<Reply> {
+    if (!this.ready.ready) return this.ack(requestId, "worker is not ready")
+    const bad = invalidObject(message.object)
+    if (bad !== undefined) return this.ack(requestId, bad)
+    try {
+      const counts = await this.loads.load(message.object, message.offset, message.len)
+      return this.frame(encodeControlFrame(requestId, { _tag: "Ack", ok: true, detail: formatLoadAck(counts) }))
     } catch (e) {
       return this.ack(requestId, e instanceof ReadFailed ? e.reason : describeUnknown(e))
     }
