@@ -31,7 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/eventfd.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -81,6 +84,7 @@ struct sess {
   pthread_mutex_t mu;
   int refs;
   struct fuse_session *se;
+  char *mountpoint;
   int wake_fd;
   napi_threadsafe_function tsfn;
   pthread_t rx, nt;
@@ -114,6 +118,7 @@ static void sess_unref(sess_t *s) {
     n = next;
   }
   if (s->wake_fd >= 0) close(s->wake_fd);
+  free(s->mountpoint);
   pthread_cond_destroy(&s->ncv);
   pthread_mutex_destroy(&s->mu);
   free(s);
@@ -348,6 +353,27 @@ static uint64_t mono_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+extern char **environ;
+
+/* Lazily unmounts while keeping /dev/fuse open. fuse_session_unmount would close the fd under the
+   threads still using it (a reused fd number would then receive our replies); the fd is closed
+   only by fuse_session_destroy, once nothing can write to it. */
+static void detach(sess_t *s) {
+  struct pollfd pfd = {.fd = fuse_session_fd(s->se), .events = 0};
+  /* POLLERR: the connection is already gone (unmounted from outside); the path may hold another mount now. */
+  if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLERR)) return;
+  if (umount2(s->mountpoint, MNT_DETACH) == 0) return;
+  if (errno != EPERM) return;
+  /* Not root: the setuid helper that mounted it unmounts it. */
+  char *argv[] = {"fusermount3", "-u", "-z", "--", s->mountpoint, NULL};
+  pid_t pid;
+  if (posix_spawnp(&pid, "fusermount3", NULL, NULL, argv, environ) == 0) {
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
 static void *rx_main(void *arg) {
   sess_t *s = arg;
   struct fuse_buf buf = {0};
@@ -360,7 +386,7 @@ static void *rx_main(void *arg) {
     pthread_mutex_unlock(&s->mu);
     if (stopping && !detached) {
       /* Lazy: a busy mount goes from the namespace now and ends when its last user lets go. */
-      fuse_session_unmount(s->se);
+      detach(s);
       detached = 1;
       pthread_mutex_lock(&s->mu);
       s->detached = 1;
@@ -462,10 +488,10 @@ static void finish(napi_env env, sess_t *s) {
   if (s->rx_started) pthread_join(s->rx, NULL);
   s->rx_started = 0;
   /* The loop can also end on its own (an error, a bad init): the mount must not outlive it. Once
-     detached, never again: the path may by now hold someone else's mount. libfuse skips this
+     detached, never again: the path may by now hold someone else's mount. detach() skips this
      when the kernel has already ended the connection (unmounted from outside). */
   if (!s->detached) {
-    fuse_session_unmount(s->se);
+    detach(s);
     s->detached = 1;
   }
   pthread_mutex_lock(&s->mu);
@@ -682,6 +708,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   s->max_read = max_read > 0 ? (unsigned)max_read : 0;
   s->max_readahead = max_ra > 0 ? (unsigned)max_ra : 0;
   s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  s->mountpoint = strdup(mountpoint);
 
   char opts[512];
   snprintf(opts, sizeof opts, "fsname=%s,subtype=%s,ro,default_permissions%s%s", fsname, fsname,
@@ -747,7 +774,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   return ext;
 
 fail_unmount:
-  fuse_session_unmount(s->se);
+  detach(s);
 fail_destroy:
   fuse_session_destroy(s->se);
   s->se = NULL;
