@@ -90,7 +90,8 @@ struct sess {
   pthread_t rx, nt;
   int rx_started, nt_started;
   int stopping; /* unmount asked */
-  int detached; /* the receive thread has unmounted */
+  int detached; /* unmounted by us (at most once: see detach_once) */
+  struct sess *live_next, *live_prev; /* on the live list while mounted */
   int ended;    /* JavaScript has finished the session */
   held_t outstanding;
   /* notify queue */
@@ -374,6 +375,52 @@ static void detach(sess_t *s) {
   }
 }
 
+/* Once only: after our unmount the path may hold another mount, which a second umount would take. */
+static void detach_once(sess_t *s) {
+  pthread_mutex_lock(&s->mu);
+  int already = s->detached;
+  s->detached = 1;
+  pthread_mutex_unlock(&s->mu);
+  if (!already) detach(s);
+}
+
+/* Sessions still mounted, detached at exit(): a process that exits without unmounting (process.exit,
+   an uncaught error) would otherwise leave a dead mount ("Transport endpoint is not connected")
+   on the path until someone runs fusermount3 -u. */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static sess_t *live_head;
+static int live_hooked;
+
+static void detach_all_at_exit(void) {
+  pthread_mutex_lock(&live_mu);
+  for (sess_t *s = live_head; s != NULL; s = s->live_next) detach_once(s);
+  pthread_mutex_unlock(&live_mu);
+}
+
+static void live_add(sess_t *s) {
+  pthread_mutex_lock(&live_mu);
+  if (!live_hooked) {
+    atexit(detach_all_at_exit);
+    live_hooked = 1;
+  }
+  s->live_prev = NULL;
+  s->live_next = live_head;
+  if (live_head) live_head->live_prev = s;
+  live_head = s;
+  pthread_mutex_unlock(&live_mu);
+}
+
+static void live_remove(sess_t *s) {
+  pthread_mutex_lock(&live_mu);
+  if (s->live_prev)
+    s->live_prev->live_next = s->live_next;
+  else if (live_head == s)
+    live_head = s->live_next;
+  if (s->live_next) s->live_next->live_prev = s->live_prev;
+  s->live_next = s->live_prev = NULL;
+  pthread_mutex_unlock(&live_mu);
+}
+
 static void *rx_main(void *arg) {
   sess_t *s = arg;
   struct fuse_buf buf = {0};
@@ -386,11 +433,8 @@ static void *rx_main(void *arg) {
     pthread_mutex_unlock(&s->mu);
     if (stopping && !detached) {
       /* Lazy: a busy mount goes from the namespace now and ends when its last user lets go. */
-      detach(s);
+      detach_once(s);
       detached = 1;
-      pthread_mutex_lock(&s->mu);
-      s->detached = 1;
-      pthread_mutex_unlock(&s->mu);
       deadline = mono_ms() + NOTIFY_DRAIN_MS;
       pthread_mutex_lock(&s->mu);
       s->nstop = 1;
@@ -490,10 +534,8 @@ static void finish(napi_env env, sess_t *s) {
   /* The loop can also end on its own (an error, a bad init): the mount must not outlive it. Once
      detached, never again: the path may by now hold someone else's mount. detach() skips this
      when the kernel has already ended the connection (unmounted from outside). */
-  if (!s->detached) {
-    detach(s);
-    s->detached = 1;
-  }
+  detach_once(s);
+  live_remove(s);
   pthread_mutex_lock(&s->mu);
   s->nstop = 1;
   pthread_cond_signal(&s->ncv);
@@ -768,6 +810,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
     goto fail_unmount;
   }
   s->rx_started = 1;
+  live_add(s);
   free(mountpoint);
   free(fsname);
   if (napi_create_external(env, s, session_finalize, NULL, &ext) != napi_ok) THROW("talon_fuse.mount: external");

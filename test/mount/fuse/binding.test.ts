@@ -302,6 +302,24 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
     })
   )
 
+  it.scopedLive("a process that exits without unmounting leaves no dead mount behind", () =>
+    Effect.gen(function* () {
+      const dir = yield* Effect.acquireRelease(
+        Effect.promise(() => fsp.mkdtemp("/tmp/talon-fuse-exit-")),
+        (dir) =>
+          sh(`grep -q ' ${dir} ' /proc/mounts && umount -l '${dir}'`).pipe(
+            Effect.andThen(Effect.promise(() => fsp.rm(dir, { recursive: true, force: true })))
+          )
+      )
+      const child = path.join(import.meta.dirname, "fixtures", "exitMounted.ts")
+      const out = yield* sh(`npx tsx '${child}' '${dir}'`)
+      expect(out.stderr).toBe("")
+      expect(out.stdout).toBe("alive\n")
+      expect(isMounted(dir)).toBe(false)
+      expect((yield* sh(`ls -A '${dir}'`)).code).toBe(0)
+    })
+  )
+
   it.live("mounting on a missing directory fails with a message that says what is wrong", () =>
     Effect.gen(function* () {
       const missing = path.join(yield* Effect.promise(() => fsp.mkdtemp("/tmp/talon-fuse-missing-")), "nope")
