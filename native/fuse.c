@@ -54,7 +54,8 @@ enum {
   OP_STATFS = 10,
   OP_GETXATTR = 11,
   OP_LISTXATTR = 12,
-  EV_ENDED = 100
+  EV_ENDED = 100,
+  EV_INIT = 101
 };
 
 #define NOTIFY_DRAIN_MS 2000 /* how long a stopping session waits for an in-flight invalidation */
@@ -220,6 +221,8 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn) {
   s->got_capable = conn->capable;
   s->got_want = conn->want;
   s->proto_minor = conn->proto_minor;
+  /* libfuse sends the INIT reply after this returns; the kernel queues requests until then. */
+  post(s, NULL, EV_INIT, 0, 0, 0, 0, NULL);
 }
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
@@ -419,6 +422,16 @@ static void live_remove(sess_t *s) {
   if (s->live_next) s->live_next->live_prev = s->live_prev;
   s->live_next = s->live_prev = NULL;
   pthread_mutex_unlock(&live_mu);
+}
+
+/* Whether one of this process's live sessions is mounted at `path`: probing it would ask our own
+   (blocked) JavaScript thread to answer. */
+static int mounted_here(const char *path) {
+  int found = 0;
+  pthread_mutex_lock(&live_mu);
+  for (sess_t *s = live_head; s != NULL && !found; s = s->live_next) found = strcmp(s->mountpoint, path) == 0;
+  pthread_mutex_unlock(&live_mu);
+  return found;
 }
 
 static void *rx_main(void *arg) {
@@ -663,6 +676,32 @@ static char *string_arg(napi_env env, napi_value v) {
   return out;
 }
 
+/* The path made absolute and canonical through its parent only: resolving the last component would
+   stat it, and if it is one of our own mounts that asks this (blocked) thread to answer. */
+static char *canonical(const char *given) {
+  size_t n = strlen(given);
+  while (n > 1 && given[n - 1] == '/') n--;
+  char *copy = strndup(given, n);
+  if (copy == NULL) return NULL;
+  char *slash = strrchr(copy, '/');
+  const char *base = slash ? slash + 1 : copy;
+  char *parent;
+  if (slash == copy)
+    parent = realpath("/", NULL);
+  else if (slash) {
+    *slash = '\0';
+    parent = realpath(copy, NULL);
+  } else
+    parent = realpath(".", NULL);
+  char *out = NULL;
+  if (parent != NULL && *base != '\0' && asprintf(&out, "%s%s%s", parent, strcmp(parent, "/") == 0 ? "" : "/", base) < 0)
+    out = NULL;
+  if (out == NULL) out = strdup(given); /* let the checks below say what is wrong with it */
+  free(parent);
+  free(copy);
+  return out;
+}
+
 /* Finds the bdi of the mount just made (its st_dev, from mountinfo: stat would ask ourselves) and
    raises its readahead: the kernel starts every FUSE mount at 128 KiB and init can only lower it. */
 static unsigned raise_bdi_readahead(const char *mountpoint, unsigned bytes) {
@@ -701,9 +740,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   napi_value argv[6];
   if (!get_args(env, info, 6, argv)) THROW("talon_fuse.mount: bad arguments");
   char *given = string_arg(env, argv[0]);
-  /* Canonical, so the mount can be found again in /proc/self/mountinfo */
-  char *mountpoint = given ? realpath(given, NULL) : NULL;
-  if (given && !mountpoint) mountpoint = strdup(given);
+  char *mountpoint = given ? canonical(given) : NULL;
   free(given);
   char *fsname = string_arg(env, argv[1]);
   bool allow_other = false;
@@ -731,8 +768,28 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
     free(fsname);
     THROW(msg);
   }
+  if (mounted_here(mountpoint)) {
+    snprintf(msg, sizeof msg, "cannot mount at %s: this process already serves a mount there; unmount it first",
+             mountpoint);
+    free(mountpoint);
+    free(fsname);
+    THROW(msg);
+  }
+  /* Forced past cached attributes: a dead FUSE mount answers its cached root attributes for a
+     while, but any request to it fails ENOTCONN. */
+  struct statx stx;
+  int stat_err = statx(AT_FDCWD, mountpoint, AT_STATX_FORCE_SYNC, STATX_TYPE, &stx) != 0 ? errno : 0;
   struct stat st;
-  int stat_err = stat(mountpoint, &st) != 0 ? errno : 0;
+  st.st_mode = stx.stx_mode;
+  if (stat_err == ENOTCONN) {
+    snprintf(msg, sizeof msg,
+             "cannot mount at %s: a dead FUSE mount is left there (its process ended without unmounting); "
+             "run fusermount3 -u -z %s (or umount -l) first",
+             mountpoint, mountpoint);
+    free(mountpoint);
+    free(fsname);
+    THROW(msg);
+  }
   if (stat_err != 0 || !S_ISDIR(st.st_mode)) {
     snprintf(msg, sizeof msg, "cannot mount at %s: %s; the mountpoint must be an existing directory", mountpoint,
              stat_err ? strerror(stat_err) : "not a directory");

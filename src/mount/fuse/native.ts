@@ -112,7 +112,8 @@ const Op = {
   statfs: 10,
   getxattr: 11,
   listxattr: 12,
-  ended: 100
+  ended: 100,
+  init: 101
 } as const
 
 const EIO = 5
@@ -211,8 +212,27 @@ export class NativeFuseBinding implements FuseBinding {
     const closed = new Promise<void>((resolve) => {
       resolveClosed = resolve
     })
+    let initialized = false
+    let resolveReady!: () => void
+    let rejectReady!: (error: Error) => void
+    const ready = new Promise<void>((resolve, reject) => {
+      resolveReady = resolve
+      rejectReady = reject
+    })
     const dispatch = (op: number, token: Token | undefined, ino: number, a: number, b: number, c: number, name: string | undefined): void => {
+      if (op === Op.init) {
+        initialized = true
+        resolveReady()
+        return
+      }
       if (op === Op.ended) {
+        if (!initialized) {
+          rejectReady(
+            new Error(
+              `the kernel ended the FUSE session at ${mountpoint} before it started (libfuse's reason is on stderr); check the mount options and that nothing else serves this mountpoint`
+            )
+          )
+        }
         resolveClosed()
         return
       }
@@ -248,7 +268,8 @@ export class NativeFuseBinding implements FuseBinding {
       invalidateEntry: (parent, name) => addon.invalidateEntry(handle, parent, name),
       kernel: () => addon.info(handle)
     }
-    return Promise.resolve(session)
+    // Resolved once the kernel's INIT is answered: the mount is live and `kernel()` is what it granted.
+    return ready.then(() => session)
   }
 }
 

@@ -251,11 +251,14 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
     })
   )
 
-  it.scopedLive("an unmount from outside (umount) resolves closed", () =>
+  it.scopedLive("a second mount on our own live mount is refused; an unmount from outside (umount) resolves closed", () =>
     Effect.gen(function* () {
       const { fs } = sample()
       const { mountpoint: m, session } = yield* mounted(fs.handlers)
       expect((yield* sh(`cat '${m}/hello.txt'`)).stdout).toBe("hello, fuse\n")
+      // Mounting again on our own live mount is refused without probing it (which would wait on this thread).
+      const again = yield* Effect.promise(() => binding().mount(`${m}/`, defaultOptions, fs.handlers).then(() => undefined, (e: Error) => e))
+      expect(again?.message).toContain("this process already serves a mount there")
       const um = yield* sh(`fusermount3 -u '${m}' 2>&1 || umount '${m}' 2>&1`)
       expect(um.code).toBe(0)
       yield* Effect.promise(() => session.closed)
@@ -317,6 +320,27 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
       expect(out.stdout).toBe("alive\n")
       expect(isMounted(dir)).toBe(false)
       expect((yield* sh(`ls -A '${dir}'`)).code).toBe(0)
+    })
+  )
+
+  it.scopedLive("mounting over a dead mount (its process was killed) fails with what to run", () =>
+    Effect.gen(function* () {
+      const dir = yield* Effect.acquireRelease(
+        Effect.promise(() => fsp.mkdtemp("/tmp/talon-fuse-dead-")),
+        (dir) =>
+          sh(`grep -q ' ${dir} ' /proc/mounts && umount -l '${dir}'`).pipe(
+            Effect.andThen(Effect.promise(() => fsp.rm(dir, { recursive: true, force: true })))
+          )
+      )
+      const child = path.join(import.meta.dirname, "fixtures", "exitMounted.ts")
+      const out = yield* sh(`npx tsx '${child}' '${dir}' kill`)
+      expect(out.stdout).toBe("alive\n")
+      expect(isMounted(dir)).toBe(true)
+      const error = yield* Effect.promise(() =>
+        binding().mount(dir, defaultOptions, new MemoryFs().handlers).then(() => undefined, (e: Error) => e)
+      )
+      expect(error?.message).toContain("a dead FUSE mount is left there")
+      expect(error?.message).toContain(`fusermount3 -u -z ${dir}`)
     })
   )
 
