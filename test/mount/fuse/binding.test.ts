@@ -257,7 +257,7 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
       const { mountpoint: m, session } = yield* mounted(fs.handlers)
       expect((yield* sh(`cat '${m}/hello.txt'`)).stdout).toBe("hello, fuse\n")
       // Mounting again on our own live mount is refused without probing it (which would wait on this thread).
-      const again = yield* Effect.promise(() => binding().mount(`${m}/`, defaultOptions, fs.handlers).then(() => undefined, (e: Error) => e))
+      const again = yield* Effect.promise(() => binding().mount(`${m}/`, defaultOptions, fs.handlers).then((s) => s.unmount().then(() => undefined), (e: Error) => e))
       expect(again?.message).toContain("this process already serves a mount there")
       const um = yield* sh(`fusermount3 -u '${m}' 2>&1 || umount '${m}' 2>&1`)
       expect(um.code).toBe(0)
@@ -310,7 +310,7 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
       const dir = yield* Effect.acquireRelease(
         Effect.promise(() => fsp.mkdtemp("/tmp/talon-fuse-exit-")),
         (dir) =>
-          sh(`grep -q ' ${dir} ' /proc/mounts && umount -l '${dir}'`).pipe(
+          sh(`for i in 1 2 3; do grep -q ' ${dir} ' /proc/mounts && umount -l '${dir}'; done`).pipe(
             Effect.andThen(Effect.promise(() => fsp.rm(dir, { recursive: true, force: true })))
           )
       )
@@ -328,7 +328,7 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
       const dir = yield* Effect.acquireRelease(
         Effect.promise(() => fsp.mkdtemp("/tmp/talon-fuse-dead-")),
         (dir) =>
-          sh(`grep -q ' ${dir} ' /proc/mounts && umount -l '${dir}'`).pipe(
+          sh(`for i in 1 2 3; do grep -q ' ${dir} ' /proc/mounts && umount -l '${dir}'; done`).pipe(
             Effect.andThen(Effect.promise(() => fsp.rm(dir, { recursive: true, force: true })))
           )
       )
@@ -337,7 +337,7 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
       expect(out.stdout).toBe("alive\n")
       expect(isMounted(dir)).toBe(true)
       const error = yield* Effect.promise(() =>
-        binding().mount(dir, defaultOptions, new MemoryFs().handlers).then(() => undefined, (e: Error) => e)
+        binding().mount(dir, defaultOptions, new MemoryFs().handlers).then((s) => s.unmount().then(() => undefined), (e: Error) => e)
       )
       expect(error?.message).toContain("a dead FUSE mount is left there")
       expect(error?.message).toContain(`fusermount3 -u -z ${dir}`)
@@ -347,7 +347,7 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
   it.live("mounting on a missing directory fails with a message that says what is wrong", () =>
     Effect.gen(function* () {
       const missing = path.join(yield* Effect.promise(() => fsp.mkdtemp("/tmp/talon-fuse-missing-")), "nope")
-      const error = yield* Effect.promise(() => binding().mount(missing, defaultOptions, new MemoryFs().handlers).then(() => undefined, (e: Error) => e))
+      const error = yield* Effect.promise(() => binding().mount(missing, defaultOptions, new MemoryFs().handlers).then((s) => s.unmount().then(() => undefined), (e: Error) => e))
       expect(error?.message).toContain(`cannot mount at ${missing}`)
       expect(error?.message).toContain("existing directory")
       yield* Effect.promise(() => fsp.rm(path.dirname(missing), { recursive: true }))
