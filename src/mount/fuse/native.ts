@@ -396,3 +396,10 @@ const none = (addon: FuseAddon, t: Token, error: (errno: number) => void): Reply
 })
 
 const ignored: ReplyNone = { error: () => {}, ok: () => {} }
+
+/** The binding, or an Error whose message says what to install (for callers that want a throw, not a reason). */
+export const loadBinding = (path: string = defaultFuseAddonPath): NativeFuseBinding => {
+  const load = loadFuseBinding(path)
+  if (load._tag === "Unavailable") throw new Error(load.reason)
+  return load.binding
+}
