@@ -9,7 +9,9 @@
  * Arms, each its own mount, run in paired rounds whose order flips every round:
  *   ra1m     page cache, reads up to 1 MiB, bdi readahead raised to 1 MiB (the binding's default)
  *   ra128k   page cache, reads up to 1 MiB, the kernel's 128 KiB readahead left alone
+ *   ra8m     as ra1m with 8 MiB readahead (`talon mount`'s default)
  *   direct   FOPEN_DIRECT_IO: every dd read is one FUSE read of 1 MiB, no page cache
+ *   direct4k FOPEN_DIRECT_IO with 4 KiB reads of the first 32 MiB: the per-request round trip
  *   tmpfs    baseline: the same bytes from a tmpfs file already in memory (no FUSE)
  * Every pass opens the file anew with keep-cache off, so the page-cache arms read through FUSE
  * each time. Per arm: MiB/s, µs per MiB, CPU per MiB of the serving process (receive thread and
@@ -41,6 +43,9 @@ interface Arm {
   readonly name: string
   readonly file: string
   readonly fs?: MemoryFs
+  /** dd block size and count (the whole file at 1 MiB when absent). */
+  readonly bs?: string
+  readonly count?: number
 }
 
 interface Pass {
@@ -50,6 +55,7 @@ interface Pass {
   readonly ddCpuSec: number
   readonly reads: number
   readonly bytes: number
+  readonly mib: number
 }
 
 const pass = async (arm: Arm): Promise<Pass> => {
@@ -58,7 +64,8 @@ const pass = async (arm: Arm): Promise<Pass> => {
   const cpu0 = process.cpuUsage()
   const t0 = process.hrtime.bigint()
   // /usr/bin/time reports dd's own CPU; its format line is the last of stderr.
-  const { stderr } = await run("/usr/bin/time", ["-f", "cpu %U %S", "dd", `if=${arm.file}`, "of=/dev/null", "bs=1M", "status=none"])
+  const dd = ["dd", `if=${arm.file}`, "of=/dev/null", `bs=${arm.bs ?? "1M"}`, "status=none", ...(arm.count === undefined ? [] : [`count=${arm.count}`])]
+  const { stderr } = await run("/usr/bin/time", ["-f", "cpu %U %S", ...dd])
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9
   const cpu = process.cpuUsage(cpu0)
   const m = /cpu ([\d.]+) ([\d.]+)\s*$/.exec(stderr)
@@ -68,7 +75,8 @@ const pass = async (arm: Arm): Promise<Pass> => {
     serverCpuSec: arm.fs === undefined ? 0 : (cpu.user + cpu.system) / 1e6,
     ddCpuSec: m === null ? Number.NaN : Number(m[1]) + Number(m[2]),
     reads: (arm.fs?.readsAnswered ?? 0) - reads0,
-    bytes: (arm.fs?.bytesAnswered ?? 0) - bytes0
+    bytes: (arm.fs?.bytesAnswered ?? 0) - bytes0,
+    mib: arm.count === undefined ? sizeMiB : (arm.count * 4096) / MiB
   }
 }
 
@@ -101,9 +109,10 @@ const main = async () => {
     }
     const arms: Array<Arm> = [
       await mountArm("ra1m", MiB, false),
-      await mountArm("ra4m", 4 * MiB, false),
+      await mountArm("ra8m", 8 * MiB, false),
       await mountArm("ra128k", 128 * 1024, false),
       await mountArm("direct", MiB, true),
+      { ...(await mountArm("direct4k", MiB, true)), bs: "4k", count: (32 * MiB) / 4096 },
       { name: "tmpfs", file: tmpfsFile }
     ]
     for (const arm of arms) await pass(arm) // warm-up: first lookups, JIT
@@ -116,17 +125,20 @@ const main = async () => {
       const mine = passes.filter((p) => p.arm === arm.name)
       const seconds = median(mine.map((p) => p.seconds))
       const reads = median(mine.map((p) => p.reads))
+      const mib = mine[0]!.mib
       return {
         bench: "fuse-binding",
         arm: arm.name,
-        sizeMiB,
+        mib,
         passes: mine.length,
-        mibPerSec: Math.round(sizeMiB / seconds),
-        usPerMiB: Math.round((seconds * 1e6) / sizeMiB),
-        serverCpuUsPerMiB: Math.round((median(mine.map((p) => p.serverCpuSec)) * 1e6) / sizeMiB),
-        ddCpuUsPerMiB: Math.round((median(mine.map((p) => p.ddCpuSec)) * 1e6) / sizeMiB),
+        mibPerSec: Math.round(mib / seconds),
+        usPerMiB: Math.round((seconds * 1e6) / mib),
+        serverCpuUsPerMiB: Math.round((median(mine.map((p) => p.serverCpuSec)) * 1e6) / mib),
+        ddCpuUsPerMiB: Math.round((median(mine.map((p) => p.ddCpuSec)) * 1e6) / mib),
         fuseReads: reads,
         meanReadKiB: reads > 0 ? Math.round(median(mine.map((p) => p.bytes)) / reads / 1024) : 0,
+        usPerFuseRead: reads > 0 ? Math.round((seconds * 1e6) / reads) : 0,
+        serverCpuUsPerFuseRead: reads > 0 ? Math.round((median(mine.map((p) => p.serverCpuSec)) * 1e6) / reads) : 0,
         cores: os.cpus().length,
         sharedMachine: true
       }
