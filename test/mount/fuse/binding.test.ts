@@ -11,6 +11,7 @@ import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import fc from "fast-check"
 import { MemoryFs, patternBytes } from "./fixtures/memoryFs.js"
 import { binding, defaultOptions, fuseUnavailable, isMounted, mounted, sh } from "./fixtures/mounted.js"
 
@@ -230,6 +231,33 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
       // More than one kernel buffer's worth: the binding packed each and the kernel came back for the rest.
       expect(fs.seen.get("readdir") ?? 0).toBeGreaterThan(1)
       expect((yield* sh(`cat '${m}/many/${names[4321]}'`)).stdout).toBe(names[4321])
+    })
+  )
+
+  it.scopedLive("any set of names lists exactly (packing across readdir buffers); names the kernel would reject are left out, not their neighbours", () =>
+    Effect.gen(function* () {
+      const fs = new MemoryFs()
+      const dir = fs.addDir(1, "prop")
+      const { mountpoint: m } = yield* mounted(fs.handlers)
+      const utf8 = (n: string) => Buffer.byteLength(n, "utf8")
+      const name = fc
+        .string({ unit: "grapheme", minLength: 1, maxLength: 60 })
+        .filter((n) => !n.includes("/") && !n.includes("\0") && n !== "." && n !== ".." && utf8(n) <= 255)
+      const rejected = fc.constantFrom("a/b", "/", "x".repeat(1100))
+      yield* Effect.promise(() =>
+        fc.assert(
+          fc.asyncProperty(fc.uniqueArray(name, { maxLength: 400 }), fc.array(rejected, { maxLength: 2 }), async (names, bad) => {
+            fs.clearDir(dir.ino)
+            for (const n of [...names, ...bad]) fs.addFile(dir.ino, n, text("x"))
+            const out = await Effect.runPromise(
+              sh(`python3 -c "import os, sys, json; print(json.dumps(os.listdir(sys.argv[1])))" '${m}/prop'`)
+            )
+            expect(out.stderr).toBe("")
+            expect((JSON.parse(out.stdout) as Array<string>).sort()).toEqual([...names].sort())
+          }),
+          { numRuns: 8 }
+        )
+      )
     })
   )
 
