@@ -219,6 +219,25 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
     })
   )
 
+  it.scopedLive("an invalidation that waits on a held read does not hold up other requests", () =>
+    Effect.gen(function* () {
+      const fs = new MemoryFs()
+      const slow = fs.addFile(1, "slow.bin", patternBytes(512 * 1024, 3))
+      fs.addFile(1, "fast.txt", text("fast\n"))
+      fs.holdInodes.add(slow.ino)
+      const { mountpoint: m, session } = yield* mounted(fs.handlers)
+      const reader = yield* Effect.fork(sh(`sha256sum < '${m}/slow.bin'`))
+      yield* Effect.promise(() => fs.heldCount(1))
+      // The kernel makes this wait for the page locks of the held read: it must not wait on this thread.
+      session.invalidateInode(slow.ino, 0, 0)
+      expect((yield* sh(`cat '${m}/fast.txt'`)).stdout).toBe("fast\n")
+      fs.holdInodes.clear()
+      fs.releaseHeld()
+      const out = yield* reader.await.pipe(Effect.flatten)
+      expect(out.stdout.split(" ")[0]).toBe(sha256(slow.bytes))
+    })
+  )
+
   it.scopedLive("a directory of 5,000 entries lists fully across several readdir calls", () =>
     Effect.gen(function* () {
       const fs = new MemoryFs()
