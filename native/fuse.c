@@ -55,10 +55,11 @@ enum {
   OP_GETXATTR = 11,
   OP_LISTXATTR = 12,
   EV_ENDED = 100,
-  EV_INIT = 101
+  EV_INIT = 101,
+  EV_DRAIN = 102 /* internal: answer every outstanding request EIO (never reaches JavaScript) */
 };
 
-#define NOTIFY_DRAIN_MS 2000 /* how long a stopping session waits for an in-flight invalidation */
+#define NOTIFY_DRAIN_MS 2000 /* how long a stopping session lets JavaScript answer before it answers EIO itself */
 
 typedef struct sess sess_t;
 
@@ -91,6 +92,7 @@ struct sess {
   pthread_t rx, nt;
   int rx_started, nt_started;
   int stopping; /* unmount asked */
+  int draining; /* receive thread only: answering every new request EIO itself */
   int detached; /* unmounted by us (at most once: see detach_once) */
   struct sess *live_next, *live_prev; /* on the live list while mounted */
   int ended;    /* JavaScript has finished the session */
@@ -99,6 +101,8 @@ struct sess {
   pthread_cond_t ncv;
   note_t *nhead, *ntail;
   int nstop, ndone, destroy_by_notify;
+  int nbusy; /* the notify thread is inside a kernel call */
+  unsigned nqueued;
   /* options and what the kernel granted */
   unsigned max_read, max_readahead;
   unsigned got_max_readahead, got_max_write, got_max_background, got_capable, got_want, proto_minor;
@@ -169,6 +173,12 @@ static void post(sess_t *s, fuse_req_t req, int op, uint64_t ino, uint64_t a, in
   }
   if (h == NULL) {
     if (req) fuse_reply_err(req, ENOMEM);
+    return;
+  }
+  if (req != NULL && s->draining) {
+    free(copy);
+    free(h);
+    fuse_reply_err(req, EIO);
     return;
   }
   h->s = s;
@@ -454,8 +464,15 @@ static void *rx_main(void *arg) {
       pthread_cond_signal(&s->ncv);
       pthread_mutex_unlock(&s->mu);
     }
-    /* Keep answering while the notify thread finishes: its call may wait on one of our reads. */
-    if (detached && (ndone || mono_ms() >= deadline)) break;
+    /* Keep answering while the notify thread finishes: its call may wait on the page locks of any
+       read, answered or not yet read. Past the deadline every request is answered EIO (outstanding
+       ones by JavaScript's thread, new ones here), so the invalidation cannot wait forever on a
+       read JavaScript never answers, and this loop cannot stop while it waits. */
+    if (detached && ndone) break;
+    if (detached && !s->draining && mono_ms() >= deadline) {
+      s->draining = 1;
+      post(s, NULL, EV_DRAIN, 0, 0, 0, 0, NULL);
+    }
     if (fuse_session_exited(s->se)) break;
     struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN}, {.fd = s->wake_fd, .events = POLLIN}};
     int r = poll(pfd, 2, detached ? 20 : -1);
@@ -498,6 +515,8 @@ static void *nt_main(void *arg) {
     note_t *n = s->nhead;
     s->nhead = n->next;
     if (s->nhead == NULL) s->ntail = NULL;
+    s->nqueued--;
+    s->nbusy = 1;
     pthread_mutex_unlock(&s->mu);
     /* Errors are expected and harmless: ENOENT when the kernel has no such inode/name cached. */
     if (n->name)
@@ -507,6 +526,7 @@ static void *nt_main(void *arg) {
     free(n->name);
     free(n);
     pthread_mutex_lock(&s->mu);
+    s->nbusy = 0;
   }
   s->ndone = 1;
   int destroy = s->destroy_by_notify;
@@ -528,9 +548,7 @@ static void finalize_token(napi_env env, void *data, void *hint) {
 }
 
 /* The session ended (unmount, or unmounted from outside): answer what is left, release the fuse session. */
-static void finish(napi_env env, sess_t *s) {
-  if (s->ended) return;
-  s->ended = 1;
+static void answer_outstanding(sess_t *s) {
   pthread_mutex_lock(&s->mu);
   held_t *h = s->outstanding.next;
   while (h != &s->outstanding) {
@@ -542,6 +560,12 @@ static void finish(napi_env env, sess_t *s) {
   }
   s->outstanding.next = s->outstanding.prev = &s->outstanding;
   pthread_mutex_unlock(&s->mu);
+}
+
+static void finish(napi_env env, sess_t *s) {
+  if (s->ended) return;
+  s->ended = 1;
+  answer_outstanding(s);
   if (s->rx_started) pthread_join(s->rx, NULL);
   s->rx_started = 0;
   /* The loop can also end on its own (an error, a bad init): the mount must not outlive it. Once
@@ -575,6 +599,11 @@ static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
   if (env == NULL) {
     /* The function is being torn down with this request still queued. */
     if (take(h)) fuse_reply_err(h->req, EIO);
+    free_held(h);
+    return;
+  }
+  if (h->op == EV_DRAIN) {
+    answer_outstanding(s);
     free_held(h);
     return;
   }
@@ -912,6 +941,7 @@ static void enqueue_note(sess_t *s, note_t *n) {
   else
     s->nhead = n;
   s->ntail = n;
+  s->nqueued++;
   pthread_cond_signal(&s->ncv);
   pthread_mutex_unlock(&s->mu);
 }
@@ -966,6 +996,12 @@ static napi_value js_info(napi_env env, napi_callback_info info) {
   FIELD("maxBackground", s->got_max_background);
   FIELD("capable", s->got_capable);
   FIELD("want", s->got_want);
+  pthread_mutex_lock(&s->mu);
+  unsigned queued = s->nqueued;
+  int busy = s->nbusy;
+  pthread_mutex_unlock(&s->mu);
+  FIELD("invalidationsQueued", queued);
+  FIELD("invalidationInFlight", busy);
 #undef FIELD
   return out;
 }

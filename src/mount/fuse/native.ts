@@ -37,6 +37,9 @@ export interface KernelInfo {
   /** FUSE_CAP_* bit sets: what the kernel offers and what was asked for. */
   readonly capable: number
   readonly want: number
+  /** Invalidations waiting for the notify thread, and 1 while one is inside the kernel (it may wait there on a read's page locks). */
+  readonly invalidationsQueued: number
+  readonly invalidationInFlight: number
 }
 
 /** The functions exported by `native/fuse.c` (build/Release/talon_fuse.node). */

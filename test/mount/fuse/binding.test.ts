@@ -230,6 +230,7 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
       yield* Effect.promise(() => fs.heldCount(1))
       // The kernel makes this wait for the page locks of the held read: it must not wait on this thread.
       session.invalidateInode(slow.ino, 0, 0)
+      yield* eventually(Effect.sync(() => session.kernel()), (k) => k.invalidationInFlight === 1, "the invalidation in flight")
       expect((yield* sh(`cat '${m}/fast.txt'`)).stdout).toBe("fast\n")
       fs.holdInodes.clear()
       fs.releaseHeld()
@@ -295,6 +296,25 @@ describe.skipIf(reason !== undefined)("FUSE binding (real kernel mounts)", () =>
       // Late answers to requests the binding already ended are ignored.
       expect(fs.releaseHeld()).toBeGreaterThan(0)
       yield* Effect.promise(() => session.unmount())
+    })
+  )
+
+  it.scopedLive("unmount completes while an invalidation waits on a read JavaScript never answers", () =>
+    Effect.gen(function* () {
+      const fs = new MemoryFs()
+      const slow = fs.addFile(1, "slow.bin", patternBytes(512 * 1024, 5))
+      fs.holdInodes.add(slow.ino)
+      const { mountpoint: m, session } = yield* mounted(fs.handlers)
+      const reader = yield* Effect.fork(sh(`cat '${m}/slow.bin' > /dev/null; echo "exit $?"`))
+      yield* Effect.promise(() => fs.heldCount(1))
+      session.invalidateInode(slow.ino, 0, 0)
+      // In the kernel and waiting: the held read's pages are locked until it is answered.
+      yield* eventually(Effect.sync(() => session.kernel()), (k) => k.invalidationInFlight === 1, "the invalidation in flight")
+      // Never released: the binding answers the held read itself once JavaScript had its chance.
+      yield* Effect.promise(() => session.unmount())
+      const out = yield* reader.await.pipe(Effect.flatten)
+      expect(out.stdout.trim()).not.toBe("exit 0")
+      expect(isMounted(m)).toBe(false)
     })
   )
 
