@@ -14,10 +14,10 @@
  *   - the notify thread sends cache invalidations. They may block on a page lock held by a read
  *     only JavaScript can answer, so they must not run on either of the other threads.
  * Teardown: unmount() wakes the receive thread, which detaches the mount and keeps serving until
- * the notify thread has stopped (bounded), then tells JavaScript the session ended. JavaScript
- * answers EIO to whatever is still outstanding and destroys the session (closing /dev/fuse aborts
- * requests of files still open on the detached mount). An unmount from outside (umount,
- * fusermount3 -u) ends the receive loop the same way.
+ * the notify thread has stopped (after NOTIFY_DRAIN_MS answering every request EIO itself), then
+ * tells JavaScript the session ended. JavaScript answers EIO to whatever is still outstanding and
+ * destroys the session (closing /dev/fuse aborts requests of files still open on the detached
+ * mount). An unmount from outside (umount, fusermount3 -u) ends the receive loop the same way.
  */
 #define _GNU_SOURCE
 #define FUSE_USE_VERSION 35
