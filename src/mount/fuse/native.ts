@@ -27,7 +27,7 @@ type Handle = { readonly __session: unique symbol }
 
 /** What init negotiated with the kernel (for logs and tests). */
 export interface KernelInfo {
-  /** 1 once the kernel's INIT has been answered. */
+  /** 1 once the kernel's INIT has been answered (always, by the time mount resolves). */
   readonly initialized: number
   readonly protoMinor: number
   /** libfuse derives the largest read (max_pages) from it. */
@@ -183,7 +183,7 @@ const attempt = (path: string): FuseAddonLoad => {
 /** A mounted session, with what the kernel granted. */
 export interface NativeFuseSession extends FuseSession {
   readonly mountpoint: string
-  /** What init negotiated; `initialized` is 0 until the kernel's first request has been answered. */
+  /** What init negotiated (mount resolves only after init) and the invalidations in progress. */
   readonly kernel: () => KernelInfo
 }
 
