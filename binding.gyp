@@ -18,7 +18,7 @@
       "targets": [
         {
           "target_name": "talon_fuse",
-          "sources": ["native/fuse.c"],
+          "sources": ["native/fuse.c", "native/fuse_reply.c"],
           "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "<!@(pkg-config --cflags fuse3)"],
           "libraries": ["<!@(pkg-config --libs fuse3)"],
           "defines": ["NAPI_VERSION=8"]

@@ -20,11 +20,8 @@
  * mount). An unmount from outside (umount, fusermount3 -u) ends the receive loop the same way.
  */
 #define _GNU_SOURCE
-#define FUSE_USE_VERSION 35
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse_lowlevel.h>
-#include <node_api.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -40,74 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Op codes handed to JavaScript; src/mount/fuse/native.ts mirrors them. */
-enum {
-  OP_LOOKUP = 1,
-  OP_FORGET = 2,
-  OP_GETATTR = 3,
-  OP_OPEN = 4,
-  OP_READ = 5,
-  OP_RELEASE = 6,
-  OP_OPENDIR = 7,
-  OP_READDIR = 8,
-  OP_RELEASEDIR = 9,
-  OP_STATFS = 10,
-  OP_GETXATTR = 11,
-  OP_LISTXATTR = 12,
-  EV_ENDED = 100,
-  EV_INIT = 101,
-  EV_DRAIN = 102 /* internal: answer every outstanding request EIO (never reaches JavaScript) */
-};
+#include "fuse.h"
 
 #define NOTIFY_DRAIN_MS 2000 /* how long a stopping session lets JavaScript answer before it answers EIO itself */
-
-typedef struct sess sess_t;
-
-typedef struct held {
-  struct held *prev, *next; /* on sess->outstanding while unanswered */
-  sess_t *s;
-  fuse_req_t req; /* NULL for events (forget, ended) */
-  int op;
-  int answered;
-  uint64_t ino, a;
-  int64_t b;
-  size_t size; /* what the kernel can take: readdir/read buffer, xattr size (0 = size probe) */
-  char *name;
-} held_t;
-
-typedef struct note {
-  struct note *next;
-  uint64_t ino;
-  int64_t off, len;
-  char *name; /* non-NULL: an entry invalidation (ino is the parent) */
-} note_t;
-
-struct sess {
-  pthread_mutex_t mu;
-  int refs;
-  struct fuse_session *se;
-  char *mountpoint;
-  int wake_fd;
-  napi_threadsafe_function tsfn;
-  pthread_t rx, nt;
-  int rx_started, nt_started;
-  int stopping; /* unmount asked */
-  int draining; /* receive thread only: answering every new request EIO itself */
-  int detached; /* unmounted by us (at most once: see detach_once) */
-  struct sess *live_next, *live_prev; /* on the live list while mounted */
-  int ended;    /* JavaScript has finished the session */
-  held_t outstanding;
-  /* notify queue */
-  pthread_cond_t ncv;
-  note_t *nhead, *ntail;
-  int nstop, ndone, destroy_by_notify;
-  int nbusy; /* the notify thread is inside a kernel call */
-  unsigned nqueued;
-  /* options and what the kernel granted */
-  unsigned max_read, max_readahead;
-  unsigned got_max_readahead, got_max_write, got_max_background, got_capable, got_want, proto_minor;
-  int got_init;
-};
 
 /* ---- small helpers ---- */
 
@@ -151,8 +83,8 @@ static void free_held(held_t *h) {
   sess_unref(s);
 }
 
-/* Takes the held request for answering: 1 if it was still unanswered (the caller must reply). */
-static int take(held_t *h) {
+/* Declared in fuse.h: the reply functions take requests through it too. */
+int take(held_t *h) {
   if (h->answered || h->req == NULL) return 0;
   pthread_mutex_lock(&h->s->mu);
   unlink_held(h);
@@ -647,45 +579,6 @@ static void tsfn_finalize(napi_env env, void *data, void *hint) { sess_unref((se
 
 /* ---- exported functions ---- */
 
-#define THROW(msg)                            \
-  do {                                        \
-    napi_throw_error(env, NULL, (msg));       \
-    return NULL;                              \
-  } while (0)
-
-static napi_value undefined(napi_env env) {
-  napi_value u;
-  napi_get_undefined(env, &u);
-  return u;
-}
-
-static napi_value boolean(napi_env env, int b) {
-  napi_value v;
-  napi_get_boolean(env, b, &v);
-  return v;
-}
-
-static int get_args(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
-  size_t argc = want;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok) return 0;
-  for (size_t i = argc; i < want; i++) napi_get_undefined(env, &argv[i]);
-  return 1;
-}
-
-static double num(napi_env env, napi_value v) {
-  double d = 0;
-  napi_get_value_double(env, v, &d);
-  return d;
-}
-
-static held_t *token_of(napi_env env, napi_value v) {
-  void *p = NULL;
-  napi_valuetype t;
-  if (napi_typeof(env, v, &t) != napi_ok || t != napi_external) return NULL;
-  if (napi_get_value_external(env, v, &p) != napi_ok) return NULL;
-  return p;
-}
-
 static sess_t *session_of(napi_env env, napi_value v) {
   void *p = NULL;
   napi_valuetype t;
@@ -1004,263 +897,6 @@ static napi_value js_info(napi_env env, napi_callback_info info) {
   FIELD("invalidationInFlight", busy);
 #undef FIELD
   return out;
-}
-
-static void fill_stat(struct stat *st, napi_env env, napi_value *a, unsigned blksize) {
-  memset(st, 0, sizeof *st);
-  double mtime_ms = num(env, a[4]);
-  st->st_ino = (ino_t)num(env, a[0]);
-  st->st_mode = (mode_t)num(env, a[1]);
-  st->st_nlink = (nlink_t)num(env, a[2]);
-  st->st_size = (off_t)num(env, a[3]);
-  st->st_uid = (uid_t)num(env, a[5]);
-  st->st_gid = (gid_t)num(env, a[6]);
-  st->st_blocks = (st->st_size + 511) / 512;
-  st->st_blksize = blksize;
-  int64_t sec = (int64_t)(mtime_ms / 1000.0);
-  if ((double)sec * 1000.0 > mtime_ms) sec--;
-  long nsec = (long)((mtime_ms - (double)sec * 1000.0) * 1e6);
-  if (nsec < 0) nsec = 0;
-  if (nsec > 999999999) nsec = 999999999;
-  st->st_mtim.tv_sec = sec;
-  st->st_mtim.tv_nsec = nsec;
-  st->st_atim = st->st_mtim;
-  st->st_ctim = st->st_mtim;
-}
-
-/* Every reply function takes the token first and returns true when it answered, false when the
-   token had been answered already (a second answer is ignored). */
-#define TAKE(n)                                                    \
-  napi_value argv[n];                                              \
-  get_args(env, info, n, argv);                                    \
-  held_t *h = token_of(env, argv[0]);                              \
-  if (h == NULL) THROW("talon_fuse: the first argument must be a request token"); \
-  if (!take(h)) return boolean(env, 0);
-
-static unsigned blksize_of(held_t *h) { return h->s->max_read > 0 ? h->s->max_read : 4096; }
-
-/* replyErr(token, errno) */
-static napi_value js_reply_err(napi_env env, napi_callback_info info) {
-  TAKE(2);
-  int e = (int)num(env, argv[1]);
-  if (e <= 0) e = EIO;
-  fuse_reply_err(h->req, e);
-  return boolean(env, 1);
-}
-
-/* replyEntry(token, ino, mode, nlink, size, mtimeMs, uid, gid, attrTtl, entryTtl) */
-static napi_value js_reply_entry(napi_env env, napi_callback_info info) {
-  TAKE(10);
-  struct fuse_entry_param e;
-  memset(&e, 0, sizeof e);
-  fill_stat(&e.attr, env, &argv[1], blksize_of(h));
-  e.ino = e.attr.st_ino;
-  e.generation = 1;
-  e.attr_timeout = num(env, argv[8]);
-  e.entry_timeout = num(env, argv[9]);
-  fuse_reply_entry(h->req, &e);
-  return boolean(env, 1);
-}
-
-/* replyNegative(token, entryTtl): ENOENT the kernel may remember */
-static napi_value js_reply_negative(napi_env env, napi_callback_info info) {
-  TAKE(2);
-  struct fuse_entry_param e;
-  memset(&e, 0, sizeof e);
-  e.ino = 0;
-  e.entry_timeout = num(env, argv[1]);
-  fuse_reply_entry(h->req, &e);
-  return boolean(env, 1);
-}
-
-/* replyAttr(token, ino, mode, nlink, size, mtimeMs, uid, gid, attrTtl) */
-static napi_value js_reply_attr(napi_env env, napi_callback_info info) {
-  TAKE(9);
-  struct stat st;
-  fill_stat(&st, env, &argv[1], blksize_of(h));
-  fuse_reply_attr(h->req, &st, num(env, argv[8]));
-  return boolean(env, 1);
-}
-
-/* replyOpen(token, fh, keepCache, directIo) -> true, or "interrupted" when the open was cancelled
-   meanwhile (the caller then releases fh itself; the kernel will not). */
-static napi_value js_reply_open(napi_env env, napi_callback_info info) {
-  TAKE(4);
-  struct fuse_file_info fi;
-  memset(&fi, 0, sizeof fi);
-  bool keep = false, direct = false;
-  napi_get_value_bool(env, argv[2], &keep);
-  napi_get_value_bool(env, argv[3], &direct);
-  fi.fh = (uint64_t)num(env, argv[1]);
-  fi.keep_cache = keep;
-  fi.direct_io = direct;
-  if (fuse_reply_open(h->req, &fi) == -ENOENT) {
-    napi_value s;
-    napi_create_string_utf8(env, "interrupted", NAPI_AUTO_LENGTH, &s);
-    return s;
-  }
-  return boolean(env, 1);
-}
-
-/* replyData(token, chunks: Uint8Array[]) */
-static napi_value js_reply_data(napi_env env, napi_callback_info info) {
-  TAKE(2);
-  uint32_t n = 0;
-  if (napi_get_array_length(env, argv[1], &n) != napi_ok) {
-    fuse_reply_err(h->req, EIO);
-    THROW("talon_fuse.replyData: chunks must be an array of Uint8Array (answered EIO)");
-  }
-  struct iovec stack[16];
-  struct iovec *iov = n <= 16 ? stack : malloc(sizeof *iov * n);
-  if (iov == NULL) {
-    fuse_reply_err(h->req, ENOMEM);
-    return boolean(env, 1);
-  }
-  size_t room = h->size;
-  int count = 0;
-  for (uint32_t i = 0; i < n && room > 0; i++) {
-    napi_value el;
-    napi_typedarray_type type;
-    size_t len = 0;
-    void *data = NULL;
-    if (napi_get_element(env, argv[1], i, &el) != napi_ok ||
-        napi_get_typedarray_info(env, el, &type, &len, &data, NULL, NULL) != napi_ok || type != napi_uint8_array) {
-      if (iov != stack) free(iov);
-      fuse_reply_err(h->req, EIO);
-      THROW("talon_fuse.replyData: chunks must be an array of Uint8Array (answered EIO)");
-    }
-    if (len == 0) continue;
-    if (len > room) len = room; /* never more than the kernel asked for */
-    iov[count].iov_base = data;
-    iov[count].iov_len = len;
-    count++;
-    room -= len;
-  }
-  fuse_reply_iov(h->req, iov, count);
-  if (iov != stack) free(iov);
-  return boolean(env, 1);
-}
-
-/* replyNone(token): success without data (release, releasedir) */
-static napi_value js_reply_none(napi_env env, napi_callback_info info) {
-  TAKE(1);
-  fuse_reply_err(h->req, 0);
-  return boolean(env, 1);
-}
-
-/* replyDir(token, entries: {name, ino, mode, nextOffset}[]) -> how many entries fit */
-static napi_value js_reply_dir(napi_env env, napi_callback_info info) {
-  TAKE(2);
-  uint32_t n = 0;
-  napi_get_array_length(env, argv[1], &n);
-  size_t cap = h->size;
-  char *buf = malloc(cap > 0 ? cap : 1);
-  if (buf == NULL) {
-    fuse_reply_err(h->req, ENOMEM);
-    return boolean(env, 1);
-  }
-  size_t used = 0;
-  uint32_t packed = 0;
-  char name[1032];
-  for (uint32_t i = 0; i < n; i++) {
-    napi_value el, v;
-    if (napi_get_element(env, argv[1], i, &el) != napi_ok) break;
-    size_t nlen = 0;
-    if (napi_get_named_property(env, el, "name", &v) != napi_ok ||
-        napi_get_value_string_utf8(env, v, name, sizeof name, &nlen) != napi_ok)
-      break;
-    struct stat st;
-    memset(&st, 0, sizeof st);
-    napi_get_named_property(env, el, "ino", &v);
-    st.st_ino = (ino_t)num(env, v);
-    napi_get_named_property(env, el, "mode", &v);
-    st.st_mode = (mode_t)num(env, v);
-    napi_get_named_property(env, el, "nextOffset", &v);
-    off_t next = (off_t)num(env, v);
-    /* The kernel fails the whole readdir (EIO) on an empty name, one over 1024 bytes or one with '/':
-       such a name cannot be a file here, so it is left out rather than hiding its neighbours. */
-    if (nlen == 0 || nlen >= sizeof name - 1 || nlen > 1024 || memchr(name, '/', nlen) != NULL) continue;
-    size_t need = fuse_add_direntry(h->req, buf + used, cap - used, name, &st, next);
-    if (need > cap - used) break;
-    used += need;
-    packed++;
-  }
-  fuse_reply_buf(h->req, buf, used);
-  free(buf);
-  napi_value out;
-  napi_create_uint32(env, packed, &out);
-  return out;
-}
-
-/* replyStatfs(token, blockSize, blocks, blocksFree, blocksAvailable, files, filesFree, nameMax) */
-static napi_value js_reply_statfs(napi_env env, napi_callback_info info) {
-  TAKE(8);
-  struct statvfs sv;
-  memset(&sv, 0, sizeof sv);
-  sv.f_bsize = (unsigned long)num(env, argv[1]);
-  sv.f_frsize = sv.f_bsize;
-  sv.f_blocks = (fsblkcnt_t)num(env, argv[2]);
-  sv.f_bfree = (fsblkcnt_t)num(env, argv[3]);
-  sv.f_bavail = (fsblkcnt_t)num(env, argv[4]);
-  sv.f_files = (fsfilcnt_t)num(env, argv[5]);
-  sv.f_ffree = (fsfilcnt_t)num(env, argv[6]);
-  sv.f_favail = sv.f_ffree;
-  sv.f_namemax = (unsigned long)num(env, argv[7]);
-  fuse_reply_statfs(h->req, &sv);
-  return boolean(env, 1);
-}
-
-/* The xattr size protocol: a probe (size 0) learns the length, a short buffer gets ERANGE. */
-static void reply_sized(held_t *h, const char *data, size_t len) {
-  if (h->size == 0)
-    fuse_reply_xattr(h->req, len);
-  else if (len > h->size)
-    fuse_reply_err(h->req, ERANGE);
-  else
-    fuse_reply_buf(h->req, data, len);
-}
-
-/* replyXattr(token, value: Uint8Array) */
-static napi_value js_reply_xattr(napi_env env, napi_callback_info info) {
-  TAKE(2);
-  napi_typedarray_type type;
-  size_t len = 0;
-  void *data = NULL;
-  if (napi_get_typedarray_info(env, argv[1], &type, &len, &data, NULL, NULL) != napi_ok || type != napi_uint8_array) {
-    fuse_reply_err(h->req, EIO);
-    THROW("talon_fuse.replyXattr: value must be a Uint8Array (answered EIO)");
-  }
-  reply_sized(h, data, len);
-  return boolean(env, 1);
-}
-
-/* replyXattrNames(token, names: string[]) */
-static napi_value js_reply_xattr_names(napi_env env, napi_callback_info info) {
-  TAKE(2);
-  uint32_t n = 0;
-  napi_get_array_length(env, argv[1], &n);
-  size_t total = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    napi_value el;
-    size_t len = 0;
-    napi_get_element(env, argv[1], i, &el);
-    if (napi_get_value_string_utf8(env, el, NULL, 0, &len) == napi_ok) total += len + 1;
-  }
-  char *buf = malloc(total > 0 ? total : 1);
-  if (buf == NULL) {
-    fuse_reply_err(h->req, ENOMEM);
-    return boolean(env, 1);
-  }
-  size_t pos = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    napi_value el;
-    size_t len = 0;
-    napi_get_element(env, argv[1], i, &el);
-    if (napi_get_value_string_utf8(env, el, buf + pos, total - pos, &len) == napi_ok) pos += len + 1;
-  }
-  reply_sized(h, buf, pos);
-  free(buf);
-  return boolean(env, 1);
 }
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
