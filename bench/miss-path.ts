@@ -31,6 +31,7 @@ const flags = await parseFlags("miss-path", "Cold sequential reads through one w
   latencyMs: Flag.number("latency-ms", 30, "Origin first-byte latency, ms."),
   bandwidth: Flag.size("bandwidth", "100M", "Origin bandwidth per response, bytes/s (M = 10^6 here: S3's ~100 MB/s per connection)."),
   fetchSizes: Flag.text("fetch-sizes", "4M", "originFetchSize of the after arms, comma-separated."),
+  noSync: Flag.bool("no-sync", "Add an arm with the defaults and --no-sync-fills (no fdatasync per filled page)."),
   out: Flag.text("out", "", "Also write the JSON Lines to this file.")
 })
 const SIZE = flags.size
@@ -145,6 +146,7 @@ runDriver(
     const before = yield* startCluster("before", { originFetchSize: 256 * MiB, originConcurrency: 16, originConcurrencyPerObject: 16, readAhead: 0 })
     const afters: Array<Cluster> = []
     for (const fs of fetchSizes) afters.push(yield* startCluster(`after-${fs / MiB}M`, { originFetchSize: fs }))
+    if (flags.noSync) afters.push(yield* startCluster("after-nosync", { syncFills: false }))
     const clusters = [before, ...afters]
     // One file, hard-linked under a fresh key per arm and round in every origin root.
     const source = path.join(before.root, BUCKET, "source.bin")
