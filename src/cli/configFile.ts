@@ -50,8 +50,12 @@ const scalar = (value: unknown): string | undefined => {
   return undefined
 }
 
-/** A setting's value as the environment would spell it: lists comma-joined, like `TALON_WORKER_CACHE_DIRS`. */
+/**
+ * A setting's value as the environment would spell it: lists comma-joined, like
+ * `TALON_WORKER_CACHE_DIRS`; a table (`[worker.rate_limits]`) as JSON, which its setting parses.
+ */
 const render = (value: unknown): string | undefined => {
+  if (typeof value === "object" && value !== null && !Array.isArray(value) && !(value instanceof Date)) return JSON.stringify(value)
   if (Array.isArray(value)) {
     const items = value.map(scalar)
     return items.every((i): i is string => i !== undefined) ? items.join(",") : undefined
@@ -83,7 +87,7 @@ export const flattenConfig = (doc: unknown): { readonly settings: Map<string, st
     for (const [name, v] of Object.entries(value)) {
       const rendered = render(v)
       if (rendered === undefined) {
-        return { error: `${key}.${name} must be a string, number, boolean or list of them (nested tables are not settings)` }
+        return { error: `${key}.${name} must be a string, number, boolean, list of them, or a table` }
       }
       settings.set(envName(key, name), rendered)
     }
