@@ -129,6 +129,12 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
               )
             }
             attempts.push({ address: r.error.address, detail: r.error.detail })
+            // Over the tenant's limit: asking the next replica would spend the allowance again there.
+            if (r.error._tag === "WorkerRejected" && r.error.code === DataErrorCode.RateLimited) {
+              return fail(
+                new ReadFailed({ object: objectIdToUri(piece.block.object), offset: piece.offset, length: piece.length, detail: `${r.error.address}: ${r.error.detail}`, attempts })
+              )
+            }
             attempt(i + 1)
           }, piece.block.version)
         }

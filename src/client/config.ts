@@ -35,6 +35,8 @@ export interface TalonClientOptions {
   readonly connectionsPerWorker: number
   /** Largest single GetRange; longer segments are split (bounds per-request memory). */
   readonly maxRequestBytes: number
+  /** Tenant every read is attributed to (sent as GetRangeTenant / GetCachedRangeTenant); empty = none. */
+  readonly tenant: string
 }
 
 export const ClientSchema = component<TalonClientOptions>({
@@ -60,7 +62,12 @@ export const ClientSchema = component<TalonClientOptions>({
     controlTimeoutMs: S.integer(5000, "Deadline for one coordinator request; past it the coordinator counts as down and reads fall back, in ms", positive),
     connectTimeoutMs: S.integer(3000, "Deadline for opening a connection, in ms", positive),
     connectionsPerWorker: S.integer(4, "Data connections kept open to each worker", positive),
-    maxRequestBytes: S.size(8 * 1024 * 1024, "Largest single range request; longer segments are split (bounds per-request memory)", positive)
+    maxRequestBytes: S.size(8 * 1024 * 1024, "Largest single range request; longer segments are split (bounds per-request memory)", positive),
+    tenant: S.text("", "Tenant the reads are attributed to, for the workers' per-tenant rate limits (sends Talon's GetRangeTenant/GetCachedRangeTenant); empty = untagged reads, charged to the workers' default limits", {
+      shownDefault: "none",
+      example: "team-a",
+      check: (t) => (new TextEncoder().encode(t).length > 256 ? "must be at most 256 bytes (Talon's tenant id limit)" : undefined)
+    })
   }
 })
 

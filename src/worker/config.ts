@@ -162,7 +162,7 @@ export const WorkerSchema = component<WorkerSettings>({
       rateLimitsKind,
       NO_RATE_LIMITS,
       "Per-tenant read limits, Talon's [rate_limits]: a [worker.rate_limits] table (enabled, default and overrides.<tenant>, each with read_iops and/or read_throughput = { rate, burst_ratio }), or the same as JSON; reads without a tenant count against default. Over a limit a read gets RateLimited with a retry hint",
-      { shownDefault: "off", example: `'{"enabled":true,"default":{"read_iops":{"rate":1000,"burst_ratio":2}}}'` }
+      { shownDefault: "off", example: `{"enabled":true,"default":{"read_iops":{"rate":1000,"burst_ratio":2}}}` }
     )
   },
   check: (s) => {
