@@ -21,9 +21,9 @@
 import { Cause, Effect, Exit, FiberSet, Stream } from "effect"
 import type { BlockId } from "../core/ids.js"
 import { objectIdToPath, objectIdToUri } from "../core/objectId.js"
-import { DataErrorCode } from "../protocol/index.js"
+import { DataErrorCode, retryAfterMs } from "../protocol/index.js"
 import { ClientConfig } from "./ClientConfig.js"
-import { CoordinatorUnavailable, InvalidRequest, NoWorkers, ReadFailed, VersionChanged, type FailedAttempt, type TalonClientError } from "./errors.js"
+import { CoordinatorUnavailable, InvalidRequest, NoWorkers, RateLimited, ReadFailed, VersionChanged, type FailedAttempt, type TalonClientError } from "./errors.js"
 import { type Membership, MembershipCache } from "./MembershipCache.js"
 import { planPieces, type ReadRequestPiece } from "./plan.js"
 import type { Payload } from "./SlabPool.js"
@@ -128,13 +128,13 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
                 })
               )
             }
-            attempts.push({ address: r.error.address, detail: r.error.detail })
             // Over the tenant's limit: asking the next replica would spend the allowance again there.
             if (r.error._tag === "WorkerRejected" && r.error.code === DataErrorCode.RateLimited) {
               return fail(
-                new ReadFailed({ object: objectIdToUri(piece.block.object), offset: piece.offset, length: piece.length, detail: `${r.error.address}: ${r.error.detail}`, attempts })
+                new RateLimited({ object: objectIdToUri(piece.block.object), address: r.error.address, detail: r.error.detail, retryAfterMs: retryAfterMs(r.error.detail) })
               )
             }
+            attempts.push({ address: r.error.address, detail: r.error.detail })
             attempt(i + 1)
           }, piece.block.version)
         }
