@@ -12,7 +12,8 @@ import { describe, expect, it } from "vitest"
 import { flattenConfig } from "../../../src/cli/configFile.js"
 import { Gcra } from "../../../src/worker/tenants/gcra.js"
 import { parsePolicy, policyOf, showPolicy } from "../../../src/worker/tenants/policy.js"
-import { MAX_LABELS, MAX_TENANTS, TenantLimiter } from "../../../src/worker/tenants/TenantLimiter.js"
+import { MAX_LABELS, MAX_TENANTS, rateLimitedMessage, TenantLimiter } from "../../../src/worker/tenants/TenantLimiter.js"
+import { DataErrorCode, decodeErrorPayload, encodeTypedErrorPayload, retryAfterMs } from "../../../src/protocol/index.js"
 
 /** Admits at `now`: check, then charge (as the limiter does). */
 const take = (g: Gcra, cost: number, now: number): number => {
@@ -162,5 +163,17 @@ describe("TenantLimiter", () => {
     expect(total).toBe(MAX_TENANTS + 100)
     // Tenants past the cap share the overflow record's default limits: the first is admitted, the rest are not.
     expect(l.admit("late-1", 1)).toBeGreaterThan(0)
+  })
+})
+
+describe("the RateLimited reply", () => {
+  it("round-trips through Talon's typed envelope with its retry hint; the hint reader never throws", () => {
+    fc.assert(
+      fc.property(fc.constantFrom("read_iops" as const, "read_throughput" as const), fc.double({ min: 0.001, max: 1e9, noNaN: true }), (metric, wait) => {
+        const decoded = decodeErrorPayload(encodeTypedErrorPayload(DataErrorCode.RateLimited, rateLimitedMessage(metric, wait)))
+        return decoded.code === DataErrorCode.RateLimited && decoded.message.includes(metric) && retryAfterMs(decoded.message) === Math.ceil(wait)
+      })
+    )
+    fc.assert(fc.property(fc.string(), (s) => { const r = retryAfterMs(s); return r === undefined || Number.isFinite(r) }))
   })
 })
