@@ -19,7 +19,9 @@ import {
   Flags,
   type Frame,
   MsgType,
-  retryAfterMs
+  retryAfterMs,
+  BincodeWriter,
+  writeObjectId
 } from "../../src/protocol/index.js"
 import { Sendfile } from "../../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../../src/worker/server/ServeMode.js"
@@ -103,6 +105,13 @@ describe.each([
       untagged.push(o.ok)
     }
     expect(untagged).toEqual([true, true, true, false, false, false])
+    // Get (type 1) is untagged too: refused in a Get frame carrying the typed error.
+    const id = new BincodeWriter(64)
+    writeObjectId(id, obj("a.bin"))
+    c.send(encodeFrame(MsgType.Get, 150, id.finish()))
+    const whole = await c.next()
+    expect(whole.header).toMatchObject({ type: MsgType.Get, requestId: 150, flags: Flags.Error })
+    expect(decodeErrorPayload(whole.payload).code).toBe(DataErrorCode.RateLimited)
 
     // A byte-rate limit (100,000 B of burst): one 64 KiB read fits, the next does not.
     c.send(tenantFrame(200, "bytes", obj("a.bin"), 0, 64 * KiB))
@@ -116,7 +125,7 @@ describe.each([
     expect(outcome(await c.next()).ok).toBe(true)
 
     const metrics = await (await fetch(`http://127.0.0.1:${w.worker.adminPort}/metrics`)).text()
-    expect(metrics).toContain(`talon_worker_rate_limited_total{metric="read_iops"} 18`)
+    expect(metrics).toContain(`talon_worker_rate_limited_total{metric="read_iops"} 19`)
     expect(metrics).toContain(`talon_worker_rate_limited_total{metric="read_throughput"} 1`)
     expect(metrics).toContain(`talon_worker_tenant_requests_total{tenant="heavy",outcome="rate_limited"} 15`)
     expect(metrics).toContain(`talon_worker_tenant_requests_total{tenant="light",outcome="admitted"} 21`)

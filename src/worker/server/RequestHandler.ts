@@ -41,6 +41,8 @@ import {
   decodeWith,
   decodeRangeRequest,
   encodeTypedErrorFrame,
+  encodeTypedErrorPayload,
+  Flags,
   MAX_TENANT_ID_BYTES,
   msgTypeName,
   type CachedRangeRequest,
@@ -240,9 +242,17 @@ export class RequestHandler {
     return { _tag: "Frame", bytes, closeAfter: false }
   }
 
-  /** Talon's refusal: a typed RateLimited error naming the meter and when to retry (not a request error). */
-  private limited(requestId: number, waitMs: number): Reply {
-    return { _tag: "Frame", bytes: encodeTypedErrorFrame(requestId, DataErrorCode.RateLimited, rateLimitedMessage(this.limiter!.lastMetric, waitMs)), closeAfter: false }
+  /**
+   * Talon's refusal: a typed RateLimited error naming the meter and when to retry (not a request
+   * error). Range reads get it in a GetRange frame as Talon sends it; a Get in a frame of its own type.
+   */
+  private limited(requestId: number, waitMs: number, type: MsgType = MsgType.GetRange): Reply {
+    const message = rateLimitedMessage(this.limiter!.lastMetric, waitMs)
+    const bytes =
+      type === MsgType.Get
+        ? encodeFrame(type, requestId, encodeTypedErrorPayload(DataErrorCode.RateLimited, message), Flags.Error)
+        : encodeTypedErrorFrame(requestId, DataErrorCode.RateLimited, message)
+    return { _tag: "Frame", bytes, closeAfter: false }
   }
 
   private cached(type: MsgType, requestId: number, payload: Uint8Array): Reply | Promise<Reply> {
@@ -291,7 +301,7 @@ export class RequestHandler {
     try {
       const st = await this.miss.stat(object, objectKey(object))
       const wait = this.limiter?.admit(undefined, st.size) ?? 0
-      if (wait > 0) return this.limited(requestId, wait)
+      if (wait > 0) return this.limited(requestId, wait, type)
       return this.fromOutcome(type, requestId, await this.reader.read(object, 0, st.size))
     } catch (e) {
       return this.error(type, requestId, e instanceof ReadFailed ? e.reason : describeUnknown(e))
