@@ -1,11 +1,14 @@
 import { Context, Data, type Effect, type Stream } from "effect"
 import type { Backend, ObjectId } from "../core/ids.js"
+import type { UserMetadata } from "../core/userMetadata.js"
 
 /** What the origin says about an object. `version` is the normalised ETag (quotes stripped). */
 export interface ObjectStat {
   readonly size: number
   readonly version: string
   readonly lastModified?: Date | undefined
+  /** The object's user metadata (`x-amz-meta-*` / `x-ms-meta-*`, names lower-cased); absent when it has none. */
+  readonly metadata?: UserMetadata | undefined
 }
 
 export interface ListedObject {

@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from "node:http"
 import { Effect, type Scope } from "effect"
 import type { ObjectId } from "../core/ids.js"
+import { AZURE_META_PREFIX, metadataFromHeaders, S3_META_PREFIX } from "../core/userMetadata.js"
 import {
   type BackendError,
   BackendRangeError,
@@ -49,12 +50,16 @@ export const originBase = (root: string) => {
   }
 }
 
-/** Both providers answer a HEAD with the size, ETag and Last-Modified of the current version. */
-export const statOf = (headers: IncomingHttpHeaders): ObjectStat => ({
-  size: contentLength(headers) ?? 0,
-  version: normalizeEtag(header(headers, "etag")),
-  lastModified: lastModified(headers)
-})
+/** Both providers answer a HEAD with the size, ETag, Last-Modified and user metadata of the current version. */
+export const statOf = (headers: IncomingHttpHeaders): ObjectStat => {
+  const metadata = metadataFromHeaders(headers, S3_META_PREFIX) ?? metadataFromHeaders(headers, AZURE_META_PREFIX)
+  return {
+    size: contentLength(headers) ?? 0,
+    version: normalizeEtag(header(headers, "etag")),
+    lastModified: lastModified(headers),
+    ...(metadata === undefined ? {} : { metadata })
+  }
+}
 
 /** A listing's query: the provider's fixed parameters, then the caller's options under the provider's names. */
 export const listQuery = (

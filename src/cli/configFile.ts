@@ -11,6 +11,8 @@
 import * as fs from "node:fs/promises"
 import { ConfigProvider, Data, Effect, Layer } from "effect"
 import { parse as parseToml } from "smol-toml"
+import { ALL_COMPONENTS } from "../config/registry.js"
+import type { Setting } from "../config/Setting.js"
 
 export class ConfigFileError extends Data.TaggedError("ConfigFileError")<{
   readonly path: string
@@ -50,6 +52,13 @@ const scalar = (value: unknown): string | undefined => {
   return undefined
 }
 
+/** Settings whose value is a table (`[worker.rate_limits]`): the file hands them over as JSON, which they parse. */
+const TABLE_SETTINGS: ReadonlySet<string> = new Set(
+  ALL_COMPONENTS.flatMap((c) => Object.values(c.settings as Record<string, Setting<unknown>>).filter((s) => s.kind.type === "table").map((s) => s.env))
+)
+
+const isTable = (value: unknown): boolean => typeof value === "object" && value !== null && !Array.isArray(value) && !(value instanceof Date)
+
 /** A setting's value as the environment would spell it: lists comma-joined, like `TALON_WORKER_CACHE_DIRS`. */
 const render = (value: unknown): string | undefined => {
   if (Array.isArray(value)) {
@@ -81,11 +90,12 @@ export const flattenConfig = (doc: unknown): { readonly settings: Map<string, st
       return { error: `[${key}] must be a table of settings, e.g. [${key}] followed by name = value lines` }
     }
     for (const [name, v] of Object.entries(value)) {
-      const rendered = render(v)
+      const env = envName(key, name)
+      const rendered = isTable(v) && TABLE_SETTINGS.has(env) ? JSON.stringify(v) : render(v)
       if (rendered === undefined) {
         return { error: `${key}.${name} must be a string, number, boolean or list of them (nested tables are not settings)` }
       }
-      settings.set(envName(key, name), rendered)
+      settings.set(env, rendered)
     }
   }
   return { settings }

@@ -26,9 +26,9 @@
 import { Cause, Effect, Exit, FiberSet, Option, Stream } from "effect"
 import type { BlockId } from "../core/ids.js"
 import { objectIdToPath, objectIdToUri } from "../core/objectId.js"
-import { DataErrorCode } from "../protocol/index.js"
+import { DataErrorCode, retryAfterMs } from "../protocol/index.js"
 import { ClientConfig } from "./ClientConfig.js"
-import { CoordinatorUnavailable, InvalidRequest, NoWorkers, ReadFailed, VersionChanged, type FailedAttempt, type TalonClientError } from "./errors.js"
+import { CoordinatorUnavailable, InvalidRequest, NoWorkers, RateLimited, ReadFailed, VersionChanged, type FailedAttempt, type TalonClientError } from "./errors.js"
 import { type Membership, MembershipCache } from "./MembershipCache.js"
 import { PieceWindow } from "./PieceWindow.js"
 import { planPieces, type ReadRequestPiece } from "./plan.js"
@@ -131,6 +131,12 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
                   attempts: 1,
                   detail: `${r.error.address}: ${r.error.detail}`
                 })
+              )
+            }
+            // Over the tenant's limit: asking the next replica would spend the allowance again there.
+            if (r.error._tag === "WorkerRejected" && r.error.code === DataErrorCode.RateLimited) {
+              return fail(
+                new RateLimited({ object: objectIdToUri(piece.block.object), address: r.error.address, detail: r.error.detail, retryAfterMs: retryAfterMs(r.error.detail) })
               )
             }
             attempts.push({ address: r.error.address, detail: r.error.detail })

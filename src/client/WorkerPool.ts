@@ -15,11 +15,14 @@ import {
   DataErrorCode,
   DEFAULT_CAPS,
   decodeErrorPayload,
+  encodeFrame,
   encodeGetCachedRangeFrame,
   encodeGetRangeFrame,
+  encodeTenantScopedRange,
   Flags,
   MsgType,
-  type FrameCaps
+  type FrameCaps,
+  type TenantId
 } from "../protocol/index.js"
 import { DataConnection, type DataReply } from "./DataConnection.js"
 import { type Payload, SlabPool } from "./SlabPool.js"
@@ -55,6 +58,8 @@ export interface WorkerPoolOptions {
   readonly maxRequestBytes: number
   /** Read buffers shared by every connection (default: 256 KiB slabs, 64 kept free). */
   readonly slabs?: SlabPool | undefined
+  /** Tenant named by every request (sent as GetRangeTenant / GetCachedRangeTenant); empty or absent = none. */
+  readonly tenant?: string | undefined
 }
 
 export type FetchResult = { readonly ok: true; readonly payload: Payload } | { readonly ok: false; readonly error: WorkerRequestError }
@@ -70,8 +75,11 @@ export class WorkerPool {
   private readonly requestTimeoutMs: number
   private readonly connectTimeoutMs: number
   private closed = false
+  /** The tenant every request names (Talon's tenant-scoped types 8 and 9), if the client has one. */
+  private readonly tenant: TenantId | undefined
 
   constructor(private readonly options: WorkerPoolOptions) {
+    this.tenant = options.tenant === undefined || options.tenant === "" ? undefined : { _tag: "Named", name: options.tenant }
     this.caps = { ...DEFAULT_CAPS, getRange: options.maxRequestBytes, get: options.maxRequestBytes }
     this.requestTimeoutMs = Duration.toMillis(options.requestTimeout)
     this.connectTimeoutMs = Duration.toMillis(options.connectTimeout)
@@ -122,10 +130,13 @@ export class WorkerPool {
       connection.close()
       finish({ ok: false, error: new WorkerUnavailable({ address, detail: `no reply within ${this.requestTimeoutMs} ms` }) })
     }, this.requestTimeoutMs)
+    const tenant = this.tenant
     const frame =
       version === undefined
-        ? encodeGetRangeFrame(id, { object, offset, len: length })
-        : encodeGetCachedRangeFrame(id, { object, version, offset, len: length })
+        ? tenant === undefined
+          ? encodeGetRangeFrame(id, { object, offset, len: length })
+          : encodeFrame(MsgType.GetRangeTenant, id, encodeTenantScopedRange({ tenant, request: { object, offset, len: length } }))
+        : encodeGetCachedRangeFrame(id, { object, version, offset, len: length }, tenant)
     connection.send(id, frame, (reply: DataReply) => {
       if (!reply.ok) return finish({ ok: false, error: new WorkerUnavailable({ address, detail: `${reply.kind}: ${reply.detail}` }) })
       const { header, payload } = reply

@@ -20,7 +20,8 @@ export class Workers extends Effect.Service<Workers>()("talon/client/Workers", {
             connectionsPerWorker: options.connectionsPerWorker,
             requestTimeout: `${options.requestTimeoutMs} millis`,
             connectTimeout: `${options.connectTimeoutMs} millis`,
-            maxRequestBytes: options.maxRequestBytes
+            maxRequestBytes: options.maxRequestBytes,
+            tenant: options.tenant
           })
       ),
       (pool) =>

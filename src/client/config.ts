@@ -42,6 +42,8 @@ export interface TalonClientOptions {
   readonly readAheadBytes: number
   /** Bytes read ahead for `read`/`readRaw` held (and in flight) at most, over every object. */
   readonly readAheadCacheBytes: number
+  /** Tenant every read is attributed to (sent as GetRangeTenant / GetCachedRangeTenant); empty = none. */
+  readonly tenant: string
 }
 
 export const ClientSchema = component<TalonClientOptions>({
@@ -69,7 +71,12 @@ export const ClientSchema = component<TalonClientOptions>({
     connectionsPerWorker: S.integer(4, "Data connections kept open to each worker", positive),
     maxRequestBytes: S.size(8 * 1024 * 1024, "Largest single range request; longer segments are split (bounds per-request memory)", positive),
     readAheadBytes: S.size(32 * 1024 * 1024, "How far ahead of a sequential reader bytes are fetched (readStream's window; runs of read calls); 0 = off", nonNegative),
-    readAheadCacheBytes: S.size(128 * 1024 * 1024, "Bytes read ahead for runs of read calls held in memory at most, over every object", nonNegative)
+    readAheadCacheBytes: S.size(128 * 1024 * 1024, "Bytes read ahead for runs of read calls held in memory at most, over every object", nonNegative),
+    tenant: S.text("", "Tenant the reads are attributed to, for the workers' per-tenant rate limits (sends Talon's GetRangeTenant/GetCachedRangeTenant); empty = untagged reads, charged to the workers' default limits", {
+      shownDefault: "none",
+      example: "team-a",
+      check: (t) => (new TextEncoder().encode(t).length > 256 ? "must be at most 256 bytes (Talon's tenant id limit)" : undefined)
+    })
   }
 })
 

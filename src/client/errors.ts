@@ -79,4 +79,20 @@ export class InvalidRequest extends Data.TaggedError("InvalidRequest")<{
   }
 }
 
-export type TalonClientError = ObjectNotFound | NoWorkers | CoordinatorUnavailable | ReadFailed | InvalidRequest | VersionChanged
+/**
+ * A worker refused the read: the client's tenant is over its rate limit there (Talon's typed
+ * `RateLimited`). Not tried on another replica, which would spend the allowance twice; back off
+ * for `retryAfterMs` (the worker's hint, when it gave one) and read again.
+ */
+export class RateLimited extends Data.TaggedError("RateLimited")<{
+  readonly object: string
+  readonly address: string
+  readonly detail: string
+  readonly retryAfterMs: number | undefined
+}> {
+  override get message() {
+    return `reading ${this.object}: ${this.address} refused it, the tenant is over its rate limit (${this.detail}); back off${this.retryAfterMs === undefined ? "" : ` ${this.retryAfterMs} ms`} and retry`
+  }
+}
+
+export type TalonClientError = ObjectNotFound | NoWorkers | CoordinatorUnavailable | ReadFailed | InvalidRequest | VersionChanged | RateLimited

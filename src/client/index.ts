@@ -4,6 +4,7 @@ export {
   InvalidRequest,
   NoWorkers,
   ObjectNotFound,
+  RateLimited,
   ReadFailed,
   VersionChanged,
   type TalonClientError

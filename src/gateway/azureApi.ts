@@ -10,6 +10,7 @@ import { Either } from "effect"
 import { header as originHeader } from "../backend/http.js"
 import { errorDocument } from "../backend/xml.js"
 import { Backend, type ObjectId } from "../core/ids.js"
+import { AZURE_META_PREFIX } from "../core/userMetadata.js"
 import { azureError, azureReadFailure } from "../http/azureErrors.js"
 import { decodePath, discardBody, header, sendEmpty, sendXml } from "../http/context.js"
 import { isValidBucket } from "../http/names.js"
@@ -25,6 +26,7 @@ const containerExists = async (ctx: GwCtx, container: string): Promise<boolean |
 
 export const azureDialect: Dialect = {
   readHeaders: { "x-ms-blob-type": "BlockBlob", "x-ms-lease-status": "unlocked", "x-ms-lease-state": "available" },
+  metaPrefix: AZURE_META_PREFIX,
   error: (ctx, status, code, message, headers = {}) => azureError(ctx, status, code, message, headers),
   readFailure: (ctx, failure, _key, size) => azureReadFailure(ctx, failure, size),
   notFound: async (ctx, object) => {

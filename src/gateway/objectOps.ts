@@ -7,6 +7,7 @@ import { Either } from "effect"
 import type { BackendError, ObjectStat } from "../backend/BackendStore.js"
 import { quoteEtag } from "../backend/etag.js"
 import type { ObjectId } from "../core/ids.js"
+import { metadataHeaders } from "../core/userMetadata.js"
 import { objectIdFromPath, objectIdToPath } from "../core/objectId.js"
 import { sendEmpty } from "../http/context.js"
 import { decideRead, type ReadFailure, type ReadValidators } from "../http/readDecision.js"
@@ -20,6 +21,8 @@ export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 export interface Dialect {
   /** Provider-specific headers on every successful read. */
   readonly readHeaders: Readonly<Record<string, string>>
+  /** The header prefix user metadata is returned under (`x-amz-meta-`, `x-ms-meta-`). */
+  readonly metaPrefix: string
   /** A provider-shaped error document (no body for HEAD). */
   readonly error: (ctx: GwCtx, status: number, code: string, message: string, headers?: Record<string, string | number>) => void
   readonly readFailure: (ctx: GwCtx, failure: ReadFailure, key: string, size: number, range: string | undefined) => void
@@ -106,6 +109,20 @@ const cacheableId = (object: ObjectId): boolean => {
   return ok
 }
 
+/**
+ * A dialect's read headers plus the stat's user metadata, made once per stat and dialect (the
+ * stat is cached, so repeated reads of an object with metadata build no header map for it).
+ */
+const withMetadata = new WeakMap<ObjectStat, { readonly prefix: string; readonly headers: Readonly<Record<string, string>> }>()
+const readHeadersOf = (d: Dialect, stat: ObjectStat): Readonly<Record<string, string>> => {
+  if (stat.metadata === undefined) return d.readHeaders
+  const made = withMetadata.get(stat)
+  if (made !== undefined && made.prefix === d.metaPrefix) return made.headers
+  const headers = { ...d.readHeaders, ...metadataHeaders(stat.metadata, d.metaPrefix) }
+  withMetadata.set(stat, { prefix: d.metaPrefix, headers })
+  return headers
+}
+
 /** The validators of a stat (quoted ETag, HTTP date), made once per stat rather than per read. */
 const validators = new WeakMap<ObjectStat, ReadValidators>()
 const validatorsOf = (stat: ObjectStat): ReadValidators => {
@@ -151,7 +168,8 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
     const decision = decideRead(ctx, validatorsOf(stat), rangeHeader)
     if (decision._tag === "NotModified") return sendEmpty(ctx, 304, { ...decision.headers, ...d.readHeaders })
     if (decision._tag === "Fail") return d.readFailure(ctx, decision.failure, object.objectPath, stat.size, rangeHeader)
-    const head = d.readHeaders === NO_HEADERS ? decision.headers : { ...d.readHeaders, ...decision.headers }
+    const extra = readHeadersOf(d, stat)
+    const head = extra === NO_HEADERS ? decision.headers : { ...extra, ...decision.headers }
     if (ctx.method === "HEAD" || decision.length === 0) {
       ctx.res.writeHead(decision.partial ? 206 : 200, head)
       ctx.res.end()

@@ -97,6 +97,10 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
             // The origin no longer has the promised version: no piece of it can come from anywhere.
             return resolve({ ok: false, error: new RouteError({ kind: "changed", detail: r.error.message }) })
           }
+          if (!r.ok && r.error._tag === "RateLimited") {
+            // The gateway's tenant is over its limit: reading the origin instead would defeat the limit.
+            return resolve({ ok: false, error: new RouteError({ kind: "unavailable", detail: r.error.message }) })
+          }
           if (!r.ok || isClosed()) return resolve(undefined)
           const total = r.payloads.reduce((n, p) => n + p.length, 0)
           if (total !== length) {

@@ -10,6 +10,7 @@
 import { Either } from "effect"
 import { errorDocument } from "../backend/xml.js"
 import { Backend, type ObjectId } from "../core/ids.js"
+import { metadataFromHeaders, S3_META_PREFIX, s3MetadataProblem } from "../core/userMetadata.js"
 import { decodePath, discardBody, header, sendEmpty, sendXml } from "../http/context.js"
 import { isValidBucket } from "../http/names.js"
 import { s3Error, s3ReadFailure } from "../http/s3Errors.js"
@@ -49,6 +50,7 @@ const bucketExists = async (ctx: GwCtx, bucket: string): Promise<boolean | undef
 
 export const s3Dialect: Dialect = {
   readHeaders: NO_HEADERS,
+  metaPrefix: S3_META_PREFIX,
   error: (ctx, status, code, message, headers = {}) => s3Error(ctx, status, code, message, {}, headers),
   readFailure: (ctx, failure, key, size, range) => s3ReadFailure(ctx, failure, key, size, range),
   notFound: async (ctx, object) => {
@@ -177,9 +179,11 @@ const objectOp = async (ctx: GwCtx, bucket: string, key: string) => {
     case "PUT": {
       // A part may be as large as S3 allows; a whole object as large as this gateway is configured for.
       const part = ctx.query.has("uploadId") || ctx.query.has("partNumber")
+      if (!part && metadataTooLarge(ctx, key)) return
       return pass(part ? MAX_PART_BYTES : ctx.g.options.maxBodyBytes)
     }
     case "POST":
+      if (ctx.query.has("uploads") && metadataTooLarge(ctx, key)) return
       return pass(MAX_DELETE_BODY)
     case "DELETE":
       return pass(undefined)
@@ -187,6 +191,18 @@ const objectOp = async (ctx: GwCtx, bucket: string, key: string) => {
       discardBody(ctx)
       return methodNotAllowed(ctx)
   }
+}
+
+/**
+ * S3's 2 KB ceiling on `x-amz-meta-*`, answered here whatever the origin would do, so an object
+ * written through the gateway always reads back with all the metadata it was given.
+ */
+const metadataTooLarge = (ctx: GwCtx, key: string): boolean => {
+  const problem = s3MetadataProblem(metadataFromHeaders(ctx.req.headers, S3_META_PREFIX))
+  if (problem === undefined) return false
+  discardBody(ctx)
+  s3Error(ctx, 400, "MetadataTooLarge", problem, { Key: key })
+  return true
 }
 
 /** Entry point: `bucket` from the Host or the first path segment, `rawKey` still percent-encoded. */

@@ -4,7 +4,8 @@
  * kept in a small record beside the blob: `<root>/.talon-tmp/props/<hash>.json`, tagged with
  * the ETag it belongs to, so a later overwrite that did not set any leaves none behind.
  * Setting them touches the blob's mtime, which gives it a new ETag, as Azure does.
- * Also Copy Blob (synchronous, from a blob of this stub).
+ * Also Copy Blob (synchronous, from a blob of this stub). The S3 front end keeps its
+ * `x-amz-meta-*` in the same record (one namespace: S3 metadata reads back as `x-ms-meta-*`).
  */
 import { createHash, randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
@@ -57,8 +58,16 @@ export const readProps = async (root: string, container: string, blob: string, e
   }
 }
 
-const saveProps = async (root: string, container: string, blob: string, props: BlobProps) => {
+/**
+ * Records what belongs to the object's ETag now; a write that sets nothing removes the old
+ * record (rewriting the same bytes keeps a content ETag, which must not revive old metadata).
+ */
+export const saveProps = async (root: string, container: string, blob: string, props: BlobProps) => {
   const file = propsFile(root, container, blob)
+  if (Object.keys(props.metadata).length === 0 && Object.keys(props.headers).length === 0) {
+    await fs.rm(file, { force: true })
+    return
+  }
   await fs.mkdir(path.dirname(file), { recursive: true })
   await fs.writeFile(file, JSON.stringify(props))
 }
@@ -66,7 +75,6 @@ const saveProps = async (root: string, container: string, blob: string, props: B
 /** After a write: the request's metadata and properties now belong to the blob's new ETag. */
 export const writeProps = async (ctx: Ctx, container: string, blob: string, etag: string) => {
   const { metadata, headers } = fromRequest(ctx)
-  if (Object.keys(metadata).length === 0 && Object.keys(headers).length === 0) return
   await saveProps(ctx.state.root, container, blob, { etag, metadata, headers })
 }
 

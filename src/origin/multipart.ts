@@ -20,6 +20,8 @@ import { bodyError, s3Body } from "./s3Body.js"
 import { s3Error } from "../http/s3Errors.js"
 import { copySourceOf } from "./s3Copy.js"
 import { putObject, PutConflict } from "./store.js"
+import { saveProps } from "./blobProps.js"
+import { metadataFromHeaders, S3_META_PREFIX } from "../core/userMetadata.js"
 import { concatFiles, Digester, readBounded } from "./upload.js"
 import { el, S3_XMLNS, XML_DECL_S3 } from "../http/xml.js"
 
@@ -31,6 +33,8 @@ interface UploadMeta {
   readonly bucket: string
   readonly key: string
   readonly initiated: string
+  /** The `x-amz-meta-*` of CreateMultipartUpload: the object's once completed. */
+  readonly metadata?: Record<string, string>
 }
 
 export const uploadsDir = (root: string) => path.join(root, TMP_DIR, "uploads")
@@ -68,10 +72,12 @@ const noSuchUpload = (ctx: Ctx) =>
   s3Error(ctx, 404, "NoSuchUpload", "The specified multipart upload does not exist. The upload ID might be invalid, or the upload might have been aborted, completed or expired.")
 
 /** The upload named by `?uploadId`, if it exists and belongs to this bucket and key. */
-const theUpload = async (ctx: Ctx, bucket: string, key: string): Promise<string | undefined> => {
+const theUpload = async (ctx: Ctx, bucket: string, key: string): Promise<string | undefined> => (await theUploadMeta(ctx, bucket, key))?.id
+
+const theUploadMeta = async (ctx: Ctx, bucket: string, key: string): Promise<(UploadMeta & { readonly id: string }) | undefined> => {
   const id = ctx.query.get("uploadId") ?? ""
   const meta = await readMeta(ctx.state.root, id)
-  return meta !== undefined && meta.bucket === bucket && meta.key === key ? id : undefined
+  return meta !== undefined && meta.bucket === bucket && meta.key === key ? { ...meta, id } : undefined
 }
 
 export const createUpload = async (ctx: Ctx, bucket: string, key: string): Promise<void> => {
@@ -79,7 +85,7 @@ export const createUpload = async (ctx: Ctx, bucket: string, key: string): Promi
   const id = randomBytes(16).toString("hex")
   const dir = uploadDir(ctx.state.root, id)
   await fs.mkdir(dir, { recursive: true })
-  const meta: UploadMeta = { bucket, key, initiated: new Date().toISOString() }
+  const meta: UploadMeta = { bucket, key, initiated: new Date().toISOString(), metadata: { ...metadataFromHeaders(ctx.req.headers, S3_META_PREFIX) } }
   await fs.writeFile(path.join(dir, "meta.json"), JSON.stringify(meta))
   sendXml(ctx, 200, `${XML_DECL_S3}<InitiateMultipartUploadResult xmlns="${S3_XMLNS}">${el("Bucket", bucket)}${el("Key", key)}${el("UploadId", id)}</InitiateMultipartUploadResult>`)
 }
@@ -159,8 +165,9 @@ const parser = new XMLParser({ isArray: (name) => name === "Part", parseTagValue
 const unquote = (s: string) => s.trim().replace(/&#34;|&#x22;|&quot;|"/gi, "")
 
 export const completeUpload = async (ctx: Ctx, bucket: string, key: string): Promise<void> => {
-  const id = await theUpload(ctx, bucket, key)
-  if (id === undefined) return noSuchUpload(ctx)
+  const upload = await theUploadMeta(ctx, bucket, key)
+  if (upload === undefined) return noSuchUpload(ctx)
+  const id = upload.id
   const text = (await readBounded(ctx.req, 4 * 1024 * 1024))?.toString("utf8")
   if (text === undefined) return s3Error(ctx, 400, "MalformedXML", "The CompleteMultipartUpload body is larger than 4 MiB")
   let listed: Array<{ PartNumber?: unknown; ETag?: unknown }>
@@ -192,6 +199,7 @@ export const completeUpload = async (ctx: Ctx, bucket: string, key: string): Pro
     const partMd5s = Buffer.concat(chosen.map((p) => Buffer.from(unquote(p.etag), "hex")))
     const contentEtag = `${createHash("md5").update(partMd5s).digest("hex")}-${chosen.length}`
     const info = await putObject(ctx.state.root, bucket, key, concatFiles(chosen.map((p) => p.file)), { contentEtag: () => contentEtag })
+    await saveProps(ctx.state.root, bucket, key, { etag: info.etag, metadata: upload.metadata ?? {}, headers: {} })
     await fs.rm(dir, { recursive: true, force: true })
     sendXml(ctx, 200, `${XML_DECL_S3}<CompleteMultipartUploadResult xmlns="${S3_XMLNS}">${el("Location", `${ctx.state.url}/${bucket}/${key.split("/").map(encodeURIComponent).join("/")}`)}${el("Bucket", bucket)}${el("Key", key)}${el("ETag", info.etag)}</CompleteMultipartUploadResult>`)
   } catch (e) {

@@ -17,6 +17,8 @@ import { abortUpload, completeUpload, createUpload, listParts, listUploads, uplo
 import { bodyError, md5Hex, s3Body } from "./s3Body.js"
 import { copyObject } from "./s3Copy.js"
 import { el, S3_XMLNS, XML_DECL_S3 } from "../http/xml.js"
+import { metadataFromHeaders, metadataHeaders, S3_META_PREFIX, s3MetadataProblem } from "../core/userMetadata.js"
+import { readProps, saveProps } from "./blobProps.js"
 
 const OWNER = `<Owner><ID>talon-origin-stub</ID><DisplayName>talon</DisplayName></Owner>`
 
@@ -201,6 +203,12 @@ const putOp = async (ctx: Ctx, bucket: string, key: string) => {
     if (ctx.query.has(sub)) return notImplemented(ctx)
   }
   if (ctx.query.has("uploadId") || ctx.query.has("partNumber")) return uploadPart(ctx, bucket, key)
+  const metadata = metadataFromHeaders(ctx.req.headers, S3_META_PREFIX)
+  const tooLarge = s3MetadataProblem(metadata)
+  if (tooLarge !== undefined) {
+    discardBody(ctx)
+    return s3Error(ctx, 400, "MetadataTooLarge", tooLarge, { Key: key })
+  }
   if (header(ctx, "x-amz-copy-source") !== undefined) return copyObject(ctx, bucket, key)
   const body = s3Body(ctx)
   try {
@@ -211,6 +219,7 @@ const putOp = async (ctx: Ctx, bucket: string, key: string) => {
       contentEtag: () => md5Hex(body.digester)
     })
     ctx.state.stats.bytesReceived += body.digester.length
+    await saveProps(ctx.state.root, bucket, key, { etag: info.etag, metadata: metadata ?? {}, headers: {} })
     sendEmpty(ctx, 200, { ETag: info.etag, ...body.echo() })
   } catch (e) {
     const bad = bodyError(e)
@@ -257,12 +266,22 @@ const objectOp = async (ctx: Ctx, bucket: string, key: string) => {
         if (ctx.method === "HEAD") return sendEmpty(ctx, 404)
         return s3Error(ctx, 404, "NoSuchKey", "The specified key does not exist.", { Key: key })
       }
-      return serveObject(ctx, obj, header(ctx, "range"), dialect)
+      const props = await readProps(root, bucket, key, obj.etag)
+      if (props === undefined || Object.keys(props.metadata).length === 0) return serveObject(ctx, obj, header(ctx, "range"), dialect)
+      const meta = metadataHeaders(props.metadata, S3_META_PREFIX)
+      return serveObject(ctx, obj, header(ctx, "range"), { ...dialect, objectHeaders: (o) => ({ ...dialect.objectHeaders(o), ...meta }) })
     }
     case "PUT":
       return putOp(ctx, bucket, key)
     case "POST":
-      if (ctx.query.has("uploads")) return createUpload(ctx, bucket, key)
+      if (ctx.query.has("uploads")) {
+        const tooBig = s3MetadataProblem(metadataFromHeaders(ctx.req.headers, S3_META_PREFIX))
+        if (tooBig !== undefined) {
+          discardBody(ctx)
+          return s3Error(ctx, 400, "MetadataTooLarge", tooBig, { Key: key })
+        }
+        return createUpload(ctx, bucket, key)
+      }
       if (ctx.query.has("uploadId")) return completeUpload(ctx, bucket, key)
       discardBody(ctx)
       return notImplemented(ctx)

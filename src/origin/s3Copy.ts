@@ -12,6 +12,8 @@ import { s3Error } from "../http/s3Errors.js"
 import { keyProblem } from "./layout.js"
 import { openObject, putObject, PutConflict, PutPreconditionFailed, type OpenObject } from "./store.js"
 import { el, S3_XMLNS, XML_DECL_S3 } from "../http/xml.js"
+import { metadataFromHeaders, S3_META_PREFIX } from "../core/userMetadata.js"
+import { readProps, saveProps } from "./blobProps.js"
 
 export type CopySource =
   | { readonly obj: OpenObject; readonly bucket: string; readonly key: string }
@@ -54,7 +56,14 @@ export const copyObject = async (ctx: Ctx, bucket: string, key: string): Promise
   if ("error" in source) return s3Error(ctx, source.status, source.error, source.message)
   const { obj } = source
   try {
-    if (source.bucket === bucket && source.key === key && header(ctx, "x-amz-metadata-directive") !== "REPLACE") {
+    const directive = header(ctx, "x-amz-metadata-directive") ?? "COPY"
+    if (directive !== "COPY" && directive !== "REPLACE") {
+      return s3Error(ctx, 400, "InvalidArgument", `Unknown metadata directive ${JSON.stringify(directive)}: x-amz-metadata-directive is COPY (the default) or REPLACE.`)
+    }
+    // Read before the copy: a copy onto itself replaces the record.
+    const kept = directive === "COPY" ? await readProps(ctx.state.root, source.bucket, source.key, obj.etag) : undefined
+    const metadata = directive === "COPY" ? (kept?.metadata ?? {}) : { ...metadataFromHeaders(ctx.req.headers, S3_META_PREFIX) }
+    if (source.bucket === bucket && source.key === key && directive !== "REPLACE") {
       return s3Error(ctx, 400, "InvalidRequest", "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes (send x-amz-metadata-directive: REPLACE).")
     }
     const info = await putObject(ctx.state.root, bucket, key, obj.handle.createReadStream({ autoClose: false }), {
@@ -62,6 +71,7 @@ export const copyObject = async (ctx: Ctx, bucket: string, key: string): Promise
       // Same bytes, same content ETag (an identity ETag names the source file, so it is not kept).
       contentEtag: () => (/^"[0-9a-f]{32}(-\d+)?"$/.test(obj.etag) ? obj.etag : undefined)
     })
+    await saveProps(ctx.state.root, bucket, key, { etag: info.etag, metadata, headers: kept?.headers ?? {} })
     sendXml(ctx, 200, `${XML_DECL_S3}<CopyObjectResult xmlns="${S3_XMLNS}">${el("LastModified", info.lastModified.toISOString())}${el("ETag", info.etag)}</CopyObjectResult>`)
   } catch (e) {
     if (e instanceof PutConflict) return s3Error(ctx, 409, "KeyConflict", e.message, { Key: key })

@@ -71,3 +71,12 @@ export const decodeErrorPayload = (body: Uint8Array): DataPlaneError => {
     return { code: DataErrorCode.Internal, message: `malformed typed worker error: ${reason}` }
   }
 }
+
+/**
+ * The retry hint of a `RateLimited` error. Talon carries it only in the message ("…; retry after
+ * N ms"), so this is the one place that reads it; undefined when the message has none.
+ */
+export const retryAfterMs = (message: string): number | undefined => {
+  const m = /retry after (\d+) ms/.exec(message)
+  return m === null ? undefined : Number(m[1])
+}

@@ -11,6 +11,9 @@ import { component, defaultsOf, envNamesOf, resolve, resolveOnly } from "../conf
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
 import { blockSizeRange, nonNegative, notBlank, positive, range } from "../config/checks.js"
 import { clusterTokenSetting } from "../config/clusterToken.js"
+import { NO_RATE_LIMITS, parsePolicy, type RateLimitPolicy, showPolicy } from "./tenants/policy.js"
+
+const rateLimitsKind: K.Kind<RateLimitPolicy> = { type: "table", parse: parsePolicy, show: showPolicy }
 
 export type DataPlaneName = "auto" | "native" | "portable"
 export type ServeModeName = "pipelined" | "multiplexed"
@@ -65,6 +68,8 @@ export interface WorkerSettings {
   /** PEM certificate and key for HTTPS on the admin endpoint; both empty = plain HTTP. */
   readonly adminTlsCert: string
   readonly adminTlsKey: string
+  /** Per-tenant read limits (Talon's `[rate_limits]`); off unless `enabled`. */
+  readonly rateLimits: RateLimitPolicy
 }
 
 export const WorkerSchema = component<WorkerSettings>({
@@ -180,7 +185,13 @@ export const WorkerSchema = component<WorkerSettings>({
       "PEM certificate for HTTPS on the admin endpoint (with --admin-tls-key; re-read on SIGHUP or when the file changes)",
       { shownDefault: "none: plain HTTP", example: "/etc/talon/admin.pem" }
     ),
-    adminTlsKey: S.text("", "PEM private key of --admin-tls-cert", { shownDefault: "none", example: "/etc/talon/admin-key.pem" })
+    adminTlsKey: S.text("", "PEM private key of --admin-tls-cert", { shownDefault: "none", example: "/etc/talon/admin-key.pem" }),
+    rateLimits: S.of(
+      rateLimitsKind,
+      NO_RATE_LIMITS,
+      "Per-tenant read limits, Talon's [rate_limits]: a [worker.rate_limits] table (enabled, default and overrides.<tenant>, each with read_iops and/or read_throughput = { rate, burst_ratio }), or the same as JSON; reads without a tenant count against default. Over a limit a read gets RateLimited with a retry hint",
+      { shownDefault: "off", example: `{"enabled":true,"default":{"read_iops":{"rate":1000,"burst_ratio":2}}}` }
+    )
   },
   check: (s) => {
     if (s.pageSize > s.blockSize) return { key: "pageSize", message: `must be 0 (whole blocks) or at most the block size ${s.blockSize}, got ${s.pageSize}` }

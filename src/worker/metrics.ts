@@ -5,6 +5,7 @@
  */
 import { Context, Layer } from "effect"
 import { CORRUPT_REASONS, type StoreHealth } from "./store/health.js"
+import { renderTenantMetrics, type TenantLimiter } from "./tenants/TenantLimiter.js"
 
 /** Origin fetch latency buckets, in seconds. */
 export const ORIGIN_LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const
@@ -72,6 +73,8 @@ export class WorkerStats {
   store: StoreHealth | undefined = undefined
   /** Cache dirs that failed their last write probe (membership/health.ts; 0 when standalone). */
   cacheDirsFailingProbe = 0
+  /** Per-tenant rate limits and their counters, when on (tenants/TenantLimiter.ts). */
+  tenants: TenantLimiter | undefined = undefined
 }
 
 export class WorkerMetrics extends Context.Tag("talon/worker/WorkerMetrics")<WorkerMetrics, WorkerStats>() {
@@ -136,6 +139,7 @@ export const renderPrometheus = (s: WorkerStats, g: Gauges): string => {
   line(out, "talon_worker_evictions_total", "counter", "Units (pages or blocks) evicted.", s.evictions)
   line(out, "talon_worker_evicted_bytes_total", "counter", "Bytes evicted.", s.evictedBytes)
   renderStoreHealth(out, s.store)
+  renderTenantMetrics(out, s.tenants)
   line(out, "talon_worker_resident_bytes", "gauge", "Bytes of blocks on disk.", g.residentBytes)
   line(
     out,

@@ -210,8 +210,9 @@ export const azureWriteSuite = (it: It) => {
       expect(result.copyStatus).toBe("success")
       expect(sameBytes(yield* read("blocks/copy of uploaded.bin"), data)).toBe("equal")
 
-      // Metadata and HTTP headers are stored by the origin (the gateway's reads carry the cached
-      // version and size, not metadata), so they are read back there; the new ETag shows through both.
+      // HTTP headers are stored by the origin (the gateway's reads carry the cached version, size and
+      // user metadata, not Content-Type and the like), so they are read back there; the new ETag shows
+      // through both. User metadata through the gateway: test/support/sdkMetadata.ts.
       const atOrigin = originOf(copy.name)
       const before = yield* send(() => copy.getProperties())
       const set = yield* send(() => copy.setMetadata({ owner: "talon", purpose: "test" }))

@@ -20,6 +20,7 @@ import { ReadPath } from "../ReadPath.js"
 import { BlockStore } from "../store/BlockStore.js"
 import { HitPublisher } from "./HitPublisher.js"
 import { ServeMode } from "./ServeMode.js"
+import { TenantLimiter } from "../tenants/TenantLimiter.js"
 import { RequestHandler } from "./RequestHandler.js"
 import { serveConnection } from "./serveConnection.js"
 import * as DataSocket from "./SocketServer.js"
@@ -72,9 +73,15 @@ const make = Effect.gen(function* () {
   const [cfg, plane, mode, stats] = yield* Effect.all([WorkerConfig, DataPlane, ServeMode, WorkerMetrics])
   const [miss, readiness, sockets] = yield* Effect.all([MissPath, WorkerReadiness, SocketServer.SocketServer])
   const handler = new RequestHandler(yield* ReadPath, miss, readiness, stats)
+  // performance.now: monotonic and sub-millisecond, read once per admitted read without allocating.
+  const limiter = cfg.rateLimits.enabled ? new TenantLimiter(cfg.rateLimits, () => performance.now()) : undefined
+  handler.limiter = limiter
+  stats.tenants = limiter
   // The plane's hit table, over this process's own store (a --loops serving loop leases its owner's: none).
+  // It answers untagged reads without JS, so it stays off while those are rate limited.
   const store = Option.getOrUndefined(yield* Effect.serviceOption(BlockStore))
-  const table = cfg.hitTable && store !== undefined ? plane.hitTable?.() : undefined
+  if (limiter?.limitsUntagged === true && cfg.hitTable) yield* Effect.logInfo("hit table off: reads without a tenant are rate limited (rate_limits.default)")
+  const table = cfg.hitTable && store !== undefined && limiter?.limitsUntagged !== true ? plane.hitTable?.() : undefined
   if (table !== undefined && store !== undefined) {
     const publisher = new HitPublisher(table, store, miss.versions, readiness)
     handler.hits = publisher

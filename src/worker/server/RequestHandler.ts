@@ -25,7 +25,11 @@
  *   version the request names, as a GetRange reply — from resident blocks of that version, or
  *   filled from the origin under If-Match. When the origin has another version the reply is
  *   a typed VersionMismatch error (the reader stats again); one reply never mixes versions.
- * - `GetRangeTenant` (type 8): a GetRange with a tenant (accepted, not metered here).
+ * - `GetRangeTenant` (type 8): a GetRange with a tenant.
+ * - With per-tenant rate limits on (`rate_limits`, tenants/TenantLimiter.ts) every range read is
+ *   charged to its tenant (types 8 and 9) or to the unattributed tenant (2, 6 and Get) before it
+ *   is served; over a limit the reply is Talon's typed `RateLimited` error, whose message names
+ *   the meter and "retry after N ms".
  * - `AdmitCachedBlock` (type 7): refused, then the connection is closed (a raw body follows).
  * - Any request before the worker is ready (registered): ERROR "worker is not ready".
  * Errors of types 0-5 are UTF-8 messages in a frame of the request's type with the ERROR flag;
@@ -41,6 +45,8 @@ import {
   decodeWith,
   decodeRangeRequest,
   encodeTypedErrorFrame,
+  encodeTypedErrorPayload,
+  Flags,
   MAX_TENANT_ID_BYTES,
   msgTypeName,
   type CachedRangeRequest,
@@ -66,6 +72,7 @@ import type { RangeReply, ReadOutcome, ReadPathImpl } from "../ReadPath.js"
 import type { HitPublisher } from "./HitPublisher.js"
 import { Loads } from "./Loads.js"
 import { ObjectIdCache } from "./ObjectIdCache.js"
+import { rateLimitedMessage, type TenantLimiter } from "../tenants/TenantLimiter.js"
 
 export type Reply =
   | { readonly _tag: "Frame"; readonly bytes: Uint8Array; readonly closeAfter: boolean }
@@ -89,6 +96,8 @@ export class RequestHandler {
   hits: HitPublisher | undefined = undefined
   /** Control `Load`s: fills through the read path's geometry and the miss path, a bounded number at once. */
   readonly loads: Loads
+  /** Per-tenant rate limits, when the worker has them on. */
+  limiter: TenantLimiter | undefined = undefined
 
   constructor(
     private readonly reader: ReadPathImpl,
@@ -118,6 +127,10 @@ export class RequestHandler {
     if (type === MsgType.GetRange && this.ready.ready) {
       const known = this.ids.matchAt(buf, start, end)
       if (known !== undefined && known.problem === undefined) {
+        if (this.limiter !== undefined) {
+          const wait = this.limiter.admit(undefined, this.ids.len)
+          if (wait > 0) return this.limited(requestId, wait)
+        }
         const outcome = this.reader.read(known.object, this.ids.offset, this.ids.len, known.key)
         if (!(outcome instanceof Promise)) {
           if (this.hits !== undefined && outcome._tag === "RangeReply") this.hits.offer(known, outcome)
@@ -132,6 +145,10 @@ export class RequestHandler {
     if (type === MsgType.GetCachedRange && this.ready.ready) {
       const known = this.pinnedIds.matchAt(buf, start, end)
       if (known !== undefined && known.problem === undefined && known.version !== undefined) {
+        if (this.limiter !== undefined) {
+          const wait = this.limiter.admit(undefined, this.pinnedIds.len)
+          if (wait > 0) return this.limited(requestId, wait)
+        }
         const outcome = this.reader.readVersion(known.object, known.version, this.pinnedIds.offset, this.pinnedIds.len, known.key)
         if (!(outcome instanceof Promise) && this.hits !== undefined && outcome._tag === "RangeReply") this.hits.offer(known, outcome)
         return this.range(type, requestId, outcome)
@@ -154,6 +171,8 @@ export class RequestHandler {
         const known = this.ids.match(frame.payload)
         if (known !== undefined) {
           if (known.problem !== undefined) return this.error(type, requestId, known.problem)
+          const wait = this.limiter?.admit(undefined, this.ids.len) ?? 0
+          if (wait > 0) return this.limited(requestId, wait)
           return this.range(type, requestId, this.reader.read(known.object, this.ids.offset, this.ids.len, known.key))
         }
         const req = decodeRangeRequest(frame.payload)
@@ -163,6 +182,8 @@ export class RequestHandler {
         const key = objectKey(object)
         this.ids.remember(frame.payload, object, key, bad)
         if (bad !== undefined) return this.error(type, requestId, bad)
+        const wait = this.limiter?.admit(undefined, len) ?? 0
+        if (wait > 0) return this.limited(requestId, wait)
         return this.range(type, requestId, this.reader.read(object, offset, len, key))
       }
       case MsgType.Get: {
@@ -184,6 +205,8 @@ export class RequestHandler {
         const bad = invalidTenant(scoped.right.tenant) ?? invalidObject(scoped.right.request.object)
         if (bad !== undefined) return this.error(type, requestId, bad)
         const { object, offset, len } = scoped.right.request
+        const wait = this.limiter?.admit(tenantName(scoped.right.tenant), len) ?? 0
+        if (wait > 0) return this.limited(requestId, wait)
         return this.range(type, requestId, this.reader.read(object, offset, len))
       }
       case MsgType.AdmitCachedBlock:
@@ -229,9 +252,23 @@ export class RequestHandler {
     return { _tag: "Frame", bytes, closeAfter: false }
   }
 
+  /**
+   * Talon's refusal: a typed RateLimited error naming the meter and when to retry (not a request
+   * error). Range reads get it in a GetRange frame as Talon sends it; a Get in a frame of its own type.
+   */
+  private limited(requestId: number, waitMs: number, type: MsgType = MsgType.GetRange): Reply {
+    const message = rateLimitedMessage(this.limiter!.lastMetric, waitMs)
+    const bytes =
+      type === MsgType.Get
+        ? encodeFrame(type, requestId, encodeTypedErrorPayload(DataErrorCode.RateLimited, message), Flags.Error)
+        : encodeTypedErrorFrame(requestId, DataErrorCode.RateLimited, message)
+    return { _tag: "Frame", bytes, closeAfter: false }
+  }
+
   private cached(type: MsgType, requestId: number, payload: Uint8Array): Reply | Promise<Reply> {
     if (!this.ready.ready) return this.error(type, requestId, "worker is not ready", DataErrorCode.Unavailable)
     let req: CachedRangeRequest
+    let tenant: string | undefined
     if (type === MsgType.GetCachedRange) {
       const d = decodeCachedRangeRequest(payload)
       if (Either.isLeft(d)) return this.error(type, requestId, `malformed ${msgTypeName(type)} body: ${d.left.message}`)
@@ -240,6 +277,8 @@ export class RequestHandler {
       const bad = invalidObject(req.object)
       this.pinnedIds.remember(payload, req.object, key, bad, req.version)
       if (bad !== undefined) return this.error(type, requestId, bad)
+      const wait = this.limiter?.admit(undefined, req.len) ?? 0
+      if (wait > 0) return this.limited(requestId, wait)
       return this.range(type, requestId, this.reader.readVersion(req.object, req.version, req.offset, req.len, key))
     } else {
       const d = decodeTenantScopedCachedRange(payload)
@@ -247,9 +286,12 @@ export class RequestHandler {
       const bad = invalidTenant(d.right.tenant)
       if (bad !== undefined) return this.error(type, requestId, bad)
       req = d.right.request
+      tenant = tenantName(d.right.tenant)
     }
     const bad = invalidObject(req.object)
     if (bad !== undefined) return this.error(type, requestId, bad)
+    const wait = this.limiter?.admit(tenant, req.len) ?? 0
+    if (wait > 0) return this.limited(requestId, wait)
     return this.range(type, requestId, this.reader.readVersion(req.object, req.version, req.offset, req.len))
   }
 
@@ -268,6 +310,8 @@ export class RequestHandler {
   private async whole(type: MsgType, requestId: number, object: ObjectId): Promise<Reply> {
     try {
       const st = await this.miss.stat(object, objectKey(object))
+      const wait = this.limiter?.admit(undefined, st.size) ?? 0
+      if (wait > 0) return this.limited(requestId, wait, type)
       return this.fromOutcome(type, requestId, await this.reader.read(object, 0, st.size))
     } catch (e) {
       return this.error(type, requestId, e instanceof ReadFailed ? e.reason : describeUnknown(e))
@@ -312,6 +356,8 @@ export class RequestHandler {
     return this.frame(encodeControlFrame(requestId, { _tag: "Ack", ok: false, detail }))
   }
 }
+
+const tenantName = (t: TenantId): string | undefined => (t._tag === "Named" ? t.name : undefined)
 
 /** Talon's trust-boundary check of a declared tenant. */
 const invalidTenant = (t: TenantId): string | undefined =>
