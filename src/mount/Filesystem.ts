@@ -18,16 +18,18 @@
  * Metadata requests run as Effects on the runtime the filesystem was made in; the read path
  * is plain callbacks over `readRaw` (no fiber per kernel read).
  */
-import * as fs from "node:fs"
 import { Clock, Effect, Runtime } from "effect"
 import type { TalonClientError } from "../client/errors.js"
 import { type ObjectInfo, TalonClient } from "../client/TalonClient.js"
 import { ENODATA, Errno, errnoOf } from "./errno.js"
-import type { DirEntry, FuseAttr, FuseHandlers, FuseSession, ReplyError } from "./fuse/types.js"
-import { InodeTable, type Node, type NodeKind, ROOT_INO } from "./InodeTable.js"
-import { type Listing, synthesize } from "./listing.js"
+import type { DirEntry, FuseHandlers, ReplyError } from "./fuse/types.js"
+import type { Node } from "./InodeTable.js"
 import { MountMetrics, type MountGauges } from "./metrics.js"
-import { type Exposed, isComponent, listPrefixOf, NAME_MAX, objectPathOf } from "./namespace.js"
+import type { Exposed } from "./namespace.js"
+import { NAME_MAX, objectPathOf } from "./namespace.js"
+import { type Invalidator, makeTree } from "./Tree.js"
+
+export type { Invalidator } from "./Tree.js"
 
 export interface FilesystemOptions {
   readonly exposed: ReadonlyArray<Exposed>
@@ -38,9 +40,6 @@ export interface FilesystemOptions {
   readonly uid?: number
   readonly gid?: number
 }
-
-/** What the filesystem needs of a mounted session: dropping what the kernel caches. */
-export type Invalidator = Pick<FuseSession, "invalidateInode" | "invalidateEntry">
 
 export interface Filesystem {
   readonly handlers: FuseHandlers
@@ -53,8 +52,6 @@ export interface Filesystem {
 /** The xattrs a file answers: its version (the ETag at the origin). */
 export const VERSION_XATTRS = ["user.talon.etag", "user.talon.version"] as const
 
-const DIR_MODE = fs.constants.S_IFDIR | 0o555
-const FILE_MODE = fs.constants.S_IFREG | 0o444
 /** Entries handed back per readdir reply: the binding packs what fits a kernel buffer, so more would only be copied and dropped. */
 const READDIR_BATCH = 256
 
@@ -70,30 +67,28 @@ interface DirHandle {
   readonly entries: ReadonlyArray<DirEntry>
 }
 
-const isDirKind = (kind: NodeKind) => kind !== "file"
-
 export const makeFilesystem = (options: FilesystemOptions): Effect.Effect<Filesystem, never, TalonClient> =>
   Effect.gen(function* () {
     const client = yield* TalonClient
     const runtime = yield* Effect.runtime<never>()
     const runFork = Runtime.runFork(runtime)
     const now = (): number => Runtime.runSync(runtime)(Clock.currentTimeMillis)
-    const started = now()
     const uid = options.uid ?? process.getuid?.() ?? 0
     const gid = options.gid ?? process.getgid?.() ?? 0
-    const attrTtlSec = options.attrTtlMs / 1000
     const entryTtlSec = options.entryTtlMs / 1000
     const negativeTtlSec = options.negativeTtlMs / 1000
-    const table = new InodeTable(options.maxInodes, started)
-    table.get(ROOT_INO)!.mtimeMs = started
     const metrics = new MountMetrics()
     const handles = new Map<number, Handle>()
     const dirHandles = new Map<number, DirHandle>()
     let nextFh = 1
-    let session: Invalidator | undefined
 
     const log = (message: string) => runFork(Effect.logWarning(message).pipe(Effect.annotateLogs("component", "mount")))
     const info = (message: string) => runFork(Effect.logInfo(message).pipe(Effect.annotateLogs("component", "mount")))
+    const tree = makeTree(
+      { exposed: options.exposed, attrTtlMs: options.attrTtlMs, entryTtlMs: options.entryTtlMs, maxInodes: options.maxInodes, uid, gid },
+      { client, metrics, now, warn: log, info }
+    )
+    const { table, attrOf, attrTtlFor, stat, child, dirEntries } = tree
     const errorName = (errno: number) => Object.entries(Errno).find(([, v]) => v === errno)?.[0] ?? String(errno)
 
     const fail = (reply: ReplyError, errno: number) => {
@@ -113,131 +108,6 @@ export const makeFilesystem = (options: FilesystemOptions): Effect.Effect<Filesy
           )
         )
       )
-
-    const attrOf = (node: Node): FuseAttr => ({
-      ino: node.ino,
-      mode: isDirKind(node.kind) ? DIR_MODE : FILE_MODE,
-      nlink: isDirKind(node.kind) ? 2 : 1,
-      size: node.kind === "file" ? node.size : 0,
-      mtimeMs: node.mtimeMs,
-      uid,
-      gid
-    })
-
-    /** Seconds the kernel may keep a file's attributes: what is left of our own trust in them. */
-    const attrTtlFor = (node: Node, t: number): number =>
-      node.kind === "file" ? Math.max(0, options.attrTtlMs - (t - node.validatedAt)) / 1000 : attrTtlSec
-
-    /** A stat's answer applied to a file: a new version changes size and mtime and drops the kernel's pages. */
-    const observe = (node: Node, stat: ObjectInfo, t: number): void => {
-      if (node.version !== undefined && node.version !== stat.version) {
-        metrics.versionChanges++
-        node.mtimeMs = t
-        node.kernelVersion = undefined
-        session?.invalidateInode(node.ino, 0, 0)
-        info(`${objectPathOf(node.path)} changed at the origin (version ${node.version} → ${stat.version}, ${stat.size} bytes): cached pages dropped, handles open on the old version now fail with EIO`)
-      }
-      node.version = stat.version
-      node.size = stat.size
-      node.validatedAt = t
-    }
-
-    /** The object is gone at the origin: the kernel forgets the name, the parent's listing is asked again. */
-    const gone = (node: Node): void => {
-      const parent = table.get(node.parent)
-      if (parent !== undefined) parent.listedAt = Number.NEGATIVE_INFINITY
-      node.validatedAt = Number.NEGATIVE_INFINITY
-      session?.invalidateEntry(node.parent, node.name)
-    }
-
-    const stat = (node: Node): Effect.Effect<ObjectInfo, TalonClientError> =>
-      Effect.suspend(() => {
-        metrics.stats++
-        return client.stat(objectPathOf(node.path))
-      }).pipe(
-        Effect.tap((s) => Effect.sync(() => observe(node, s, now()))),
-        // Only a name the kernel or a handle knows needs forgetting; a lookup of a name that never existed does not.
-        Effect.tapError((e) => Effect.sync(() => (e._tag === "ObjectNotFound" && (node.lookups > 0 || node.version !== undefined) ? gone(node) : undefined)))
-      )
-
-    /** A directory's listing: kept for the entry TTL; names that disappeared are dropped from the kernel's cache. */
-    const listDir = (node: Node): Effect.Effect<Listing, TalonClientError> =>
-      Effect.suspend(() => {
-        const t = now()
-        if (node.listing !== undefined && t - node.listedAt < options.entryTtlMs) return Effect.succeed(node.listing)
-        metrics.listings++
-        const prefix = listPrefixOf(node.path)
-        return Effect.map(client.list(prefix), (entries) => {
-          const listing = synthesize(prefix, entries)
-          if (listing.skipped + listing.shadowed > 0) {
-            log(`${prefix}: ${listing.skipped} key(s) not shown (an empty, "." or ".." component, or a name over ${NAME_MAX} bytes), ${listing.shadowed} file(s) hidden by a directory of the same name`)
-          }
-          const before = node.listing
-          if (before !== undefined && session !== undefined) {
-            for (const name of before.children.keys()) if (!listing.children.has(name)) session.invalidateEntry(node.ino, name)
-          }
-          node.listing = listing
-          node.listedAt = now()
-          return listing
-        })
-      })
-
-    /** A file named by a listing: its size stands until a stat (which also learns the version) is due. */
-    const fromListing = (node: Node, size: number, listedAt: number): void => {
-      if (node.validatedAt >= listedAt) return
-      if (node.version === undefined) {
-        node.size = size
-        node.validatedAt = listedAt
-      } else if (node.size !== size) {
-        // Another version than the one we know: the next getattr or open asks the origin for it.
-        node.validatedAt = Number.NEGATIVE_INFINITY
-      }
-    }
-
-    /** The child `name` of `parent`, or undefined when there is none. */
-    const child = (parent: Node, name: string): Effect.Effect<Node | undefined, TalonClientError> =>
-      Effect.suspend((): Effect.Effect<Node | undefined, TalonClientError> => {
-        const t = now()
-        switch (parent.kind) {
-          case "root":
-            return Effect.succeed(options.exposed.some((e) => e.backend === name) ? table.child(parent, name, "backend", t) : undefined)
-          case "backend":
-            return Effect.succeed(
-              options.exposed.some((e) => e.backend === parent.name && e.bucket === name) ? table.child(parent, name, "bucket", t) : undefined
-            )
-          case "file":
-            return Effect.succeed(undefined)
-        }
-        if (!isComponent(name)) return Effect.succeed(undefined)
-        if (parent.listing !== undefined && t - parent.listedAt < options.entryTtlMs) {
-          const c = parent.listing.children.get(name)
-          if (c === undefined) return Effect.succeed(undefined)
-          const node = table.child(parent, name, c.dir ? "dir" : "file", t)
-          if (!c.dir) fromListing(node, c.size, parent.listedAt)
-          return Effect.succeed(node)
-        }
-        // No fresh listing of the parent: the name is a file if the origin has that object, else a directory if any key is under it.
-        const candidate = table.find(parent.ino, name) ?? table.child(parent, name, "file", t)
-        if (candidate.kind === "file" && t - candidate.validatedAt < options.attrTtlMs) return Effect.succeed(candidate)
-        if (candidate.kind === "file") {
-          return stat(candidate).pipe(
-            Effect.as(candidate),
-            Effect.catchTag("ObjectNotFound", () => probeDir(parent, name)),
-            Effect.catchTag("InvalidRequest", () => Effect.succeed(undefined))
-          )
-        }
-        return probeDir(parent, name)
-      })
-
-    const probeDir = (parent: Node, name: string): Effect.Effect<Node | undefined, TalonClientError> => {
-      const node = table.child(parent, name, "dir", now())
-      return listDir(node).pipe(
-        Effect.map((listing) => (listing.children.size > 0 ? node : undefined)),
-        // Refused as too large: there are keys under the name, so it is a directory (listing it will say the rest).
-        Effect.catchTag("InvalidRequest", (e) => Effect.succeed(/more than \d+ objects|does not fit/.test(e.detail) ? node : undefined)),
-        Effect.tap((found) => Effect.sync(() => (found === undefined ? table.release(node) : undefined)))
-      )
-    }
 
     /** Answers a client error with its errno; anything but a missing object is logged with why. */
     const failWith = (reply: ReplyError, what: string, e: TalonClientError, errno = errnoOf(e)) => {
@@ -434,36 +304,9 @@ export const makeFilesystem = (options: FilesystemOptions): Effect.Effect<Filesy
       }
     }
 
-    /** A directory's entries as one snapshot, `.` and `..` first; offsets are positions in it. */
-    const dirEntries = (node: Node): Effect.Effect<ReadonlyArray<DirEntry>, TalonClientError> =>
-      Effect.gen(function* () {
-        const t = now()
-        const names: Array<{ name: string; kind: NodeKind; size?: number }> = []
-        if (node.kind === "root") {
-          for (const b of new Set(options.exposed.map((e) => e.backend))) names.push({ name: b, kind: "backend" })
-        } else if (node.kind === "backend") {
-          for (const e of options.exposed) if (e.backend === node.name) names.push({ name: e.bucket, kind: "bucket" })
-        } else {
-          const listing = yield* listDir(node)
-          for (const [name, c] of listing.children) names.push(c.dir ? { name, kind: "dir" } : { name, kind: "file", size: c.size })
-        }
-        const entries: Array<DirEntry> = [
-          { name: ".", ino: node.ino, mode: DIR_MODE, nextOffset: 1 },
-          { name: "..", ino: node.parent, mode: DIR_MODE, nextOffset: 2 }
-        ]
-        for (const n of names) {
-          const c = table.child(node, n.name, n.kind, t)
-          if (n.size !== undefined) fromListing(c, n.size, node.listedAt)
-          entries.push({ name: n.name, ino: c.ino, mode: n.kind === "file" ? FILE_MODE : DIR_MODE, nextOffset: entries.length + 1 })
-        }
-        return entries
-      })
-
     return {
       handlers,
-      attach: (s) => {
-        session = s
-      },
+      attach: tree.attach,
       metrics,
       gauges: () => ({ inodes: table.size, openHandles: handles.size, evictedInodes: table.evicted })
     }

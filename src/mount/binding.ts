@@ -28,6 +28,12 @@ export const loadFuseBinding: Effect.Effect<FuseBinding, FuseUnavailable> = Effe
       if (typeof f !== "function") continue
       const out: unknown = await (f as () => unknown)()
       if (isBinding(out)) return out
+      // A load result: the binding, or why it is unavailable.
+      if (typeof out === "object" && out !== null && "_tag" in out) {
+        const r = out as { _tag: string; binding?: unknown; reason?: string }
+        if (r._tag === "Loaded" && isBinding(r.binding)) return r.binding
+        if (r._tag === "Unavailable") throw new Error(r.reason ?? "unavailable")
+      }
       // An Effect-returning loader.
       if (Effect.isEffect(out)) {
         const b = await Effect.runPromise(out as Effect.Effect<unknown, unknown>)
