@@ -19,6 +19,9 @@ export const errnoOf = (e: TalonClientError): number => {
       return DENIED.test(e.detail) ? Errno.EACCES : Errno.EIO
     case "InvalidRequest":
       return Errno.ENOENT
+    case "ReadFailed":
+      // A worker passes on the origin's refusal of its fill.
+      return DENIED.test(e.detail) ? Errno.EACCES : Errno.EIO
     default:
       return Errno.EIO
   }
