@@ -13,7 +13,9 @@
  * VersionChanged): once the file is seen with another version, that handle's reads fail
  * with EIO instead of filling the shared page cache with bytes of the old version. So no
  * reader ever sees bytes of two versions in one file, and open keeps the kernel's pages
- * (FOPEN_KEEP_CACHE) only while they are of the version being opened.
+ * (FOPEN_KEEP_CACHE) only while they are of the version being opened. A handle opened while
+ * the kernel still believes another size (its attributes are dropped asynchronously) reads
+ * with direct I/O, so the stale size cannot cut the new version short.
  *
  * Metadata requests run as Effects on the runtime the filesystem was made in; the read path
  * is plain callbacks over `readRaw` (no fiber per kernel read).
@@ -177,12 +179,15 @@ export const makeFilesystem = (options: FilesystemOptions): Effect.Effect<Filesy
               Effect.match({
                 onFailure: (e) => failWith(reply, `open ${objectPathOf(node.path)}`, e),
                 onSuccess: (s) => {
-                  const keepCache = node.kernelVersion === s.version
-                  node.kernelVersion = s.version
+                  // The kernel still holds another size (its attributes are dropped asynchronously): its page cache
+                  // would clamp reads at that size, so this handle reads around the page cache, bounded by its own version.
+                  const directIo = node.kernelSize !== s.size
+                  const keepCache = !directIo && node.kernelVersion === s.version
+                  node.kernelVersion = directIo ? undefined : s.version
                   const fh = nextFh++
                   handles.set(fh, { node, info: s, staleLogged: false })
                   node.opens++
-                  reply.open(fh, { keepCache, directIo: false })
+                  reply.open(fh, { keepCache, directIo })
                 }
               })
             )

@@ -34,6 +34,8 @@ export interface Node {
   mtimeMs: number
   /** The version whose bytes the kernel may hold in its page cache for this inode. */
   kernelVersion: string | undefined
+  /** The size the kernel was last told (lookup/getattr replies): it clamps page-cache reads at it. */
+  kernelSize: number | undefined
   /** Directories inside a bucket: the last listing and when it was taken. */
   listing: Listing | undefined
   listedAt: number
@@ -142,6 +144,7 @@ export class InodeTable {
       validatedAt: Number.NEGATIVE_INFINITY,
       mtimeMs: now,
       kernelVersion: undefined,
+      kernelSize: undefined,
       listing: undefined,
       listedAt: Number.NEGATIVE_INFINITY
     }

@@ -46,15 +46,19 @@ export const makeTree = (options: TreeOptions, deps: TreeDeps) => {
   const table = new InodeTable(options.maxInodes, now())
   let session: Invalidator | undefined
 
-  const attrOf = (node: Node): FuseAttr => ({
-    ino: node.ino,
-    mode: isDirKind(node.kind) ? DIR_MODE : FILE_MODE,
-    nlink: isDirKind(node.kind) ? 2 : 1,
-    size: node.kind === "file" ? node.size : 0,
-    mtimeMs: node.mtimeMs,
-    uid,
-    gid
-  })
+  /** A node's attributes for a reply to the kernel; the size the kernel will clamp cached reads at is remembered. */
+  const attrOf = (node: Node): FuseAttr => {
+    if (node.kind === "file") node.kernelSize = node.size
+    return {
+      ino: node.ino,
+      mode: isDirKind(node.kind) ? DIR_MODE : FILE_MODE,
+      nlink: isDirKind(node.kind) ? 2 : 1,
+      size: node.kind === "file" ? node.size : 0,
+      mtimeMs: node.mtimeMs,
+      uid,
+      gid
+    }
+  }
 
   /** Seconds the kernel may keep a file's attributes: what is left of our own trust in them. */
   const attrTtlFor = (node: Node, t: number): number =>
