@@ -1,4 +1,7 @@
 {
+  "variables": {
+    "has_fuse3%": "<!(pkg-config --exists fuse3 && echo 1 || echo 0)"
+  },
   "targets": [
     {
       "target_name": "talon_sendfile",
@@ -9,5 +12,18 @@
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "defines": ["NAPI_VERSION=8"]
     }
+  ],
+  "conditions": [
+    ["OS=='linux' and has_fuse3==1", {
+      "targets": [
+        {
+          "target_name": "talon_fuse",
+          "sources": ["native/fuse.c"],
+          "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "<!@(pkg-config --cflags fuse3)"],
+          "libraries": ["<!@(pkg-config --libs fuse3)"],
+          "defines": ["NAPI_VERSION=8"]
+        }
+      ]
+    }]
   ]
 }

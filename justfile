@@ -82,6 +82,10 @@ mount-bench *args:
 gateway-proxy-bench *args:
     npx tsx bench/gateway-proxy-bench.ts "$@"
 
+# The FUSE binding's own cost: dd through a mount served from memory (JSON Lines; needs /dev/fuse).
+fuse-bench *args:
+    npx tsx bench/fuse-binding.ts "$@"
+
 # Page-fill cost with and without fsync, hashing speed, verify and size-check cost of the durable store.
 store-durability *args:
     npx tsx bench/store-durability.ts "$@"

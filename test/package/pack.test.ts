@@ -4,7 +4,7 @@
  * plain `node` (a cluster from the exported layers, a range read checked byte by byte), the
  * `talon` bin, and the `.d.ts` files through the `exports` map under TypeScript's NodeNext rules.
  */
-import { execFile } from "node:child_process"
+import { execFile, execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -83,7 +83,7 @@ describe("the packed package", () => {
       expect(files.has(t.default.slice(2)), `${key} -> ${t.default}`).toBe(true)
       expect(files.has(t.types.slice(2)), `${key} -> ${t.types}`).toBe(true)
     }
-    for (const f of ["bin/talon.mjs", "binding.gyp", "native/sendfile.c", "native/hits.c", "native/plane.h", "dist/cli/main.js"]) {
+    for (const f of ["bin/talon.mjs", "binding.gyp", "native/sendfile.c", "native/hits.c", "native/plane.h", "native/fuse.c", "dist/cli/main.js"]) {
       expect(files.has(f), f).toBe(true)
     }
     expect([...files].filter((f) => f.startsWith("src/") || f.startsWith("test/") || f.startsWith("build/"))).toEqual([])
@@ -91,6 +91,17 @@ describe("the packed package", () => {
 
   it("builds the native addon on install", () => {
     expect(fs.existsSync(path.join(app, "node_modules", pkg.name, "build/Release/talon_sendfile.node"))).toBe(true)
+  })
+
+  it("builds the FUSE addon on install exactly where pkg-config finds libfuse3", () => {
+    let fuse3 = false
+    try {
+      execFileSync("pkg-config", ["--exists", "fuse3"])
+      fuse3 = true
+    } catch {
+      fuse3 = false
+    }
+    expect(fs.existsSync(path.join(app, "node_modules", pkg.name, "build/Release/talon_fuse.node"))).toBe(fuse3)
   })
 
   it("runs the embedding example with plain node: a local cluster, a range read, every byte checked", async () => {
