@@ -115,7 +115,15 @@ export const makeTree = (options: TreeOptions, deps: TreeDeps) => {
         node.listing = listing
         node.listedAt = now()
         return listing
-      })
+      }).pipe(
+        // No coordinator answers: the last listing stands (open files read on from the workers meanwhile).
+        Effect.catchTag("CoordinatorUnavailable", (e) => {
+          const last = node.listing
+          if (last === undefined) return Effect.fail(e)
+          log(`${prefix}: no coordinator answers (${e.message}); the listing from ${Math.round((now() - node.listedAt) / 1000)} s ago stands`)
+          return Effect.succeed(last)
+        })
+      )
     })
 
   /** A file named by a listing: its size stands until a stat (which also learns the version) is due. */
