@@ -81,6 +81,10 @@ miss-path-bench *args:
 readahead-bench *args:
     npx tsx bench/readahead-bench.ts "$@"
 
+# Reads through `talon mount` vs TalonClient in-process vs the gateway (dd, fio), paired order-swapped; --quick for a short run.
+mount-bench *args:
+    npx tsx bench/mount-bench.ts "$@"
+
 # S3/Azure x cache/origin routes + a control arm, paired order-swapped rounds.
 gateway-proxy-bench *args:
     npx tsx bench/gateway-proxy-bench.ts "$@"

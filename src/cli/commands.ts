@@ -19,6 +19,8 @@ const loaders: Record<string, () => Promise<AnyCommand>> = {
   cluster: () => import("../client/cli.js").then((m) => m.cluster),
   prefetch: () => import("../client/prefetchCli.js").then((m) => m.prefetch),
   loadgen: () => import("../loadgen/cli.js").then((m) => m.loadgen),
+  mount: () => import("../mount/cli.js").then((m) => m.mount),
+  umount: () => import("../mount/cli.js").then((m) => m.umount),
   "self-check": () => import("./selfCheck.js").then((m) => m.selfCheck)
 }
 

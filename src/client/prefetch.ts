@@ -72,8 +72,8 @@ export interface PrefetchRequest extends Partial<Omit<PrefetchSettings, "admin">
 
 export type PrefetchError = TalonClientError | PrefetchTooLarge | NothingToPrefetch
 
-/** The coordinator's cap on one ListObjects reply (src/coordinator MAX_LIST_ENTRIES). */
-export const LISTING_CAP = 1000
+/** The most objects one ListObjects reply carries (Talon's bound; src/coordinator MAX_LIST_ENTRIES refuses more, an older coordinator may truncate there). */
+export const LISTING_CAP = 10_000
 const MAX_FAILURES_KEPT = 1000
 /** Objects stat'ed ahead of the Loads (a stat is one coordinator round trip). */
 const STAT_CONCURRENCY = 8
@@ -108,7 +108,7 @@ export class Prefetch extends Effect.Service<Prefetch>()("talon/client/Prefetch"
         if (entries.length === 0) return yield* new NothingToPrefetch({ prefix })
         const listingCapped = entries.length >= LISTING_CAP
         if (listingCapped) {
-          yield* Effect.logWarning(`the coordinator lists at most ${LISTING_CAP} objects at once: objects of ${prefix} past the first ${LISTING_CAP} are not prefetched`)
+          yield* Effect.logWarning(`the listing of ${prefix} holds ${LISTING_CAP} objects, the most one ListObjects reply carries: a coordinator that truncates there leaves the rest cold; prefetch narrower prefixes to be sure`)
         }
         const m = yield* membership.get(false)
         const replicas = Math.max(1, Math.min(settings.replicas, m.addresses.size))

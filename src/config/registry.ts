@@ -6,6 +6,7 @@ import { CoordinatorSchema } from "../coordinator/config.js"
 import { StateStoreSchema } from "../coordinator/state/config.js"
 import { GatewayCommandSchema, GatewayCredentialsSchema, GatewaySchema } from "../gateway/config.js"
 import { LoadgenSchema } from "../loadgen/config.js"
+import { MountSchema } from "../mount/config.js"
 import { OriginSchema } from "../origin/config.js"
 import { WorkerSchema } from "../worker/config.js"
 import type { Component } from "./Setting.js"
@@ -22,5 +23,6 @@ export const ALL_COMPONENTS: ReadonlyArray<Component<any>> = [
   PrefetchSchema,
   OriginSchema,
   UpSchema,
-  LoadgenSchema
+  LoadgenSchema,
+  MountSchema
 ]

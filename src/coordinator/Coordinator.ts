@@ -13,6 +13,7 @@ import type { NodeInfo } from "../core/ids.js"
 import { objectIdToPath, validateObjectId } from "../core/objectId.js"
 import { Maglev } from "../placement/index.js"
 import type { ControlMessage } from "../protocol/index.js"
+import { DEFAULT_CAPS } from "../protocol/frame.js"
 import { parseHostPort } from "../transport/address.js"
 import { serveAdmin } from "./AdminHttp.js"
 import type { ClusterMember, ClusterStatus } from "../protocol/clusterStatus.js"
@@ -25,8 +26,19 @@ import { roleName, zoneOf, type RegistryNode, type RegistryView } from "./regist
 import { keepCoordinatorRecord } from "./selfRecord.js"
 import { ClusterStateStore, type ClusterStateStoreShape } from "./state/ClusterStateStore.js"
 import { epochForWire } from "./state/epoch.js"
-/** Upper bound on entries one ListObjects reply carries (it must fit one control frame). */
-export const MAX_LIST_ENTRIES = 1000
+/**
+ * Talon's listing bounds: the control protocol has no cursor, so the coordinator drains the
+ * origin's pages itself, up to 10,000 objects and one control frame. Past either bound the
+ * reply is a refusal, never a partial list: a mount showing a truncated directory would look
+ * healthy and be wrong.
+ */
+export const MAX_LIST_ENTRIES = 10_000
+/** Objects asked for per origin page (S3's own ceiling). */
+const LIST_PAGE_KEYS = 1000
+/** Guards against an origin whose pages never end; generous beside 10,000 / 1000 so short pages still complete. */
+const MAX_LIST_PAGES = 200
+/** The encoded ObjectList must fit the control frame cap both sides enforce (Talon's 1 MiB). */
+const MAX_LIST_PAYLOAD = DEFAULT_CAPS.control
 
 export interface CoordinatorShape {
   readonly options: CoordinatorOptions
@@ -170,27 +182,33 @@ export const makeCoordinatorOn = (
       if (Either.isLeft(parsed)) return Effect.succeed(ack(false, parsed.left))
       const { backend: tag, bucket, keyPrefix } = parsed.right
       const entries: Array<{ path: string; size: number }> = []
-      const page = (token: string | undefined): Effect.Effect<void, BackendError> =>
+      // Control payload so far: envelope, tag and vec length, then per entry two length prefixes, the path and the size.
+      let payload = 32
+      const tooMany = (why: string) => `listing ${JSON.stringify(prefix)} ${why}; narrow the prefix`
+      const page = (token: string | undefined, pages: number): Effect.Effect<string | undefined, BackendError> =>
         backend
           .list(bucket, {
             backend: tag,
             prefix: keyPrefix,
-            maxKeys: MAX_LIST_ENTRIES - entries.length,
+            maxKeys: LIST_PAGE_KEYS,
             ...(token === undefined ? {} : { token })
           })
           .pipe(
             Effect.flatMap((result) => {
               for (const o of result.objects) {
-                if (entries.length >= MAX_LIST_ENTRIES) break
-                entries.push({ path: objectIdToPath({ backend: tag, bucket, objectPath: o.key }), size: o.size })
+                if (entries.length >= MAX_LIST_ENTRIES) return Effect.succeed(tooMany(`has more than ${MAX_LIST_ENTRIES} objects`))
+                const path = objectIdToPath({ backend: tag, bucket, objectPath: o.key })
+                payload += 16 + Buffer.byteLength(path)
+                if (payload > MAX_LIST_PAYLOAD) return Effect.succeed(tooMany(`does not fit one ${MAX_LIST_PAYLOAD}-byte control reply`))
+                entries.push({ path, size: o.size })
               }
-              return result.nextToken !== undefined && entries.length < MAX_LIST_ENTRIES
-                ? page(result.nextToken)
-                : Effect.void
+              if (result.nextToken === undefined) return Effect.succeed(undefined)
+              if (pages >= MAX_LIST_PAGES) return Effect.succeed(tooMany(`did not end within ${MAX_LIST_PAGES} origin pages`))
+              return page(result.nextToken, pages + 1)
             })
           )
-      return page(undefined).pipe(
-        Effect.as<ControlMessage>({ _tag: "ObjectList", entries }),
+      return page(undefined, 1).pipe(
+        Effect.map((refused): ControlMessage => (refused === undefined ? { _tag: "ObjectList", entries } : ack(false, refused))),
         Effect.catchAll((e) => Effect.succeed(ack(false, backendDetail(e))))
       )
     }
