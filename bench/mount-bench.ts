@@ -2,7 +2,7 @@
  * `just mount-bench`: reads through `talon mount` against the same bytes read by TalonClient
  * in this process and through the gateway, over one `talon up` cluster on this machine.
  *
- *   npx tsx bench/mount-bench.ts [--quick] [--out bench/data/mount.json]
+ *   npx tsx bench/mount-bench.ts [--quick] [--out bench/data/raw/mount.json]
  *
  * Scenarios (each arm run twice per round, in A B C then C B A order, and averaged):
  *   seq-cold   1 MiB sequential reads of a fresh object (1 GiB; 256 MiB with --quick): the
@@ -26,7 +26,7 @@ import { makeTalonClient, type TalonClientShape } from "../src/client/TalonClien
 
 const args = process.argv.slice(2)
 const quick = args.includes("--quick")
-const outFile = args.includes("--out") ? args[args.indexOf("--out") + 1]! : path.join("bench", "data", "mount.json")
+const outFile = args.includes("--out") ? args[args.indexOf("--out") + 1]! : path.join("bench", "data", "raw", "mount.json")
 const SIZE = (quick ? 256 : 1024) * 1024 * 1024
 const RANDOM_SECONDS = quick ? 2 : 4
 const ROUNDS = quick ? 1 : 2

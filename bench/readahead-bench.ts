@@ -14,7 +14,7 @@
  *   gateway      one GET of the whole object through the gateway (cache route)
  * "before" is `readAheadBytes: 0` (the read path as it was: `parallelism` pieces in
  * flight, no read-ahead across calls), "after" the defaults. Rounds alternate which of
- * the pair goes first. Results: one JSON line per measurement, and bench/data/readahead.json.
+ * the pair goes first. Results: one JSON line per measurement, and bench/data/raw/readahead.json.
  */
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
@@ -49,7 +49,7 @@ const flags = await parseFlags("readahead-bench", "Client/gateway read-ahead bef
   bandwidth: Flag.size("bandwidth", "100M", "Origin bandwidth cap per response, bytes/s."),
   readAhead: Flag.text("read-ahead", "", "The after arms' readAheadBytes (e.g. 64M; '' = the client's default)."),
   arms: Flag.text("arms", "origin-1,stream,loop-1M,gateway", "Comma-separated arms."),
-  out: Flag.text("out", "bench/data/readahead.json", "Data file ('' = none)."),
+  out: Flag.text("out", "bench/data/raw/readahead.json", "Data file ('' = none)."),
   serve: Flag.text("serve", "", "(internal) run the cluster over this directory and print its addresses."),
   machine: Flag.machine()
 })
