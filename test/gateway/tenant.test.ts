@@ -47,7 +47,8 @@ it.live(
           gateway: { listen: "127.0.0.1:0", ...authOn },
           route: "cache",
           router: Router.localOptions(cluster.origin.url),
-          client: { coordinator: cluster.coordinator.controlAddress, blockSize: BLOCK, tenant: "gw" }
+          // No client read-ahead: these sequential GETs would otherwise be served from one read-ahead chunk.
+          client: { coordinator: cluster.coordinator.controlAddress, blockSize: BLOCK, tenant: "gw", readAheadBytes: 0 }
         }).pipe(Layer.orDie)
       )
       const gw = Context.get(ctx, Gateway)
