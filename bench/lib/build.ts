@@ -14,9 +14,13 @@ export const buildDist = (): void => {
 
 /** The Node flags bin/talon.mjs starts node with (its `exec node FLAGS "$0"` line): what `npx talon` runs with. */
 const talonNodeFlags = (): ReadonlyArray<string> => {
-  const m = /^":" \/\/; exec node (.*?) "\$0" "\$@"$/m.exec(readFileSync(join(repoRoot, "bin/talon.mjs"), "utf8"))
+  const m = /^":" \/\/; (?:UV_THREADPOOL_SIZE="\$\{UV_THREADPOOL_SIZE:-(\d+)\}" )?exec node (.*?) "\$0" "\$@"$/m.exec(
+    readFileSync(join(repoRoot, "bin/talon.mjs"), "utf8")
+  )
   if (m === null) throw new Error("bin/talon.mjs: no `exec node FLAGS \"$0\"` line to read the node flags from")
-  return m[1]!.split(/\s+/).filter((f) => f !== "")
+  // The launcher's libuv pool size reaches the children a bench spawns through the environment they inherit.
+  if (m[1] !== undefined) process.env.UV_THREADPOOL_SIZE ??= m[1]
+  return m[2]!.split(/\s+/).filter((f) => f !== "")
 }
 
 /** Argv prefix that runs the `talon` CLI the way users do. */
