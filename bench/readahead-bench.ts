@@ -229,7 +229,7 @@ const main = Effect.gen(function* () {
           bench: "readahead",
           command: `npx tsx bench/readahead-bench.ts ${flags.argv.join(" ")}`,
           machine: flags.machine,
-          note: "2 cores shared with other engineers' builds and tests; compare ratios within a round",
+          note: "2 cores shared with other builds and tests; compare ratios within a round",
           settings: { readAheadAfter: afterReadAhead ?? "default", size: flags.size, blockSize: flags.blockSize, pageSize: flags.pageSize, workers: flags.workers, latencyMs: flags.latencyMs, bandwidth: flags.bandwidth },
           records,
           ratios,
