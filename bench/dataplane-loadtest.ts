@@ -13,7 +13,6 @@
 import { execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Data, Effect, Either } from "effect"
@@ -21,12 +20,12 @@ import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, tableColu
 import { type Arm, runRounds } from "./lib/rounds.js"
 import { Loadgen, loadSpec } from "../src/loadgen/Loadgen.js"
 import { parseIntList, parseObject } from "../src/loadgen/options.js"
-import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../src/protocol/index.js"
 import { DEFAULT_MACHINE, repoRoot } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
 import { buildCeiling } from "./lib/ceiling.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
+import { warmObject } from "./lib/warm.js"
 
 const root = repoRoot
 const flags = await parseFlags("dataplane-loadtest", "Workers per data plane × serve mode and the C ceiling server, driven by the Loadgen service over a sweep of connection counts.", {
@@ -88,37 +87,11 @@ const startChild = (label: string, cmd: ReadonlyArray<string>, ready: RegExp, ex
     return { child, match }
   })
 
-/** Reads the whole object through a worker in 1 MiB GetRanges, so every later read is a hit. */
+/** Reads the whole object through a worker, so every later read is a hit. */
 const warm = (addr: string): Effect.Effect<void, BenchFailed> =>
-  Effect.async<void, BenchFailed>((resume) => {
-    const [host, port] = [addr.slice(0, addr.lastIndexOf(":")), Number(addr.slice(addr.lastIndexOf(":") + 1))]
-    const socket = net.connect({ host, port })
-    const decoder = new FrameDecoder(RESPONSE_CAPS)
-    const step = 1024 * 1024
-    let offset = 0
-    let id = 1
-    const fail = (message: string) => {
-      socket.destroy()
-      resume(Effect.fail(new BenchFailed({ message: `warming ${addr}: ${message}` })))
-    }
-    const ask = () =>
-      socket.write(encodeGetRangeFrame(id++, { object: { backend: 0, bucket: BUCKET, objectPath: KEY }, offset, len: Math.min(step, SIZE - offset) }))
-    socket.on("connect", ask)
-    socket.on("error", (e) => fail(e.message))
-    socket.on("data", (chunk: Buffer) => {
-      decoder.push(chunk)
-      for (let f = decoder.next(); f !== undefined; f = decoder.next()) {
-        if (!("header" in f)) return fail(f.message)
-        if ((f.header.flags & Flags.Error) !== 0) return fail(f.payload.toString("utf8"))
-        offset += f.payload.length
-        if (offset >= SIZE) {
-          socket.end()
-          return resume(Effect.void)
-        }
-        ask()
-      }
-    })
-  })
+  warmObject(addr.slice(0, addr.lastIndexOf(":")), Number(addr.slice(addr.lastIndexOf(":") + 1)), BUCKET, KEY, SIZE).pipe(
+    Effect.mapError((message) => new BenchFailed({ message: `warming ${addr}: ${message}` }))
+  )
 
 interface Result {
   readonly rps: number

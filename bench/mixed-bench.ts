@@ -17,20 +17,19 @@
 import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
-import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Data, Effect, Either } from "effect"
 import { Loadgen, loadSpec } from "../src/loadgen/Loadgen.js"
 import { parseIntList, parseObject } from "../src/loadgen/options.js"
 import { sampleBytes } from "../src/origin/seed.js"
-import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../src/protocol/index.js"
 import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, tableColumns, today } from "./lib/chartsData.js"
 import { type Arm, runRounds } from "./lib/rounds.js"
 import { repoRoot } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
+import { warmObject } from "./lib/warm.js"
 import { compare, type Comparison, judgeTarget, medianOf, type MixedResult, pickMode } from "./mixed/verdict.js"
 
 const flags = await parseFlags("mixed-bench", "Pipelined vs multiplexed serve mode under mixed cache hits and origin misses, paired order-swapped rounds.", {
@@ -86,36 +85,11 @@ interface Server {
   readonly pids: ReadonlyArray<number>
 }
 
-/** Reads the whole hot object through a worker in 1 MiB GetRanges, so every later hot read is a hit. */
+/** Reads the whole hot object through a worker, so every later hot read is a hit. */
 const warm = (s: Server): Effect.Effect<void, MixedBenchFailed> =>
-  Effect.async<void, MixedBenchFailed>((resume) => {
-    const socket = net.connect({ host: s.host, port: s.port })
-    const decoder = new FrameDecoder(RESPONSE_CAPS)
-    const step = 1024 * 1024
-    let offset = 0
-    let id = 1
-    const fail = (message: string) => {
-      socket.destroy()
-      resume(Effect.fail(new MixedBenchFailed({ message: `warming the ${s.mode} worker: ${message}` })))
-    }
-    const ask = () => socket.write(encodeGetRangeFrame(id++, { object: { backend: 0, bucket: BUCKET, objectPath: HOT_KEY }, offset, len: step }))
-    socket.on("connect", ask)
-    socket.on("error", (e) => fail(e.message))
-    socket.on("data", (chunk: Buffer) => {
-      decoder.push(chunk)
-      for (let f = decoder.next(); f !== undefined; f = decoder.next()) {
-        if (!("header" in f)) return fail(f.message)
-        if ((f.header.flags & Flags.Error) !== 0) return fail(f.payload.toString("utf8"))
-        offset += f.payload.length
-        if (offset >= HOT_SIZE) {
-          socket.end()
-          return resume(Effect.void)
-        }
-        ask()
-      }
-    })
-    return Effect.sync(() => socket.destroy())
-  })
+  warmObject(s.host, s.port, BUCKET, HOT_KEY, HOT_SIZE).pipe(
+    Effect.mapError((message) => new MixedBenchFailed({ message: `warming the ${s.mode} worker: ${message}` }))
+  )
 
 const postJson = (url: string, body: unknown): Promise<number> =>
   new Promise((resolve, reject) => {
