@@ -30,7 +30,7 @@ import { sampleBytes } from "../src/origin/seed.js"
 import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, tableColumns, today } from "./lib/chartsData.js"
 import { type Arm, runRounds, spread } from "./lib/rounds.js"
 import { repoRoot } from "./lib/args.js"
-import { buildDist, talonBin } from "./lib/build.js"
+import { buildDist, stubBackendEnv, talonBin } from "./lib/build.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
 import { loadavg } from "./gateway-proxy/client.js"
@@ -137,12 +137,7 @@ const main = Effect.gen(function* () {
     "--latency-ms", String(flags.latencyMs), "--bandwidth", String(flags.bandwidth)
   ])
   const originUrl = (yield* origin.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, "180 seconds"))[1]!
-  const backendEnv = {
-    TALON_S3_ENDPOINT: originUrl,
-    TALON_S3_REGION: "us-east-1",
-    TALON_S3_ACCESS_KEY_ID: "bench",
-    TALON_S3_SECRET_ACCESS_KEY: "bench"
-  }
+  const backendEnv = stubBackendEnv(originUrl)
   const coordinator = yield* start("coordinator", ["coordinator", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"], backendEnv)
   const coord = (yield* coordinator.waitFor(/coordinator control on ([\d.]+:\d+)/, "180 seconds"))[1]!
   const workers = yield* Effect.forEach(Array.from({ length: flags.workers }, (_, i) => `worker-${i + 1}`), (id) =>

@@ -21,7 +21,7 @@ import { type Arm, runRounds } from "./lib/rounds.js"
 import { Loadgen, loadSpec } from "../src/loadgen/Loadgen.js"
 import { parseIntList, parseObject } from "../src/loadgen/options.js"
 import { DEFAULT_MACHINE, repoRoot } from "./lib/args.js"
-import { buildDist, talonBin } from "./lib/build.js"
+import { buildDist, stubBackendEnv, talonBin } from "./lib/build.js"
 import { buildCeiling } from "./lib/ceiling.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
@@ -151,12 +151,7 @@ const main = Effect.gen(function* () {
   writeFileSync(blob, randomBytes(SIZE))
 
   const origin = yield* startChild("origin", [...talonBin(), "origin", "--root", originRoot, "--port", "0"], /listening on (http:\/\/[\d.]+:\d+)/)
-  const backendEnv = {
-    TALON_S3_ENDPOINT: origin.match[1]!,
-    TALON_S3_REGION: "us-east-1",
-    TALON_S3_ACCESS_KEY_ID: "bench",
-    TALON_S3_SECRET_ACCESS_KEY: "bench"
-  }
+  const backendEnv = stubBackendEnv(origin.match[1]!)
   const coordinator = yield* startChild(
     "coordinator",
     [...talonBin(), "coordinator", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"],

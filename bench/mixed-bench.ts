@@ -26,7 +26,7 @@ import { sampleBytes } from "../src/origin/seed.js"
 import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, tableColumns, today } from "./lib/chartsData.js"
 import { type Arm, runRounds } from "./lib/rounds.js"
 import { repoRoot } from "./lib/args.js"
-import { buildDist, talonBin } from "./lib/build.js"
+import { buildDist, stubBackendEnv, talonBin } from "./lib/build.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
 import { warmObject } from "./lib/warm.js"
@@ -131,12 +131,7 @@ const main = Effect.gen(function* () {
   const faults = { latency: { kind: "lognormal", medianMs: flags.latencyMs, sigma: flags.sigma, maxMs: 5000 }, seed: 7 }
   const set = yield* Effect.promise(() => postJson(`${originUrl}/_talon/faults`, faults))
   if (set !== 200) return yield* Effect.fail(new MixedBenchFailed({ message: `the origin refused the latency setting (HTTP ${set})` }))
-  const backendEnv = {
-    TALON_S3_ENDPOINT: originUrl,
-    TALON_S3_REGION: "us-east-1",
-    TALON_S3_ACCESS_KEY_ID: "bench",
-    TALON_S3_SECRET_ACCESS_KEY: "bench"
-  }
+  const backendEnv = stubBackendEnv(originUrl)
   const coordinator = yield* start("coordinator", ["coordinator", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"], backendEnv)
   const coord = (yield* coordinator.waitFor(/coordinator control on ([\d.]+:\d+)/, "180 seconds"))[1]!
   const servers: Array<Server> = []

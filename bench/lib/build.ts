@@ -25,3 +25,11 @@ const talonNodeFlags = (): ReadonlyArray<string> => {
 
 /** Argv prefix that runs the `talon` CLI the way users do. */
 export const talonBin = (): ReadonlyArray<string> => [process.execPath, ...talonNodeFlags(), join(repoRoot, "bin/talon.mjs")]
+
+/** The environment that points a spawned coordinator or worker at a local origin stub (any credentials: the stub checks none). */
+export const stubBackendEnv = (originUrl: string): Record<string, string> => ({
+  TALON_S3_ENDPOINT: originUrl,
+  TALON_S3_REGION: "us-east-1",
+  TALON_S3_ACCESS_KEY_ID: "bench",
+  TALON_S3_SECRET_ACCESS_KEY: "bench"
+})
