@@ -89,6 +89,10 @@ mount-bench *args:
 gateway-proxy-bench *args:
     npx tsx bench/gateway-proxy-bench.ts "$@"
 
+# talon gateway's cache route vs nginx proxy_cache + slice 1m, warm 64K/1M/8M/whole-object GETs (needs nginx: apt-get install nginx-light).
+gateway-nginx-bench *args:
+    npx tsx bench/gateway-nginx-bench.ts "$@"
+
 # The first epoch: cold/warm reads via TalonClient and the gateway vs the origin directly (--quick: a few minutes).
 cold-bench *args:
     npx tsx bench/cold-bench.ts "$@"
