@@ -145,9 +145,9 @@ const main = Effect.gen(function* () {
   // refreshes are HEADs to it; warm nginx sends it nothing).
   const sigv4 = yield* Effect.promise(() => sigv4Planner(onUrl.origin, SIZE))
   const targets: Record<string, Target> = {
-    "gateway": { host: "127.0.0.1", port: Number(offUrl.port), plan: plainPlanner(SIZE), pids: () => [gwOff.pid, worker.pid, coordinator.pid, origin.pid], memPids: () => [gwOff.pid, worker.pid] },
-    "gateway-sigv4": { host: "127.0.0.1", port: Number(onUrl.port), plan: sigv4, pids: () => [gwOn.pid, worker.pid, coordinator.pid, origin.pid], memPids: () => [gwOn.pid, worker.pid] },
-    "nginx": { host: "127.0.0.1", port: nginxPort, plan: plainPlanner(SIZE), pids: () => [ngx.pid, ...childrenOf(ngx.pid), origin.pid], memPids: () => [ngx.pid, ...childrenOf(ngx.pid)] }
+    "gateway": { host: "127.0.0.1", port: Number(offUrl.port), plan: plainPlanner(SIZE), front: () => [gwOff.pid], pids: () => [gwOff.pid, worker.pid, coordinator.pid, origin.pid], memPids: () => [gwOff.pid, worker.pid] },
+    "gateway-sigv4": { host: "127.0.0.1", port: Number(onUrl.port), plan: sigv4, front: () => [gwOn.pid], pids: () => [gwOn.pid, worker.pid, coordinator.pid, origin.pid], memPids: () => [gwOn.pid, worker.pid] },
+    "nginx": { host: "127.0.0.1", port: nginxPort, plan: plainPlanner(SIZE), front: () => childrenOf(ngx.pid), pids: () => [ngx.pid, ...childrenOf(ngx.pid), origin.pid], memPids: () => [ngx.pid, ...childrenOf(ngx.pid)] }
   }
   // nginx answers once its worker is up; poll with a real request.
   yield* Effect.tryPromise({
@@ -204,7 +204,7 @@ const main = Effect.gen(function* () {
         Effect.sync(() =>
           console.log(
             `${r.warmup ? "warmup " : `round ${r.round}`} ${r.arm.padEnd(22)} rps ${String(r.result.rps).padStart(7)}  MiB/s ${String(r.result.mib_s).padStart(7)}  p50 ${String(r.result.p50_ms).padStart(7)} ms  p99 ${String(r.result.p99_ms).padStart(7)} ms  ` +
-              `server ${r.result.server_cpu_ms_per_req} ms/req (${r.result.server_cores} cores)  client ${r.result.client_cores} cores  RSS ${r.result.rss_mib} MiB  origin GETs ${r.result.origin_gets}`
+              `server ${r.result.server_cpu_ms_per_req} ms/req (${r.result.server_cores} cores, front ${r.result.front_cpu_ms_per_req})  client ${r.result.client_cores} cores  RSS ${r.result.rss_mib} MiB  origin GETs ${r.result.origin_gets}`
           )
         )
     })
@@ -296,7 +296,7 @@ const main = Effect.gen(function* () {
         id: "summary",
         title: "Per arm and size, median over rounds (min–max)",
         data: "summary",
-        filter: { metric: ["rps", "mib_s", "p50_ms", "p99_ms", "server_cpu_ms_per_req", "rss_mib", "client_cores"] },
+        filter: { metric: ["rps", "mib_s", "p50_ms", "p99_ms", "server_cpu_ms_per_req", "front_cpu_ms_per_req", "rss_mib", "client_cores"] },
         columns: [
           { field: "arm", title: "arm" },
           { field: "metric", title: "metric" },

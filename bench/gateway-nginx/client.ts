@@ -181,6 +181,8 @@ export interface Target {
   readonly host: string
   readonly port: number
   readonly plan: (offset: number, length: number) => Planned | Promise<Planned>
+  /** The process that answers HTTP (the gateway; nginx's worker): its CPU is reported on its own too. */
+  readonly front: () => ReadonlyArray<number>
   /** Every server process whose CPU the arm costs. */
   readonly pids: () => ReadonlyArray<number>
   /** The processes a deployment of the arm adds (gateway and worker; nginx's master and worker): their summed RSS. */
@@ -196,6 +198,8 @@ export interface Metrics {
   /** CPU of the arm's server processes per request, ms. */
   readonly server_cpu_ms_per_req: number
   readonly server_cores: number
+  /** CPU of the HTTP front process alone per request, ms (server CPU less this: the worker, coordinator, origin; nginx's master). */
+  readonly front_cpu_ms_per_req: number
   readonly client_cores: number
   /** Peak summed RSS of the arm's own processes (not the shared origin stub) during the run, MiB. */
   readonly rss_mib: number
@@ -224,6 +228,7 @@ export const runArm = (target: Target, o: RunOptions) =>
         await Promise.all(connections.map(async (c) => c.get(await target.plan(o.nextOffset(), o.size), hostHeader)))
         const gets0 = await o.originGets()
         const cpu0 = cpuSeconds(target.pids())
+        const front0 = cpuSeconds(target.front())
         const client0 = process.cpuUsage()
         let peakRss = rssMiB(target.memPids())
         const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMiB(target.memPids()))), 100)
@@ -240,6 +245,7 @@ export const runArm = (target: Target, o: RunOptions) =>
         await Promise.all(connections.map(loop)).finally(() => clearInterval(sampler))
         const wall = (performance.now() - t0) / 1000
         const cpu = cpuSeconds(target.pids()) - cpu0
+        const front = cpuSeconds(target.front()) - front0
         const client = process.cpuUsage(client0)
         const gets = (await o.originGets()) - gets0
         const n = latencies.length
@@ -253,6 +259,7 @@ export const runArm = (target: Target, o: RunOptions) =>
           requests: n,
           server_cpu_ms_per_req: Math.round(((cpu * 1000) / n) * 1000) / 1000,
           server_cores: r2(cpu / wall),
+          front_cpu_ms_per_req: Math.round(((front * 1000) / n) * 1000) / 1000,
           client_cores: r2((client.user + client.system) / 1e6 / wall),
           rss_mib: r2(peakRss),
           origin_gets: gets
