@@ -11,6 +11,9 @@
  * (master + one worker), all pinned to CPU 0; this client pins itself to CPU 1. Without nginx
  * the nginx arm is skipped with a loud message saying how to install it, and no data is written.
  * Writes bench/data/gateway_nginx.json.
+ *
+ * Diagnostics (environment): GW_NODE_FLAGS adds Node flags to both gateways (e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof`; they then get 20 s to write their files at exit).
  */
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
@@ -68,8 +71,9 @@ const freePort = (): Promise<number> =>
     })
   })
 
+const gatewayNodeFlags = (process.env.GW_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "")
 const start = (name: string, argv: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  Proc.spawn(name, argv, { env, grace: "3 seconds", ...(pin ? { cpus: "0" } : {}) })
+  Proc.spawn(name, argv, { env, grace: gatewayNodeFlags.length > 0 ? "20 seconds" : "3 seconds", ...(pin ? { cpus: "0" } : {}) })
 
 const main = Effect.gen(function* () {
   const nginx = findNginx()
@@ -116,7 +120,7 @@ const main = Effect.gen(function* () {
     TALON_CLIENT_STAT_TTL_MS: String(VERSION_TTL_MS)
   }
   const gateway = (auth: "on" | "off") =>
-    start(`gateway-auth-${auth}`, [node!, ...talon, "gateway", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)], gatewayEnv)
+    start(`gateway-auth-${auth}`, [node!, ...gatewayNodeFlags, ...talon, "gateway", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)], gatewayEnv)
   const gwOff = yield* gateway("off")
   const gwOn = yield* gateway("on")
   const nginxPort = yield* Effect.promise(freePort)
