@@ -93,6 +93,10 @@ gateway-proxy-bench *args:
 gateway-nginx-bench *args:
     npx tsx bench/gateway-nginx-bench.ts "$@"
 
+# node:http serving warm ranges of a file: body copied through JS vs sendfile by the native addon (prints only).
+gateway-body-probe *args:
+    npx tsx bench/gateway-body-probe.ts "$@"
+
 # The first epoch: cold/warm reads via TalonClient and the gateway vs the origin directly (--quick: a few minutes).
 cold-bench *args:
     npx tsx bench/cold-bench.ts "$@"
