@@ -33,6 +33,8 @@ export const operationOf = (tag: string): ControlOperation =>
 const STATE_OPERATIONS = ["readiness", "snapshot", "upsert"] as const
 type StateOperation = (typeof STATE_OPERATIONS)[number]
 
+const STATE_ERROR_KINDS = ["authentication", "permission_denied", "timeout", "unavailable", "compacted", "invalid"] as const
+
 /** Talon's state-store error kinds. */
 const kindOf = (e: StateStoreError): string => {
   switch (e._tag) {
@@ -141,16 +143,19 @@ export class CoordinatorTalonMetrics {
         ])
       }
     }
-    const stateErrors = [...this.#stateErrors].map(([key, n]) => {
-      const [operation, kind] = key.split("\u0000") as [string, string]
-      return [
-        [
-          ["operation", operation],
-          ["kind", kind]
-        ],
-        n
-      ] as const
-    })
+    // Every operation and kind, zero until it happens: a rate over a series that does not exist yet reads as no data.
+    const stateErrors = STATE_OPERATIONS.flatMap((operation) =>
+      STATE_ERROR_KINDS.map(
+        (kind) =>
+          [
+            [
+              ["operation", operation],
+              ["kind", kind]
+            ],
+            this.#stateErrors.get(`${operation}\u0000${kind}`) ?? 0
+          ] as const
+      )
+    )
     const age = this.#lastContact === undefined ? input.uptimeSeconds : Math.max(0, input.nowMs - this.#lastContact) / 1000
     return new Exposition()
       .gauge("talon_coordinator_build_info", "Coordinator build information.", [[[["version", VERSION]], 1]])
