@@ -36,6 +36,7 @@
 #define UNIT_MAX 4096
 #define MAX_ID 1024
 #define HEADER 16
+#define HIST_MAX 32 /* latency bucket bounds at most */
 #define MAX_BODY 65536 /* the worker's GetRange cap (WORKER_CAPS in DataServer.ts) */
 
 typedef struct {
@@ -63,8 +64,15 @@ struct hits_s {
   obj_t objs[OBJ_CAP];
   unit_t units[UNIT_CAP];
   uint32_t nobjs, nunits, next_oid;
-  /* JS's Float64Array(2) of this table: replies answered here and their payload bytes (the worker's hit counters). */
+  /*
+   * JS's Float64Array of this table: [replies answered here, their payload bytes, then, when JS
+   * gave bucket bounds, the summed latency in seconds and one count per bucket (+Inf last)]:
+   * the worker's hit counters and its request-duration histogram, kept here so a hit answered
+   * without JS is still timed without JS.
+   */
   double *counts;
+  uint32_t nbounds; /* 0: no latency histogram */
+  uint64_t bounds_ns[HIST_MAX];
   napi_ref counts_ref;
   obj_t *last; /* the object of the last answered request (nearly every request repeats it) */
 };
@@ -226,6 +234,13 @@ static uint32_t cached_id_len(const uint8_t *b, uint32_t n) {
   return (uint32_t)q;
 }
 
+static void observe_latency(hits_t *h, uint64_t ns) {
+  uint32_t i = 0;
+  while (i < h->nbounds && ns > h->bounds_ns[i]) i++;
+  h->counts[2] += (double)ns / 1e9;
+  h->counts[3 + i] += 1;
+}
+
 static void handoff(state_t *st, int fd, int64_t n, size_t p) {
   int32_t *ho = st->handoff;
   ho[0] = fd;
@@ -248,7 +263,8 @@ int hits_serve(state_t *st, hits_t *h, int fd) {
     return 0;
   }
   size_t p = 0, end = (size_t)n;
-  uint64_t now = 0;
+  /* The batch's requests were all read now: each one's latency runs from here to its reply's send. */
+  uint64_t now = mono_ns();
   while (end - p >= HEADER) {
     const uint8_t *f = buf + p;
     /* Only a well-formed GetRange or GetCachedRange is ours; JS answers (or refuses) everything else. */
@@ -271,7 +287,6 @@ int hits_serve(state_t *st, hits_t *h, int fd) {
     if (o == NULL) break;
     /* A pinned read of any version but the one JS published (the current one) is JS's to answer. */
     if (ver != NULL && (o->ver == NULL || o->verlen != verlen || memcmp(o->ver, ver, verlen) != 0)) break;
-    if (now == 0) now = mono_ns();
     if (now >= o->deadline_ns) break;
     const uint8_t *range = body + blen - 16;
     uint64_t off = le64(range), len = le64(range + 8);
@@ -293,6 +308,7 @@ int hits_serve(state_t *st, hits_t *h, int fd) {
     st->c.fast_bytes += len;
     h->counts[0] += 1;
     h->counts[1] += (double)len;
+    if (h->nbounds > 0) observe_latency(h, mono_ns() - now);
     if (err == 0) continue;
     /* Partly sent: JS finishes the reply (from its own dup of the file) before anything else. */
     int tail = dup(u->fd);
@@ -335,13 +351,23 @@ static hits_t *arg_table(napi_env env, state_t *st, napi_value v) {
   return st->tables[(int)t];
 }
 
-/* hitsCreate(counts: Float64Array(2)) -> table id (1..15) or -errno. */
+/*
+ * hitsCreate(counts: Float64Array(2), bounds?: Float64Array) -> table id (1..15) or -errno. With
+ * ascending bucket bounds (seconds, at most HIST_MAX) counts must hold 3 + bounds + 1 doubles.
+ */
 static napi_value HitsCreate(napi_env env, napi_callback_info info) {
-  ARGS(1);
-  size_t len = 0;
-  void *data = NULL;
+  ARGS(2);
+  size_t len = 0, nb = 0;
+  void *data = NULL, *bdata = NULL;
   if (argc < 1 || !arg_typed(env, argv[0], napi_float64_array, &data, &len) || len < 2) {
     napi_throw_type_error(env, NULL, "hitsCreate(counts: Float64Array(2))");
+    return NULL;
+  }
+  napi_valuetype bt = napi_undefined;
+  if (argc >= 2) napi_typeof(env, argv[1], &bt);
+  if (bt != napi_undefined &&
+      (!arg_typed(env, argv[1], napi_float64_array, &bdata, &nb) || nb == 0 || nb > HIST_MAX || len < 3 + nb + 1)) {
+    napi_throw_type_error(env, NULL, "hitsCreate(counts: Float64Array(3 + bounds + 1), bounds: Float64Array(1..32))");
     return NULL;
   }
   int t = 1;
@@ -351,6 +377,8 @@ static napi_value HitsCreate(napi_env env, napi_callback_info info) {
   if (h == NULL) return make_int(env, -ENOMEM);
   for (uint32_t i = 0; i < UNIT_CAP; i++) h->units[i].fd = -1;
   h->counts = (double *)data;
+  h->nbounds = (uint32_t)nb;
+  for (size_t i = 0; i < nb; i++) h->bounds_ns[i] = (uint64_t)(((double *)bdata)[i] * 1e9);
   napi_create_reference(env, argv[0], 1, &h->counts_ref);
   st->tables[t] = h;
   return make_int(env, t);

@@ -6,6 +6,7 @@ import { messagesOf } from "../config/Setting.js"
 import { VERSION } from "../core/version.js"
 import { loadSubcommands } from "./commands.js"
 import * as ConfigFile from "./configFile.js"
+import { asksForHelp, withOwnOptionHelp } from "./help.js"
 
 // Declared so help lists it and the parser accepts it; the value is read ahead (configPathFrom).
 const config = Options.file("config").pipe(
@@ -45,6 +46,7 @@ if (configPath !== undefined) {
 }
 
 cli(process.argv).pipe(
+  asksForHelp(process.argv.slice(2)) ? withOwnOptionHelp : (self) => self,
   configPath === undefined ? (self) => self : Effect.provide(ConfigFile.layer(configPath)),
   Effect.tapErrorCause(report),
   Effect.provide(NodeContext.layer),

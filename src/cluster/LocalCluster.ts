@@ -44,7 +44,7 @@ export interface LocalClusterShape {
 
 export class LocalClusterError extends Data.TaggedError("LocalClusterError")<{ readonly message: string }> {}
 
-const DEFAULT_PORTS = { origin: 9100, gateway: 9000, control: 7000, admin: 8000, workerData: 7001, workerAdmin: 8001 }
+const DEFAULT_PORTS = { origin: 9100, gateway: 9000, gatewayAdmin: 9001, control: 7000, admin: 8000, workerData: 7001, workerAdmin: 8001 }
 
 const workDir = (options: LocalClusterOptions): Effect.Effect<string, LocalClusterError, Scope.Scope> => {
   if (options.dir !== undefined) {
@@ -113,6 +113,7 @@ const make = (options: LocalClusterOptions = {}) =>
           Gateway.layerWith({
             gateway: {
               listen: `${host}:${port(DEFAULT_PORTS.gateway)}`,
+              adminListen: `${host}:${port(DEFAULT_PORTS.gatewayAdmin)}`,
               auth: credentials.s3 !== undefined || credentials.azure !== undefined
             },
             route,

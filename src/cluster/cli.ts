@@ -47,7 +47,8 @@ export const up = Command.make("up", upOptions, (flags) =>
         ...(cluster.gateway === undefined
           ? []
           : [
-              `  gateway       ${cluster.gateway.url}  (${cluster.gateway.route} route; S3 path-style, Azure at ${cluster.gateway.azureUrl("devstoreaccount1")})`
+              `  gateway       ${cluster.gateway.url}  (${cluster.gateway.route} route; S3 path-style, Azure at ${cluster.gateway.azureUrl("devstoreaccount1")})`,
+              ...(cluster.gateway.adminUrl === undefined ? [] : [`                admin ${cluster.gateway.adminUrl} (/healthz, /readyz, /metrics)`])
             ]),
         ...cluster.workers.map(
           (w) => `  ${w.node.id.padEnd(13)} data ${w.dataAddress}, admin http://${w.adminAddress} (${w.dataPlane} plane, ${w.serveMode})`

@@ -6,7 +6,7 @@
  * every control operation, none leads. It is never on a read's data path:
  * clients compute placement locally and talk to workers directly.
  */
-import { Context, Effect, Layer, type ConfigError, Either, Stream, SubscriptionRef, type Scope } from "effect"
+import { Clock, Context, Effect, Layer, type ConfigError, Either, Stream, SubscriptionRef, type Scope } from "effect"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { BackendStore, type BackendError } from "../backend/BackendStore.js"
 import type { NodeInfo } from "../core/ids.js"
@@ -21,6 +21,7 @@ import { COORDINATOR_CAPS, serveControl, type ControlListenError, type ControlSe
 import { resolveCoordinatorOptions, resolveCoordinatorState, type CoordinatorOptions } from "./config.js"
 import { parseListPrefix } from "./prefix.js"
 import { renderMetrics } from "./metrics.js"
+import { CoordinatorTalonMetrics } from "./talonMetrics.js"
 import { Heartbeat, makeRegistry, Register, ReportStatus, type Registry } from "./registry/Registry.js"
 import { roleName, zoneOf, type RegistryNode, type RegistryView } from "./registry/view.js"
 import { keepCoordinatorRecord } from "./selfRecord.js"
@@ -99,13 +100,15 @@ export const makeCoordinator = (
 
 /** A coordinator serving from `store` (shared, e.g., by several coordinators in one process). */
 export const makeCoordinatorOn = (
-  store: ClusterStateStoreShape,
+  untimedStore: ClusterStateStoreShape,
   explicit: Partial<CoordinatorOptions> = {}
 ): Effect.Effect<CoordinatorShape, CoordinatorStartError, BackendStore | Scope.Scope> =>
   Effect.gen(function* () {
     const options = yield* resolveCoordinatorOptions(explicit)
     const backend = yield* BackendStore
     const startedAt = Date.now()
+    const talon = new CoordinatorTalonMetrics()
+    const store = talon.store(untimedStore)
     const registry = yield* makeRegistry(store, { clusterId: options.clusterId })
     const view = SubscriptionRef.get(registry.view)
 
@@ -136,7 +139,7 @@ export const makeCoordinatorOn = (
         Effect.catchAll((e) => Effect.succeed(ack(false, `membership registry: ${e.message}`)))
       )
 
-    const handle = (message: ControlMessage): Effect.Effect<ControlMessage> =>
+    const handle = talon.instrument((message: ControlMessage): Effect.Effect<ControlMessage> =>
       Effect.gen(function* () {
         switch (message._tag) {
           case "Register":
@@ -175,7 +178,7 @@ export const makeCoordinatorOn = (
           default:
             return ack(false, `the coordinator does not handle ${message._tag} messages`)
         }
-      })
+      }))
 
     const listObjects = (prefix: string): Effect.Effect<ControlMessage> => {
       const parsed = parseListPrefix(prefix)
@@ -243,7 +246,14 @@ export const makeCoordinatorOn = (
       outOfPlacement: v.outOfPlacement.map((m) => clusterMember(m, v.observedAtUnixMs))
     }))
 
-    const metrics = Effect.map(view, (v) =>
+    const metrics = Effect.map(Effect.zip(view, Clock.currentTimeMillis), ([v, now]) =>
+      talon.render({
+        view: v,
+        nowMs: now,
+        controlRequests: control.stats.requests,
+        connections: control.stats.connections,
+        uptimeSeconds: (now - startedAt) / 1000
+      }) +
       renderMetrics({
         view: v,
         epoch: epochForWire(v.epoch),

@@ -3,6 +3,7 @@
  * a handful of gauges and counters does not justify a metrics library.
  */
 import type { ControlServerStats } from "./ControlServer.js"
+import { operationOf } from "./talonMetrics.js"
 import { TOKEN_REFUSALS } from "./registry/auth.js"
 import type { RegistryCounters } from "./registry/Registry.js"
 import type { RegistryView } from "./registry/view.js"
@@ -74,10 +75,10 @@ export const renderMetrics = (m: MetricsInput): string => {
   metric(
     "talon_coordinator_control_requests_total",
     "counter",
-    "Control-listener frames received, by message.",
+    "Control-listener frames received, by message and by Talon's operation label.",
     Object.entries(m.control.requests)
       .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([type, n]) => [`{message="${escapeLabel(type)}"}`, n])
+      .map(([type, n]) => [`{message="${escapeLabel(type)}",operation="${operationOf(type)}"}`, n])
   )
   metric("talon_coordinator_control_error_frames_total", "counter", "Error frames sent.", [["", m.control.errorFrames]])
   metric(

@@ -20,6 +20,8 @@ import { OriginHttp } from "./OriginHttp.js"
 import { Route, type RouteCounters } from "./Route.js"
 import { CacheRoute, type CacheRouteOptions, OriginRoute } from "./routes.js"
 import { describeAuth, listen } from "./server.js"
+import { readinessReasons, serveGatewayAdmin } from "./admin.js"
+import { GatewayMetrics } from "./metrics.js"
 import { StatCache } from "./statCache.js"
 import { TlsLoadError } from "../http/tls.js"
 
@@ -43,6 +45,8 @@ export interface GatewayShape {
   /** One line saying which credentials are checked (never the secrets). */
   readonly authSummary: string
   readonly stats: () => GatewayStats
+  /** `http://host:port` of the admin port (/healthz, /readyz, /metrics), when it serves one. */
+  readonly adminUrl: string | undefined
 }
 
 const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
@@ -68,6 +72,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       stats: new StatCache(backend, runtime, options.statTtlMs, options.writeFreshMs),
       runtime,
       counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0 },
+      metrics: new GatewayMetrics(),
       url: ""
     }
     const server = yield* Effect.acquireRelease(
@@ -83,8 +88,18 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       }),
       (s) => Effect.promise(() => s.close())
     )
+    let adminUrl: string | undefined
+    if (options.adminListen !== "") {
+      const at = parseListen(options.adminListen)!
+      const metrics = services.metrics!
+      const address = yield* serveGatewayAdmin(at.host, at.port, { reasons: readinessReasons(route, origin), metrics: () => metrics.render() }).pipe(
+        Effect.mapError((e) => new GatewayError({ message: e.message }))
+      )
+      adminUrl = `http://${address}`
+    }
     return {
       url: server.url,
+      adminUrl,
       azureUrl: (account) => `${server.url}/${account}`,
       host: server.host,
       port: server.port,

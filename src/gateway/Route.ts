@@ -5,7 +5,7 @@
  * for the next chunk only after the client's socket took the previous one, which
  * is what bounds memory for a slow consumer.
  */
-import { Context, Data } from "effect"
+import { Context, Data, type Effect } from "effect"
 import type { ObjectStat } from "../backend/BackendStore.js"
 import type { ReadAheadStats } from "../client/ReadAheadCache.js"
 import type { Payload } from "../client/SlabPool.js"
@@ -61,6 +61,8 @@ export interface RouteShape {
   readonly counters: RouteCounters
   /** The cache route's client read-ahead (its pieces of one response are a sequential run). */
   readonly readAhead?: () => ReadAheadStats
+  /** Cache route: workers in the cluster's membership now (0 when the coordinator does not answer). */
+  readonly workers?: Effect.Effect<number>
 }
 
 export class Route extends Context.Tag("talon/gateway/Route")<Route, RouteShape>() {}

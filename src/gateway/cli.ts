@@ -52,6 +52,7 @@ export const gatewayLayerFromFlags = (flags: Flags) =>
 /** What a running gateway prints: where it listens, whether auth is on (loudly when off), how to point clients at it. */
 export const gatewayBanner = (gw: GatewayShape, router: Router.RouterOptions): ReadonlyArray<string> => {
   const lines = [`talon gateway listening on ${gw.url} (${gw.route} route)`]
+  if (gw.adminUrl !== undefined) lines.push(`  admin ${gw.adminUrl} (/healthz, /readyz, /metrics)`)
   lines.push(
     gw.options.auth
       ? `  ${gw.authSummary}`

@@ -22,6 +22,8 @@ export interface GatewayCredentials {
 export interface GatewayOptions {
   /** `host:port`; port 0 picks a free one. */
   readonly listen: string
+  /** Admin HTTP `host:port` (/healthz, /readyz, /metrics); "" serves none. */
+  readonly adminListen: string
   /** Verify SigV4 / Shared Key on every request (off only for local demos). */
   readonly auth: boolean
   readonly credentials: GatewayCredentials
@@ -72,6 +74,12 @@ const listenKind: K.Kind<string> = {
       : Either.right(t.trim())
 }
 
+const optionalListenKind: K.Kind<string> = {
+  ...listenKind,
+  parse: (t) => (t.trim() === "" ? Either.right("") : listenKind.parse(t)),
+  show: (t) => (t === "" ? '""' : t)
+}
+
 type GatewaySettings = Omit<GatewayOptions, "credentials">
 
 export const GatewaySchema = component<GatewaySettings>({
@@ -80,6 +88,12 @@ export const GatewaySchema = component<GatewaySettings>({
   prefix: "TALON_GATEWAY",
   settings: {
     listen: S.of(listenKind, "127.0.0.1:9000", "host:port to serve S3 and Azure on", { example: "0.0.0.0:9000" }),
+    adminListen: S.of(
+      optionalListenKind,
+      "",
+      "Admin HTTP host:port serving /healthz, /readyz (503 while the origin or, on the cache route, every worker is unreachable) and /metrics; empty serves none",
+      { example: "0.0.0.0:9001", shownDefault: "none" }
+    ),
     auth: S.of(K.onOff, true, "Verify SigV4 / Shared Key against the TALON_GATEWAY_* credentials; off serves anyone (local demos only)", {
       example: "off"
     }),

@@ -3,6 +3,7 @@
  * for signature checks), the services, and helpers that write with backpressure,
  * read bodies under a size limit and run effects under the request's deadline.
  */
+import type { GatewayMetrics } from "./metrics.js"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Transform, type TransformCallback, Writable } from "node:stream"
 import { pipeline } from "node:stream/promises"
@@ -32,6 +33,8 @@ export interface Services {
   readonly stats: StatCache
   readonly runtime: Runtime.Runtime<never>
   readonly counters: GatewayCounters
+  /** Talon's gateway families (metrics.ts), for the admin port's /metrics. */
+  readonly metrics?: GatewayMetrics
   /** Base URL clients reach the gateway at (for Azure's ServiceEndpoint). */
   url: string
 }

@@ -195,7 +195,12 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
       }
     }
 
-    return { name: "cache", counters, open, readAhead: client.readAhead } satisfies RouteShape
+    // Workers the client can place reads on (a fresh membership query: readiness asks rarely).
+    const workers = client.members(true).pipe(
+      Effect.map((m) => m.length),
+      Effect.orElseSucceed(() => 0)
+    )
+    return { name: "cache", counters, open, readAhead: client.readAhead, workers } satisfies RouteShape
   })
 
 export const CacheRoute = (options: Partial<CacheRouteOptions> = {}): Layer.Layer<Route, never, TalonClient | BackendStore> =>

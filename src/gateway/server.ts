@@ -13,6 +13,7 @@ import { s3Error } from "../http/s3Errors.js"
 import { listenHttp, type RunningServer } from "../http/server.js"
 import { type AuthResult, verifySharedKey, verifySigV4 } from "./auth.js"
 import { handleAzure } from "./azureApi.js"
+import { operationOf, watchResponse } from "./metrics.js"
 import { type GwCtx, RequestAbort, RequestContext, type Services } from "./context.js"
 import { handleS3 } from "./s3Api.js"
 import { loadTls, watchTls } from "../http/tls.js"
@@ -72,6 +73,25 @@ export const handleRequest = (g: Services) => {
     stampResponse(req, res, SERVER, azure, requestId)
     const raw = req.url ?? "/"
     const q = raw.indexOf("?")
+    const segments = target.pathname.split("/").slice(1)
+    // Refused before it reached a route (busy, unsigned): Talon's route "none".
+    let routed = false
+    const metrics = g.metrics
+    if (metrics !== undefined) {
+      const namesObject = azure ? segments.length >= 3 && segments[2] !== "" : (s3Address(target, segments).rawKey ?? "") !== ""
+      const operation = operationOf(method, namesObject)
+      watchResponse(res, (headersMs, totalMs, bytes) =>
+        metrics.observe({
+          protocol: azure ? "azure" : "s3",
+          operation,
+          route: !routed ? "none" : operation === "read" ? g.route.name : "origin",
+          status: res.statusCode,
+          responseBytes: bytes,
+          headersSeconds: headersMs / 1000,
+          totalSeconds: totalMs / 1000
+        })
+      )
+    }
     const aborts = new RequestAbort()
     const ctx: GwCtx = new RequestContext(req, res, method, requestId, target.query, target.pathname, q < 0 ? "" : raw.slice(q + 1), g, aborts)
     g.counters.requests++
@@ -98,9 +118,10 @@ export const handleRequest = (g: Services) => {
       if (!res.writableFinished) aborts.abort()
     })
 
-    const segments = target.pathname.split("/").slice(1)
     try {
       const verdict = authorize(g, ctx, azure, azure ? segments[0] : undefined)
+      if (g.options.auth) metrics?.authentication(verdict.ok)
+      routed = verdict.ok
       if (!verdict.ok) {
         return azure
           ? azureError(ctx, verdict.status, verdict.code, verdict.message)

@@ -4,6 +4,8 @@
  * Prometheus text format.
  */
 import { Context, Layer } from "effect"
+import { Exposition, Histogram as LatencyHistogram } from "../core/exposition.js"
+import { VERSION } from "../core/version.js"
 import { CORRUPT_REASONS, type StoreHealth } from "./store/health.js"
 import { renderTenantMetrics, type TenantLimiter } from "./tenants/TenantLimiter.js"
 
@@ -62,6 +64,16 @@ export class WorkerStats {
   readAheadUnusedBytes = 0
   /** Origin HEADs (version lookups). */
   originStats = 0
+  /** Origin range fetches that ended, either way (started minus these = in flight). */
+  originFetchesSettled = 0
+  /**
+   * Data-plane requests answered by JS, from the request's arrival to its reply being ready;
+   * the native hit table times its own (in `offloaded`, from the read to the send).
+   */
+  readonly requestLatency = new LatencyHistogram()
+  /** Status heartbeats a coordinator accepted, and rounds none did. */
+  heartbeatsAccepted = 0
+  heartbeatsFailed = 0
   readonly originLatency = new Histogram(ORIGIN_LATENCY_BUCKETS)
   evictions = 0
   evictedBytes = 0
@@ -85,6 +97,8 @@ export interface Gauges {
   readonly residentBytes: number
   readonly capacityBytes: number
   readonly blocks: number
+  /** Units on disk (pages, or whole blocks when unpaged). */
+  readonly units?: number
   readonly openFiles: number
   readonly dataPlane: string
   readonly serveMode: string
@@ -100,6 +114,7 @@ const escapeLabel = (v: string): string => v.replace(/\\/g, "\\\\").replace(/"/g
 
 export const renderPrometheus = (s: WorkerStats, g: Gauges): string => {
   const out: Array<string> = []
+  out.push(renderTalonFamilies(s, g).slice(0, -1))
   line(out, "talon_worker_hits_total", "counter", "Range requests served entirely from the cache.", s.hits)
   line(out, "talon_worker_misses_total", "counter", "Range requests that needed an origin fill.", s.misses)
   line(out, "talon_worker_request_errors_total", "counter", "Requests answered with an ERROR frame.", s.errors)
@@ -186,4 +201,51 @@ const renderStoreHealth = (out: Array<string>, h: StoreHealth | undefined): void
   line(out, "talon_worker_disk_full_evicted_bytes_total", "counter", "Bytes evicted to make room after ENOSPC.", h.diskFullEvictedBytes)
   line(out, "talon_worker_fill_fsyncs_total", "counter", "Filled units fdatasynced before their rename.", h.fsyncs)
   line(out, "talon_worker_fill_fsync_seconds_total", "counter", "Time spent in those fdatasyncs.", h.fsyncSeconds)
+}
+
+/** The native table's latency histogram, when it keeps one: [sum, counts…] after its two hit counters. */
+const nativeLatency = (s: WorkerStats) => {
+  const o = s.offloaded
+  if (o === undefined || o.length < 3 + s.requestLatency.counts.length) return undefined
+  return { sum: o[2]!, counts: o.subarray(3, 3 + s.requestLatency.counts.length) }
+}
+
+/**
+ * Talon's worker families (crates/talon-worker/src/observability.rs): its names, types, labels
+ * and units, from the same counters as ours. Talon labels backend families with its configured
+ * backend; this worker reads every origin through one router, so its label says "origin".
+ */
+export const renderTalonFamilies = (s: WorkerStats, g: Gauges): string => {
+  const none = [] as const
+  const backend = [["backend", "origin"]] as const
+  const o = s.originLatency
+  const e = new Exposition()
+    .gauge("talon_worker_build_info", "Worker build information.", [[[["version", VERSION]], 1]])
+    .counter("talon_worker_requests_total", "Data-plane requests completed by the worker.", [[none, s.hits + s.misses + s.errors]])
+    .counter("talon_worker_cache_hits_total", "Worker cache hits.", [[[["form", "whole"]], s.hits]])
+    .counter("talon_worker_cache_misses_total", "Worker cache misses.", [[[["form", "whole"]], s.misses]])
+    .histogram("talon_worker_request_duration_seconds", "Data-plane request latency in seconds.", [
+      [none, s.requestLatency, nativeLatency(s)]
+    ])
+    .counter("talon_worker_backend_fetch_bytes_total", "Bytes fetched from the origin backend.", [[backend, s.originBytes]])
+    .counter("talon_worker_backend_fetch_errors_total", "Origin backend range fetch failures.", [[backend, s.originFetchFailures]])
+    .gauge("talon_worker_inflight_loads", "Backend loads currently in flight.", [[none, Math.max(0, s.originFetches - s.originFetchesSettled)]])
+    .gauge("talon_worker_active_connections", "Data-plane connections currently open.", [[none, s.connectionsOpen]])
+    .gauge("talon_worker_pages", "Materialized pages currently indexed by the worker.", [[none, g.units ?? g.blocks]])
+    .gauge("talon_worker_process_uptime_seconds", "Worker process uptime in seconds.", [[none, process.uptime()]])
+    .counter("talon_worker_control_heartbeat_total", "Control-plane heartbeat attempts by result.", [
+      [[["result", "success"]], s.heartbeatsAccepted],
+      [[["result", "failure"]], s.heartbeatsFailed]
+    ])
+    .raw(
+      [
+        "# HELP talon_worker_backend_fetch_duration_seconds Origin backend range fetch latency in seconds.",
+        "# TYPE talon_worker_backend_fetch_duration_seconds histogram",
+        ...o.bounds.map((b, i) => `talon_worker_backend_fetch_duration_seconds_bucket{backend="origin",le="${b}"} ${o.counts[i]}`),
+        `talon_worker_backend_fetch_duration_seconds_bucket{backend="origin",le="+Inf"} ${o.count}`,
+        `talon_worker_backend_fetch_duration_seconds_sum{backend="origin"} ${o.sum}`,
+        `talon_worker_backend_fetch_duration_seconds_count{backend="origin"} ${o.count}`
+      ].join("\n")
+    )
+  return e.text()
 }

@@ -10,6 +10,8 @@ import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { ClientSchema } from "../../src/client/config.js"
 import { UpSchema } from "../../src/cluster/config.js"
+import { GENERIC_OPTION_HELP } from "../../src/cli/help.js"
+import { describe as describeSetting } from "../../src/config/cli.js"
 import type { Component, Setting } from "../../src/config/Setting.js"
 import { CoordinatorSchema } from "../../src/coordinator/config.js"
 import { GatewayCommandSchema, GatewaySchema } from "../../src/gateway/config.js"
@@ -61,7 +63,10 @@ describe("talon <command> --help", () => {
     for (const s of settings.filter((s) => s.flag !== undefined)) {
       expect(out).toContain(`--${s.flag}`)
       expect(out).toContain(`(env ${s.env}, default `)
+      // Each option's own description, once, with no generic type sentence above it.
+      expect(out.split(describeSetting(s)).length - 1).toBe(1)
     }
+    for (const generic of GENERIC_OPTION_HELP) expect(out).not.toContain(`  ${generic}\n`)
   }, 180_000)
 })
 

@@ -76,7 +76,8 @@ describe("coordinator admin HTTP", () => {
           expect(lines).toContain("talon_coordinator_registrations_total 2")
           expect(lines).toContain("talon_coordinator_heartbeats_total 1")
           expect(lines).toContain('talon_coordinator_worker_blocks{node="w-1"} 17')
-          expect(lines).toContain('talon_coordinator_control_requests_total{message="Register"} 2')
+          expect(lines).toContain('talon_coordinator_control_requests_total{message="Register",operation="register"} 2')
+          expect(lines).toContain('talon_coordinator_registration_total{result="accepted"} 2')
           expect(lines).toContain("# TYPE talon_coordinator_members gauge")
           // Every sample line is `name{labels} value` with a numeric value.
           for (const line of lines.filter((l) => l.length > 0 && !l.startsWith("#"))) {

@@ -99,6 +99,16 @@ describe.runIf(native)("native hit table", () => {
       const tableHits = Number(/^talon_worker_hit_table_hits_total (\d+)$/m.exec(metrics)?.[1])
       if (hitTable) expect(tableHits).toBeGreaterThanOrEqual(rs.length * 3 - 2)
       else expect(tableHits).toBe(0)
+      // The table times every reply it sends (one bucket count each); the histogram counts every request.
+      const table = w.worker.stats.offloaded
+      if (hitTable) {
+        let timed = 0
+        for (let i = 3; i < table!.length; i++) timed += table![i]!
+        expect(timed).toBe(table![0])
+        expect(table![2]).toBeGreaterThan(0)
+      }
+      const timedAll = Number(/^talon_worker_request_duration_seconds_count (\d+)$/m.exec(metrics)?.[1])
+      expect(timedAll).toBeGreaterThanOrEqual(w.worker.stats.hits + w.worker.stats.misses)
       c.close()
       await w.stop()
     }

@@ -114,6 +114,7 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
           }
           target = index
           lastProblem = ""
+          stats.heartbeatsAccepted++
           yield* readiness.update({
             ready: true,
             registered: true,
@@ -129,6 +130,7 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
           return
         }
         const problem = problems.join("; ")
+        stats.heartbeatsFailed++
         const current = readiness.current
         yield* readiness.update({
           registered: false,

@@ -136,7 +136,8 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
                   })
                 ),
                 Effect.tap(() => Effect.sync(() => stats.originLatency.observe((performance.now() - started) / 1000))),
-                Effect.tapError(() => Effect.sync(() => stats.originFetchFailures++))
+                Effect.tapError(() => Effect.sync(() => stats.originFetchFailures++)),
+                Effect.ensuring(Effect.sync(() => stats.originFetchesSettled++))
               )
             })
           )

@@ -3,6 +3,7 @@
  * the shared epoll fd, batch accept, and the hit table (native/hits.c) that answers published hits
  * without JS. The runtime (NativeRuntime.ts) is process-wide; connections are NativeConnection.ts.
  */
+import { LATENCY_BUCKETS } from "../../core/exposition.js"
 import * as net from "node:net"
 import { Connection } from "../server/SocketServer.js"
 import type { DataPlaneShape, HitTable } from "./DataPlane.js"
@@ -64,8 +65,9 @@ export const makeNativePlane = (options: NativeOptions = {}): DataPlaneShape => 
 
 const makeHitTable = (rt: NativeRuntime): HitTable | undefined => {
   const addon = rt.addon
-  const counts = new Float64Array(new ArrayBuffer(16))
-  const id = addon.hitsCreate(counts)
+  // [replies, bytes, latency sum, one count per bucket and +Inf]: the table times its own replies.
+  const counts = new Float64Array(3 + LATENCY_BUCKETS.length + 1)
+  const id = addon.hitsCreate(counts, Float64Array.from(LATENCY_BUCKETS))
   if (id < 0) return undefined
   let open = true
   return {

@@ -54,8 +54,11 @@ export interface NativeAddon {
   // The hit table (native/hits.c): replies answered on the loop without calling into JS.
   /** Memory the tables work in: connFast[fd] = table id, handoff (Int32Array(16)), the plane's read buffer. */
   readonly hitsInit: (connFast: Uint8Array, handoff: Int32Array, readBuf: Uint8Array) => number
-  /** A table (one per data server); `counts` receives [replies, payload bytes]. Its id (1..15), or -errno. */
-  readonly hitsCreate: (counts: Float64Array) => number
+  /**
+   * A table (one per data server); `counts` receives [replies, payload bytes] and, given bucket
+   * `bounds` (seconds), [latency sum, a count per bucket, +Inf]. Its id (1..15), or -errno.
+   */
+  readonly hitsCreate: (counts: Float64Array, bounds?: Float64Array) => number
   readonly hitsDestroy: (table: number) => number
   /** Publishes an object (bincode ObjectId bytes) fresh for `freshMs`: its oid (> 0), or -errno. */
   readonly hitsObject: (table: number, ...object: PublishedObject) => number

@@ -109,11 +109,28 @@ export class RequestHandler {
   }
 
   handle(frame: Frame): Reply | Promise<Reply> {
+    const started = performance.now()
+    return this.timed(started, this.answer(frame))
+  }
+
+  private answer(frame: Frame): Reply | Promise<Reply> {
     const reply = this.dispatch(frame)
     if (!(reply instanceof Promise)) return reply
     // A reply promise must always settle with a reply, or the connection's reply order would stall.
     const { type, requestId } = frame.header
     return reply.catch((e: unknown) => this.error(type, requestId, `internal error: ${describeUnknown(e)}`, DataErrorCode.Internal))
+  }
+
+  /** Records the request's latency once its reply is ready (talon_worker_request_duration_seconds). */
+  private timed(started: number, reply: Reply | Promise<Reply>): Reply | Promise<Reply> {
+    if (!(reply instanceof Promise)) {
+      this.stats.requestLatency.observe((performance.now() - started) / 1000)
+      return reply
+    }
+    return reply.then((r) => {
+      this.stats.requestLatency.observe((performance.now() - started) / 1000)
+      return r
+    })
   }
 
   /**
@@ -124,6 +141,11 @@ export class RequestHandler {
    * otherwise decoded before this returns, and every other type gets a copy.
    */
   handleAt(type: number, requestId: number, buf: Buffer, start: number, end: number): Reply | Promise<Reply> {
+    const started = performance.now()
+    return this.timed(started, this.answerAt(type, requestId, buf, start, end))
+  }
+
+  private answerAt(type: number, requestId: number, buf: Buffer, start: number, end: number): Reply | Promise<Reply> {
     if (type === MsgType.GetRange && this.ready.ready) {
       const known = this.ids.matchAt(buf, start, end)
       if (known !== undefined && known.problem === undefined) {
@@ -157,7 +179,7 @@ export class RequestHandler {
     const view = buf.subarray(start, end)
     // GetRange and GetCachedRange bodies are decoded before this returns (remember() copies what it keeps).
     const payload = type === MsgType.GetRange || type === MsgType.GetCachedRange ? view : Buffer.from(view)
-    return this.handle({ header: { type: type as MsgType, flags: 0, requestId, length: end - start }, payload })
+    return this.answer({ header: { type: type as MsgType, flags: 0, requestId, length: end - start }, payload })
   }
 
   private dispatch(frame: Frame): Reply | Promise<Reply> {
