@@ -9,9 +9,9 @@
  * - At most `originConcurrency` fetches run at once, `originConcurrencyPerObject` of one
  *   object, and `readAheadConcurrency` of them read-ahead (Effect semaphores; read-ahead takes
  *   its share first, so it never waits in the global queue ahead of more than its share).
- * - Bytes stream from the origin into a temp file per page, hashed (XXH64) as
- *   they arrive; each page is fdatasynced, renamed into place with its
- *   checksum (and its waiters released) as soon as it is complete (fetchRun.ts).
+ * - Bytes stream from the origin into a staging buffer per page; each complete
+ *   page is hashed (XXH64) in one pass, written once, fdatasynced, renamed into
+ *   place with its checksum (and its waiters released) (fetchRun.ts).
  * - Fills run as fibers of the worker's scope, so shutdown interrupts them;
  *   the serve loop only awaits the promise, it never blocks other connections.
  * - Versions found on disk at start-up are not trusted as current: the object may have
