@@ -77,6 +77,10 @@ gateway-bench *args:
 # Cold sequential reads through one worker (miss path, read-ahead) vs direct origin reads (JSON Lines).
 miss-path-bench *args:
     npx tsx bench/miss-path.ts "$@"
+# CPU ns per filled byte of one worker's cluster process and of its reader, alternating with direct origin reads.
+miss-path-cpu *args:
+    npx tsx bench/miss-path/cpu.ts "$@"
+
 # Client/gateway read-ahead before vs after on cold objects over a slow origin stub
 readahead-bench *args:
     npx tsx bench/readahead-bench.ts "$@"

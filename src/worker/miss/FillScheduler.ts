@@ -19,6 +19,12 @@ import type { BlockId } from "../../core/ids.js"
 import { BlockIdSchema } from "../../protocol/identity.js"
 import { blockKey } from "../store/layout.js"
 import { fetchRun, type RunTarget } from "./fetchRun.js"
+import { StagePool, stageSize } from "./stagePool.js"
+
+/** Idle staging buffers a worker keeps: enough for a few fetches' pages between bursts, a few MiB of memory. */
+const STAGES_KEPT = 16
+
+const fillStages = (pageSize: number): StagePool => new StagePool(stageSize(pageSize > 0 ? pageSize : Infinity), STAGES_KEPT)
 
 /** A unit's pending fill: settled once, by the fetch that owns it. */
 interface Pending {
@@ -170,8 +176,9 @@ const blockActor = (
   })
 
 /** The registry actor and its block actors, living as long as the enclosing scope. */
-export const makeFillScheduler = (target: RunTarget): Effect.Effect<FillSchedulerShape, never, Scope.Scope> =>
+export const makeFillScheduler = (settings: RunTarget): Effect.Effect<FillSchedulerShape, never, Scope.Scope> =>
   Effect.gen(function* () {
+    const target: RunTarget = settings.stages !== undefined ? settings : { ...settings, stages: fillStages(settings.pageSize) }
     const runtime = yield* Effect.runtime<never>()
     const run: Runner = (effect) => {
       Runtime.runFork(runtime)(Effect.ignoreLogged(effect))

@@ -9,9 +9,9 @@
  * - At most `originConcurrency` fetches run at once, `originConcurrencyPerObject` of one
  *   object, and `readAheadConcurrency` of them read-ahead (Effect semaphores; read-ahead takes
  *   its share first, so it never waits in the global queue ahead of more than its share).
- * - Bytes stream from the origin into a temp file per page, hashed (XXH64) as
- *   they arrive; each page is fdatasynced, renamed into place with its
- *   checksum (and its waiters released) as soon as it is complete (fetchRun.ts).
+ * - Bytes stream from the origin into a staging buffer per page; each complete
+ *   page is hashed (XXH64) in one pass, written once, fdatasynced, renamed into
+ *   place with its checksum (and its waiters released) (fetchRun.ts).
  * - Fills run as fibers of the worker's scope, so shutdown interrupts them;
  *   the serve loop only awaits the promise, it never blocks other connections.
  * - Versions found on disk at start-up are not trusted as current: the object may have
@@ -19,13 +19,13 @@
  *   blocks on disk are served again only when the origin still names their version.
  */
 import { Context, Effect, Exit, FiberSet, Layer, Stream } from "effect"
-import { BackendStore, type ObjectStat } from "../../backend/BackendStore.js"
+import { BackendStore, type BackendError, type ObjectStat, type RangeReader } from "../../backend/BackendStore.js"
 import type { BlockId, ObjectId } from "../../core/ids.js"
 import { WorkerConfig } from "../config.js"
 import { describeUnknown, fromBackend, ReadFailed } from "../errors.js"
 import { WorkerMetrics } from "../metrics.js"
 import { BlockStore } from "../store/BlockStore.js"
-import type { RangeFetch } from "./fetchRun.js"
+import type { RangeFetch, RangeSink } from "./fetchRun.js"
 import { makeFillScheduler } from "./FillScheduler.js"
 import { objectKey, VersionCache } from "./VersionCache.js"
 
@@ -47,6 +47,10 @@ export interface MissPathShape {
   /** `fill` on behalf of read-ahead: under the read-ahead share of origin fetches. */
   readonly fillAhead?: (id: BlockId, blockLength: number, objectSize: number, first: number, end: number) => Promise<void>
 }
+
+const BACKEND_TAGS: ReadonlySet<unknown> = new Set(["BackendNotFound", "BackendRequestError", "BackendRangeError"])
+const isBackendError = (e: unknown): e is BackendError =>
+  typeof e === "object" && e !== null && BACKEND_TAGS.has((e as { _tag?: unknown })._tag)
 
 /** A semaphore per object with fetches in flight or waiting; dropped when none is. */
 interface ObjectGate {
@@ -116,6 +120,57 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
           })
         )
 
+      const toReadFailed = (object: ObjectId) => (e: unknown): ReadFailed =>
+        e instanceof ReadFailed ? e : isBackendError(e) ? fromBackend(object, e) : new ReadFailed({ reason: describeUnknown(e) })
+
+      /**
+       * The body into the sink with plain callbacks, one promise per batch of chunks rather than
+       * a fiber step per chunk: the fill's hot loop. Closing the reader (on interruption too)
+       * releases the origin connection.
+       */
+      const pump = (reader: RangeReader, sink: RangeSink) => async (): Promise<void> => {
+        try {
+          for (;;) {
+            const batch = await reader.next()
+            if (batch === undefined) return
+            for (let i = 0; i < batch.length; i++) {
+              const chunk = batch[i]!
+              stats.originBytes += chunk.length
+              const wait = sink(chunk)
+              if (wait !== undefined) await wait
+            }
+          }
+        } finally {
+          reader.close()
+        }
+      }
+
+      const body = (object: ObjectId, version: string, offset: number, length: number, sink: RangeSink): Effect.Effect<void, ReadFailed> => {
+        const openRange = backend.openRange
+        if (openRange === undefined) {
+          return backend.getRange(object, offset, length, { version }).pipe(
+            Stream.mapError((e) => fromBackend(object, e)),
+            Stream.runForEach((chunk) =>
+              Effect.tryPromise({
+                try: async () => {
+                  stats.originBytes += chunk.length
+                  await sink(chunk)
+                },
+                catch: toReadFailed(object)
+              })
+            )
+          )
+        }
+        return Effect.tryPromise({
+          try: (signal) => {
+            const reader = openRange(object, offset, length, { version })
+            signal.addEventListener("abort", () => reader.close(), { once: true })
+            return pump(reader, sink)()
+          },
+          catch: toReadFailed(object)
+        })
+      }
+
       const fetchRange: RangeFetch = (object, version, offset, length, sink, ahead) =>
         toPromise(
           gated(
@@ -124,17 +179,7 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
             Effect.suspend(() => {
               const started = performance.now()
               stats.originFetches++
-              return backend.getRange(object, offset, length, { version }).pipe(
-                Stream.mapError((e) => fromBackend(object, e)),
-                Stream.runForEach((chunk) =>
-                  Effect.tryPromise({
-                    try: () => {
-                      stats.originBytes += chunk.length
-                      return sink(chunk)
-                    },
-                    catch: (e) => (e instanceof ReadFailed ? e : new ReadFailed({ reason: describeUnknown(e) }))
-                  })
-                ),
+              return body(object, version, offset, length, sink).pipe(
                 Effect.tap(() => Effect.sync(() => stats.originLatency.observe((performance.now() - started) / 1000))),
                 Effect.tapError(() => Effect.sync(() => stats.originFetchFailures++)),
                 Effect.ensuring(Effect.sync(() => stats.originFetchesSettled++))

@@ -1,17 +1,27 @@
 /**
  * One origin GET for units `[s, e)` of a block (pages, or unit 0 of a whole block), streamed
- * into the DiskStore: each unit is hashed as it arrives, fdatasynced, renamed into place with
- * its checksum and reported through `settle` as soon as it is complete. A full disk makes the
- * store evict and retry the write (DiskStore.writeTemp). Who asked for which unit is the fill
- * scheduler's business (FillScheduler.ts); this is only the byte pipeline.
+ * into the DiskStore. Network chunks are copied into a staging buffer (stagePool.ts) as they
+ * arrive, with no promise, write or hash per chunk: a unit that fits one buffer (a page) is
+ * hashed in one pass and written with one positioned write once complete; a larger unit (a
+ * whole block) is hashed and written a buffer at a time. Each unit is then fdatasynced, renamed
+ * into place with its checksum and reported through `settle` as soon as it is committed. A full
+ * disk makes the store evict and retry the write (DiskStore.writeTemp). Who asked for which
+ * unit is the fill scheduler's business (FillScheduler.ts); this is only the byte pipeline.
  */
 import type { BlockId, ObjectId } from "../../core/ids.js"
 import { ReadFailed } from "../errors.js"
 import type { DiskStore } from "../store/DiskStore.js"
-import { newUnitHash, type UnitHash } from "../store/checksum.js"
+import { hasher, newUnitHash, type UnitHash } from "../store/checksum.js"
+import { StagePool, stageSize } from "./stagePool.js"
 
-/** Units of one run being fdatasynced and committed at once, at most. */
+/** Units of one run being written, fdatasynced and committed at once, at most. */
 const FINISHING = 4
+
+/**
+ * Takes the next chunk of the range. Returns a promise only when the fetch must wait before
+ * the next chunk (a disk write holding the stream back); most chunks are a copy and return.
+ */
+export type RangeSink = (chunk: Uint8Array) => Promise<void> | void
 
 export type RangeFetch = (
   object: ObjectId,
@@ -19,7 +29,7 @@ export type RangeFetch = (
   version: string,
   offset: number,
   length: number,
-  sink: (chunk: Uint8Array) => Promise<void>,
+  sink: RangeSink,
   /** Read-ahead rather than a reader's miss: it waits for the read-ahead share of origin connections. */
   ahead: boolean
 ) => Promise<void>
@@ -31,6 +41,15 @@ export interface RunTarget {
   readonly fetchRange: RangeFetch
   /** Units one origin GET fetches at most (a run longer than that is several GETs); unset = a whole run. */
   readonly fetchUnits?: number
+  /** Staging buffers shared by the runs (FillScheduler makes one per worker); unset = unpooled. */
+  readonly stages?: StagePool
+}
+
+/** A unit larger than one staging buffer, partly written: its temp file and running hash. */
+interface Spill {
+  readonly path: string
+  readonly fd: number
+  readonly hash: UnitHash
 }
 
 /**
@@ -38,7 +57,7 @@ export interface RunTarget {
  * without an error once committed, with the run's error otherwise. Rejects with that error.
  */
 export const fetchRun = (
-  { store, pageSize: ps, fetchRange }: RunTarget,
+  { store, pageSize: ps, fetchRange, stages }: RunTarget,
   id: BlockId,
   key: string,
   blockLength: number,
@@ -48,40 +67,97 @@ export const fetchRun = (
   settle: (unit: number, error?: unknown) => void,
   ahead = false
 ): Promise<void> => {
+  const pool = stages ?? new StagePool(stageSize(ps > 0 ? ps : Infinity), 0)
   const unitStart = (i: number) => (ps > 0 ? i * ps : 0)
   const unitBytes = (i: number) => (ps > 0 ? Math.min(ps, blockLength - i * ps) : blockLength)
   const runStart = unitStart(s)
   const runBytes = unitStart(e - 1) + unitBytes(e - 1) - runStart
+  // The unit being received: its size, bytes received, bytes already written to its temp file.
   let current = s
-  let written = 0
-  let tmp: { readonly path: string; readonly fd: number; readonly hash: UnitHash } | undefined
+  let size = unitBytes(s)
+  let received = 0
+  let flushed = 0
+  let stage: Uint8Array | undefined
+  let spill: Spill | undefined
   /**
-   * Finished units being fdatasynced and committed. The stream goes on into the next unit
-   * meanwhile, so the fsync's latency overlaps the origin's instead of adding to it; at most
+   * Finished units being written, fdatasynced and committed. The stream goes on into the next
+   * unit meanwhile, so the disk's latency overlaps the origin's instead of adding to it; at most
    * FINISHING wait at once (a slow disk then holds the stream back).
    */
   const finishing = new Set<Promise<void>>()
   let finishError: unknown = undefined
-  const finish = async (done: NonNullable<typeof tmp>, index: number): Promise<void> => {
+
+  const commit = async (tmp: { readonly path: string; readonly fd: number }, index: number, sum: bigint): Promise<void> => {
     try {
-      try {
-        await store.syncTemp(key, done.fd)
-      } catch (e) {
-        await store.discardTemp(done.path, done.fd)
-        throw e
-      }
-      await store.commit(id, blockLength, objectSize, { tmpPath: done.path, fd: done.fd, index, sum: done.hash.digest() })
-      settle(index)
-    } catch (e) {
-      finishError ??= e
-      settle(index, e)
+      await store.syncTemp(key, tmp.fd)
+    } catch (err) {
+      await store.discardTemp(tmp.path, tmp.fd)
+      throw err
     }
+    await store.commit(id, blockLength, objectSize, { tmpPath: tmp.path, fd: tmp.fd, index, sum })
   }
-  const finished = async () => {
-    while (finishing.size > 0) await Promise.all(finishing)
-    if (finishError !== undefined) throw finishError
+  /** A whole unit staged in `buffer`: one temp file, one write, then the commit. */
+  const finishStaged = async (buffer: Uint8Array, bytes: Uint8Array, index: number, sum: bigint): Promise<void> => {
+    let tmp: { readonly path: string; readonly fd: number } | undefined
+    try {
+      tmp = await store.createTemp(key)
+      await store.writeTemp(key, tmp.fd, bytes, 0)
+    } catch (err) {
+      if (tmp !== undefined) await store.discardTemp(tmp.path, tmp.fd)
+      throw err
+    } finally {
+      pool.give(buffer)
+    }
+    await commit(tmp, index, sum)
   }
-  const sink = async (chunk: Uint8Array): Promise<void> => {
+  const track = (work: Promise<void>, index: number): Promise<void> | undefined => {
+    const p: Promise<void> = work.then(
+      () => settle(index),
+      (err: unknown) => {
+        finishError ??= err
+        settle(index, err)
+      }
+    ).finally(() => finishing.delete(p))
+    finishing.add(p)
+    return finishing.size >= FINISHING ? Promise.race(finishing) : undefined
+  }
+  const nextUnit = () => {
+    current++
+    received = 0
+    flushed = 0
+    if (current < e) size = unitBytes(current)
+  }
+  /** The staging buffer is full or the unit complete: hand it on. A promise when the stream must wait. */
+  const flush = (): Promise<void> | undefined => {
+    const buffer = stage!
+    const bytes = buffer.subarray(0, received - flushed)
+    if (flushed === 0 && received === size) {
+      // The common case, a page: hashed in one pass, written once, off the stream's path.
+      stage = undefined
+      const index = current
+      const sum = hasher().h64Raw(bytes)
+      nextUnit()
+      return track(finishStaged(buffer, bytes, index, sum), index)
+    }
+    // A unit larger than a buffer: written a buffer at a time, the stream waiting for each write.
+    const at = flushed
+    const last = received === size
+    return (async () => {
+      if (spill === undefined) spill = { ...(await store.createTemp(key)), hash: newUnitHash() }
+      spill.hash.update(bytes)
+      await store.writeTemp(key, spill.fd, bytes, at)
+      flushed = received
+      if (!last) return
+      const done = spill
+      spill = undefined
+      stage = undefined
+      pool.give(buffer)
+      const index = current
+      nextUnit()
+      await track(commit(done, index, done.hash.digest()), index)
+    })()
+  }
+  const sink = (chunk: Uint8Array): Promise<void> | undefined => {
     if (finishError !== undefined) throw finishError
     let at = 0
     while (at < chunk.length) {
@@ -91,30 +167,32 @@ export const fetchRun = (
           staleVersion: true
         })
       }
-      tmp ??= { ...(await store.createTemp(key)), hash: newUnitHash() }
-      const want = unitBytes(current) - written
-      const piece = chunk.length - at <= want ? (at === 0 ? chunk : chunk.subarray(at)) : chunk.subarray(at, at + want)
-      tmp.hash.update(piece)
-      await store.writeTemp(key, tmp.fd, piece, written)
-      written += piece.length
-      at += piece.length
-      if (written === unitBytes(current)) {
-        const done = tmp
-        tmp = undefined
-        written = 0
-        const p: Promise<void> = finish(done, current).finally(() => finishing.delete(p))
-        finishing.add(p)
-        current++
-        if (finishing.size >= FINISHING) await Promise.race(finishing)
+      stage ??= pool.take()
+      const room = Math.min(size, flushed + pool.size) - received
+      const n = Math.min(room, chunk.length - at)
+      stage.set(n === chunk.length ? chunk : chunk.subarray(at, at + n), received - flushed)
+      received += n
+      at += n
+      if (n === room) {
+        const wait = flush()
+        if (wait !== undefined) {
+          const rest = chunk.subarray(at)
+          return wait.then(() => (rest.length > 0 ? sink(rest) : undefined))
+        }
       }
     }
+    return undefined
+  }
+  const finished = async () => {
+    while (finishing.size > 0) await Promise.all(finishing)
+    if (finishError !== undefined) throw finishError
   }
   const objectOffset = id.offset + runStart
   return fetchRange(id.object, id.version, objectOffset, runBytes, sink, ahead)
     .then(async () => {
       await finished()
       if (current < e) {
-        const got = unitStart(current) + written - runStart
+        const got = unitStart(current) + received - runStart
         throw new ReadFailed({
           reason: `origin returned ${got} of ${runBytes} bytes at offset ${objectOffset}; the object may have changed`,
           staleVersion: true
@@ -122,7 +200,9 @@ export const fetchRun = (
       }
     })
     .catch(async (error: unknown) => {
-      if (tmp !== undefined) await store.discardTemp(tmp.path, tmp.fd)
+      // A staging buffer a write may still be reading is left to the GC, never reused.
+      stage = undefined
+      if (spill !== undefined) await store.discardTemp(spill.path, spill.fd)
       await finished().catch(() => {})
       for (let i = current; i < e; i++) settle(i, error)
       throw error
