@@ -55,6 +55,12 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
   let body: BodySink | undefined
   /** The Put's upload is full: reading waits for it (whatever else is in flight). */
   let bodyFull = false
+  /**
+   * A Put is being written through: what follows it waits (its bytes kept in `held`), so a
+   * request after a Put sees what the Put wrote, as Talon's worker serves them in turn.
+   */
+  let holding = false
+  let held: Buffer | undefined
   let ended = false
   let dead = false
   stats.connectionsOpen++
@@ -132,7 +138,7 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
     send,
     done: (reply) => handler.done(reply),
     onSettled: () => {
-      if (paused && !bodyFull && conn.pending() < deps.maxInflight / 2 && !dead) {
+      if (paused && !bodyFull && !holding && conn.pending() < deps.maxInflight / 2 && !dead) {
         paused = false
         if (reader !== undefined) reader.resume()
         else socket.resume()
@@ -156,7 +162,7 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
    * before them would leave first (out of order) or cut into a reply still being sent.
    */
   const offload = () => {
-    if (hits !== undefined && !walking && !paused && !dead && !refused && !ended && carryLen === 0 && body === undefined && conn.pending() === 0) {
+    if (hits !== undefined && !walking && !paused && !dead && !refused && !ended && carryLen === 0 && body === undefined && !holding && conn.pending() === 0) {
       reader?.offload?.(hits)
     }
   }
@@ -171,7 +177,7 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
   const bodyDrained = () => {
     if (!bodyFull) return
     bodyFull = false
-    if (paused && !dead && conn.pending() < deps.maxInflight) {
+    if (paused && !dead && !holding && conn.pending() < deps.maxInflight) {
       paused = false
       if (reader !== undefined) reader.resume()
       else socket.resume()
@@ -197,6 +203,9 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
     if (type === MsgType.Put) {
       const started = handler.handlePut(u32be(b, p + 8), b, p + HEADER_LEN, p + HEADER_LEN + length)
       if (started._tag === "PutStarted") {
+        holding = true
+        // Registered before the serve mode's own reaction: held frames are pushed before it may finish the connection.
+        started.reply.then(release, release)
         conn.push(started.reply)
         if (started.sink.left > 0) {
           body = started.sink
@@ -217,8 +226,26 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
     return false
   }
 
+  /** The Put is answered: serve what arrived after it, and read again. */
+  const release = () => {
+    holding = false
+    const rest = held
+    held = undefined
+    if (paused && !bodyFull && !dead && conn.pending() - 1 < deps.maxInflight) {
+      paused = false
+      if (reader !== undefined) reader.resume()
+      else socket.resume()
+    }
+    if (rest !== undefined) onBytes(rest, 0, rest.length)
+  }
+
   const onBytes = (b: Buffer, start: number, end: number) => {
     if (dead || refused) return
+    if (holding && body === undefined) {
+      // Only a read already under way when the loop paused lands here.
+      held = held === undefined ? Buffer.from(b.subarray(start, end)) : Buffer.concat([held, b.subarray(start, end)])
+      return
+    }
     walking = true
     let whole: boolean
     try {
@@ -271,6 +298,12 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
       if (body !== undefined) {
         p = feed(b, p, end)
         if (body !== undefined) return true
+      }
+      if (holding) {
+        // The Put's body is in; what follows waits for its reply.
+        if (p < end) held = Buffer.from(b.subarray(p, end))
+        if (!paused) pause()
+        return false
       }
       if (end - p < HEADER_LEN) break
       const length = bodyLength(b, p)
