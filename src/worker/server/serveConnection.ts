@@ -177,7 +177,8 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
   const bodyDrained = () => {
     if (!bodyFull) return
     bodyFull = false
-    if (paused && !dead && !holding && conn.pending() < deps.maxInflight) {
+    // Mid-body the Put's own hold does not apply: the rest of its body must come in.
+    if (paused && !dead && body !== undefined && conn.pending() <= deps.maxInflight) {
       paused = false
       if (reader !== undefined) reader.resume()
       else socket.resume()
