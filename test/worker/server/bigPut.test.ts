@@ -15,7 +15,7 @@ import { Backend } from "../../../src/core/ids.js"
 import { OriginStub } from "../../../src/origin/OriginStub.js"
 import { decodeErrorPayload, encodePutFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../../../src/protocol/index.js"
 import { makeCleanup, tempDir } from "../support/harness.js"
-import { expectRange } from "../support/rawClient.js"
+import { readRange } from "../support/rawClient.js"
 import { spawnWorker, stubCredentials } from "../support/workerProcess.js"
 
 const cleanup = makeCleanup()
@@ -94,6 +94,9 @@ describe("a 300 MiB Put through a worker process", () => {
     expect(atOrigin.digest("hex")).toBe(hash.digest("hex"))
 
     // Through the cache: the first, a middle and the last pieces.
-    for (const i of [0, 150, 299]) await expectRange(port, object, piece(base, i), i * MiB, MiB)
+    for (const i of [0, 150, 299]) {
+      const r = await readRange(port, object, i * MiB, MiB)
+      expect(r.ok && Buffer.compare(r.bytes, piece(base, i))).toBe(0)
+    }
   }, 240_000)
 })
