@@ -133,7 +133,9 @@ const delayedClient = (version: string): TalonClientShape => {
       evictions: 0,
       sequentialReads: 0,
       randomReads: 0
-    })
+    }),
+    put: () => Effect.dieMessage("the bench's stand-in client does not write"),
+    delete: () => Effect.dieMessage("the bench's stand-in client does not write")
   }
 }
 

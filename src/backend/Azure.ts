@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream"
 import { Config, type ConfigError, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import type { ObjectId } from "../core/ids.js"
 import { sharedKeyAuthorization } from "./azureSharedKey.js"
@@ -78,7 +79,8 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
       blob: string | undefined,
       query: Record<string, string>,
       headers: Record<string, string>,
-      body?: Uint8Array
+      body?: Uint8Array,
+      stream?: { readonly source: Readable; readonly length: number }
     ): RequestOf =>
       Effect.sync(() => {
         const path = `${basePath}/${escapeSegment(container)}${blob === undefined ? "" : `/${escapePath(blob, escapeSegment)}`}`
@@ -87,7 +89,8 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
           "x-ms-date": new Date().toUTCString(),
           "x-ms-version": apiVersion
         }
-        if (body !== undefined) all["content-length"] = String(body.length)
+        const length = stream?.length ?? body?.length
+        if (length !== undefined) all["content-length"] = String(length)
         if (options.credential._tag === "SharedKey") {
           all.authorization = sharedKeyAuthorization(options.account, Redacted.value(options.credential.key), {
             method,
@@ -105,7 +108,8 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
           port,
           path: params.length === 0 ? path : `${path}?${params.join("&")}`,
           headers: all,
-          body
+          body,
+          stream: stream?.source
         }
       })
     const calls = yield* originCalls(options.policy, (label, res) => {
@@ -164,10 +168,16 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
       return calls.put(labelOf(object, "PutBlob"), req, body.length, stat(object))
     }
 
+    const putStream = (object: ObjectId, length: number, source: Readable): Effect.Effect<ObjectStat, BackendError> => {
+      const headers = { "x-ms-blob-type": "BlockBlob", "content-type": "application/octet-stream" }
+      const req = request("PUT", object.bucket, object.objectPath, {}, headers, undefined, { source, length })
+      return calls.putOnce(labelOf(object, "PutBlob"), req, length, stat(object))
+    }
+
     const del = (object: ObjectId): Effect.Effect<void, BackendError> =>
       calls.remove(labelOf(object, "DeleteBlob"), request("DELETE", object.bucket, object.objectPath, {}, {}))
 
-    return { stat, getRange, openRange, list, put, delete: del } satisfies BackendStoreShape
+    return { stat, getRange, openRange, list, put, putStream, delete: del } satisfies BackendStoreShape
   })
 
 export const layer = (options: AzureOptions): Layer.Layer<BackendStore> => Layer.scoped(BackendStore, make(options))

@@ -1,4 +1,5 @@
-import { Context, Data, type Effect, type Stream } from "effect"
+import type { Readable } from "node:stream"
+import { Context, Data, Effect, type Stream } from "effect"
 import type { Backend, ObjectId } from "../core/ids.js"
 import type { UserMetadata } from "../core/userMetadata.js"
 
@@ -105,7 +106,36 @@ export interface BackendStoreShape {
   /** One page of a listing within `bucket`. */
   readonly list: (bucket: string, options?: ListOptions) => Effect.Effect<ListPage, BackendError>
   readonly put: (object: ObjectId, body: Uint8Array) => Effect.Effect<ObjectStat, BackendError>
+  /**
+   * Uploads exactly `length` bytes read from `body` as they come, never holding them whole.
+   * One attempt (a stream cannot be replayed); `body` erroring or ending short aborts the
+   * upload, and the origin keeps no partial object. Optional: stores without it take `put`.
+   */
+  readonly putStream?: (object: ObjectId, length: number, body: Readable) => Effect.Effect<ObjectStat, BackendError>
   readonly delete: (object: ObjectId) => Effect.Effect<void, BackendError>
 }
 
 export class BackendStore extends Context.Tag("talon/BackendStore")<BackendStore, BackendStoreShape>() {}
+
+/**
+ * `putStream` of a store, or, for a store without one, the body collected and sent with `put`
+ * (stores that hold objects in memory anyway: test doubles).
+ */
+export const uploadStream = (
+  store: BackendStoreShape,
+  object: ObjectId,
+  length: number,
+  body: Readable
+): Effect.Effect<ObjectStat, BackendError> => {
+  if (store.putStream !== undefined) return store.putStream(object, length, body)
+  const where = `${object.bucket}/${object.objectPath}`
+  return Effect.tryPromise({
+    try: async () => {
+      const parts: Array<Buffer> = []
+      for await (const chunk of body) parts.push(chunk as Buffer)
+      return Buffer.concat(parts)
+    },
+    catch: (e) =>
+      new BackendRequestError({ object: where, operation: "PutObject", retryable: false, detail: `the body failed: ${String(e)}` })
+  }).pipe(Effect.flatMap((bytes) => store.put(object, bytes)))
+}

@@ -1,7 +1,7 @@
 import { Config, type ConfigError, Effect, Layer, Option, Runtime, type Scope, Stream } from "effect"
 import { Backend, type ObjectId } from "../core/ids.js"
 import * as Azure from "./Azure.js"
-import { BackendRequestError, BackendStore, type BackendStoreShape } from "./BackendStore.js"
+import { BackendRequestError, BackendStore, type BackendStoreShape, uploadStream } from "./BackendStore.js"
 import { readerFromStream } from "./rangeReaders.js"
 import * as S3 from "./S3.js"
 
@@ -72,6 +72,10 @@ export const route = (stores: RoutedStores): BackendStoreShape => {
     put: (object, body) => {
       const store = pick(object.backend)
       return store ? store.put(object, body) : Effect.fail(unconfigured(object.backend, uri(object), "put"))
+    },
+    putStream: (object, length, body) => {
+      const store = pick(object.backend)
+      return store ? uploadStream(store, object, length, body) : Effect.fail(unconfigured(object.backend, uri(object), "put"))
     },
     delete: (object) => {
       const store = pick(object.backend)

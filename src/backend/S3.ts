@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto"
+import type { Readable } from "node:stream"
 import { Sha256 } from "@aws-crypto/sha256-js"
 import { SignatureV4 } from "@smithy/signature-v4"
 import { Config, type ConfigError, Effect, Layer, Option, Redacted, type Scope } from "effect"
@@ -72,6 +73,8 @@ export interface S3RequestParts {
   readonly query: Record<string, string>
   readonly headers: Record<string, string>
   readonly body?: Uint8Array | undefined
+  /** A streamed body of this many bytes (sent as UNSIGNED-PAYLOAD: its hash is not known up front). */
+  readonly stream?: { readonly source: Readable; readonly length: number } | undefined
 }
 
 /**
@@ -103,14 +106,19 @@ export const makeS3Signer = (options: S3Options) => {
       ? `${basePath}/${escapeRfc3986(bucket)}${objectPart}`
       : `${basePath}${objectPart === "" ? "/" : objectPart}`
     const payloadHash =
-      body === undefined || body.length === 0 ? emptySha256 : createHash("sha256").update(body).digest("hex")
+      parts.stream !== undefined
+        ? "UNSIGNED-PAYLOAD"
+        : body === undefined || body.length === 0
+          ? emptySha256
+          : createHash("sha256").update(body).digest("hex")
     const headers: Record<string, string> = { ...parts.headers, host: hostHeader, "x-amz-content-sha256": payloadHash }
     const signed = await signer.sign(
       { method, protocol, hostname, port, path, query, headers },
       signingDate === undefined ? {} : { signingDate }
     )
     // Content-Length is left unsigned, as AWS's own examples do; the payload hash covers the body.
-    const sent = body === undefined ? signed.headers : { ...signed.headers, "content-length": String(body.length) }
+    const length = parts.stream?.length ?? body?.length
+    const sent = length === undefined ? signed.headers : { ...signed.headers, "content-length": String(length) }
     return {
       method,
       protocol,
@@ -118,7 +126,8 @@ export const makeS3Signer = (options: S3Options) => {
       port,
       path: path + queryString(query, escapeRfc3986),
       headers: sent,
-      body
+      body,
+      stream: parts.stream?.source
     }
   }
 }
@@ -190,12 +199,19 @@ export const make = (options: S3Options): Effect.Effect<BackendStoreShape, never
       return calls.put(label, request(label, { method: "PUT", ...at(object), headers, body }), body.length, stat(object))
     }
 
+    const putStream = (object: ObjectId, length: number, source: Readable): Effect.Effect<ObjectStat, BackendError> => {
+      const label = labelOf(object, "PutObject")
+      const headers = { "content-type": "application/octet-stream" }
+      const req = request(label, { method: "PUT", ...at(object), headers, stream: { source, length } })
+      return calls.putOnce(label, req, length, stat(object))
+    }
+
     const del = (object: ObjectId): Effect.Effect<void, BackendError> => {
       const label = labelOf(object, "DeleteObject")
       return calls.remove(label, request(label, { method: "DELETE", ...at(object) }))
     }
 
-    return { stat, getRange, openRange, list, put, delete: del } satisfies BackendStoreShape
+    return { stat, getRange, openRange, list, put, putStream, delete: del } satisfies BackendStoreShape
   })
 
 export const layer = (options: S3Options): Layer.Layer<BackendStore> => Layer.scoped(BackendStore, make(options))

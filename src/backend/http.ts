@@ -1,5 +1,6 @@
 import * as http from "node:http"
 import * as https from "node:https"
+import type { Readable } from "node:stream"
 import { Effect, Scope } from "effect"
 import { BackendRequestError } from "./BackendStore.js"
 import type { RequestPolicy } from "./policy.js"
@@ -18,6 +19,12 @@ export interface OriginRequest {
   readonly path: string
   readonly headers: Record<string, string>
   readonly body?: Uint8Array | undefined
+  /**
+   * A body streamed as it arrives (its content-length is in `headers`). Sent once: a request
+   * with one is never retried, and an error on the stream aborts the request mid-body, so the
+   * origin discards what it got.
+   */
+  readonly stream?: Readable | undefined
 }
 
 export interface OriginResponse {
@@ -109,14 +116,35 @@ export const makeTransport = (policy: RequestPolicy): Effect.Effect<Transport, n
           (res) => resume(Effect.succeed({ status: res.statusCode ?? 0, headers: res.headers, body: res }))
         )
         req.on("error", (error) => resume(Effect.fail(transportError(label, error))))
+        const source = request.stream
+        if (source !== undefined) {
+          // The origin answers after the last byte, however long the upload takes: the response timeout starts there.
+          let timer: ReturnType<typeof setTimeout> | undefined
+          req.once("finish", () => {
+            timer = setTimeout(() => {
+              req.destroy()
+              resume(Effect.fail(timeoutError(label, policy.timeoutMs, "response")))
+            }, policy.timeoutMs)
+          })
+          req.once("close", () => clearTimeout(timer))
+          source.once("error", (error) => req.destroy(error))
+          source.pipe(req)
+          return Effect.sync(() => {
+            clearTimeout(timer)
+            source.unpipe(req)
+            req.destroy()
+          })
+        }
         if (request.body !== undefined && request.body.length > 0) req.end(request.body)
         else req.end()
         return Effect.sync(() => req.destroy())
-      }).pipe(
-        Effect.timeoutFail({
-          duration: policy.timeoutMs,
-          onTimeout: () => timeoutError(label, policy.timeoutMs, "response")
-        })
+      }).pipe((sent) =>
+        request.stream !== undefined
+          ? sent
+          : Effect.timeoutFail(sent, {
+              duration: policy.timeoutMs,
+              onTimeout: () => timeoutError(label, policy.timeoutMs, "response")
+            })
       )
 
     const open: Transport["open"] = (request, label) =>

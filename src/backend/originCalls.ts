@@ -81,20 +81,23 @@ export const originCalls = (policy: RequestPolicy, failure: Failure) =>
     const transport = yield* makeTransport(policy)
     const runtime = yield* Effect.runtime<never>()
     /** One request with the policy's retries; a status `ok` refuses fails with the provider's error. */
-    const call = <A>(
+    const once = <A>(
       label: RequestLabel,
       request: RequestOf,
       ok: (status: number) => boolean,
       parse: (res: BufferedResponse) => A
     ): Effect.Effect<A, BackendError> =>
-      withRetries(
-        policy,
-        Effect.gen(function* () {
-          const res = yield* transport.fetch(yield* request, label)
-          if (!ok(res.status)) return yield* Effect.fail(failure(label, res))
-          return parse(res)
-        })
-      )
+      Effect.gen(function* () {
+        const res = yield* transport.fetch(yield* request, label)
+        if (!ok(res.status)) return yield* Effect.fail(failure(label, res))
+        return parse(res)
+      })
+    const call = <A>(
+      label: RequestLabel,
+      request: RequestOf,
+      ok: (status: number) => boolean,
+      parse: (res: BufferedResponse) => A
+    ): Effect.Effect<A, BackendError> => withRetries(policy, once(label, request, ok, parse))
 
     const stat = (label: RequestLabel, request: RequestOf): Effect.Effect<ObjectStat, BackendError> =>
       call(label, request, (status) => status === 200, (res) => statOf(res.headers))
@@ -110,6 +113,18 @@ export const originCalls = (policy: RequestPolicy, failure: Failure) =>
       restat: Effect.Effect<ObjectStat, BackendError>
     ): Effect.Effect<ObjectStat, BackendError> =>
       call(label, request, (status) => status === 200 || status === 201, (res) => ({
+        size,
+        version: normalizeEtag(header(res.headers, "etag"))
+      })).pipe(Effect.flatMap((s) => (s.version === "" ? restat : Effect.succeed(s))))
+
+    /** `put` of a streamed body: one attempt, since the stream cannot be sent again. */
+    const putOnce = (
+      label: RequestLabel,
+      request: RequestOf,
+      size: number,
+      restat: Effect.Effect<ObjectStat, BackendError>
+    ): Effect.Effect<ObjectStat, BackendError> =>
+      once(label, request, (status) => status === 200 || status === 201, (res) => ({
         size,
         version: normalizeEtag(header(res.headers, "etag"))
       })).pipe(Effect.flatMap((s) => (s.version === "" ? restat : Effect.succeed(s))))
@@ -157,5 +172,5 @@ export const originCalls = (policy: RequestPolicy, failure: Failure) =>
       stat: BackendStoreShape["stat"]
     ) => rangeOperations({ operation, labelOf, opener, stat, policy, runtime })
 
-    return { call, stat, put, remove, openRange, ranges }
+    return { call, stat, put, putOnce, remove, openRange, ranges }
   })

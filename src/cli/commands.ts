@@ -18,6 +18,8 @@ const loaders: Record<string, () => Promise<AnyCommand>> = {
   read: () => import("../client/cli.js").then((m) => m.read),
   cluster: () => import("../client/cli.js").then((m) => m.cluster),
   prefetch: () => import("../client/prefetchCli.js").then((m) => m.prefetch),
+  put: () => import("../client/writeCli.js").then((m) => m.put),
+  rm: () => import("../client/writeCli.js").then((m) => m.rm),
   loadgen: () => import("../loadgen/cli.js").then((m) => m.loadgen),
   mount: () => import("../mount/cli.js").then((m) => m.mount),
   umount: () => import("../mount/cli.js").then((m) => m.umount),

@@ -155,9 +155,15 @@ export class StatCache extends Effect.Service<StatCache>()("talon/client/StatCac
         return Deferred.await(fetchStat(object, key))
       })
 
+    /** Drops the cached stat of an object this client just wrote or deleted, so its next read asks again. */
+    const forget = (object: ObjectId): void => {
+      cache.delete(objectIdToPath(object))
+    }
+
     return {
       stat,
       restat,
+      forget,
       freshStat,
       counters: (): StatCounters => ({ workerStats, staleStats })
     }

@@ -29,12 +29,14 @@ import { type ObjectInfo, StatCache, type StatCounters } from "./StatCache.js"
 import { type ObjectTarget, parseTarget, toListPrefix } from "./target.js"
 import type { CancelFetch } from "./WorkerPool.js"
 import { Workers } from "./Workers.js"
+import { type PutBody, type PutResult, type WriteFailed, Writer } from "./Writer.js"
 
 export type { ObjectInfo } from "./StatCache.js"
 export type { RawRead } from "./Reader.js"
 export type { ReadAheadStats } from "./ReadAheadCache.js"
 export type { ReadRequestPiece } from "./plan.js"
 export { type ObjectTarget, parseTarget, toListPrefix } from "./target.js"
+export { type PutBody, type PutResult, WriteFailed } from "./Writer.js"
 
 export interface ListEntry {
   /** Namespace path form, e.g. `/s3/bucket/key`. */
@@ -77,10 +79,18 @@ export interface TalonClientShape {
   readonly controlPlane: () => ControlPlaneStats
   /** What read-ahead fetched, served and fetched for nothing (`unreadBytes`). */
   readonly readAhead: () => ReadAheadStats
+  /**
+   * Writes the whole object through a worker to the origin (Talon's Put), streamed; resolves
+   * with the committed version once the origin has it. Reads after it see the new bytes.
+   */
+  readonly put: (target: ObjectTarget, body: PutBody) => Effect.Effect<PutResult, TalonClientError | WriteFailed>
+  /** Deletes the object at the origin through a worker (Talon's Delete); deleting what is gone succeeds. */
+  readonly delete: (target: ObjectTarget) => Effect.Effect<void, TalonClientError | WriteFailed>
 }
 
 const facade = Effect.gen(function* () {
   const [options, coordinators, membership, stats, reader] = yield* Effect.all([ClientConfig, Coordinators, MembershipCache, StatCache, Reader])
+  const writer = yield* Writer
   const list = (prefix: string): Effect.Effect<ReadonlyArray<ListEntry>, TalonClientError> =>
     coordinators.ask({ _tag: "ListObjects", prefix: toListPrefix(prefix) }).pipe(
       Effect.flatMap((reply): Effect.Effect<ReadonlyArray<ListEntry>, TalonClientError> =>
@@ -101,7 +111,9 @@ const facade = Effect.gen(function* () {
     list,
     members: (refresh = false) => Effect.map(membership.get(refresh, refresh), (m) => m.nodes),
     controlPlane: () => ({ ...coordinators.counters(), ...membership.counters(), ...stats.counters() }),
-    readAhead: reader.readAhead
+    readAhead: reader.readAhead,
+    put: writer.put,
+    delete: writer.delete
   } satisfies TalonClientShape
 })
 
@@ -111,7 +123,7 @@ const parts = (options: Partial<TalonClientOptions>) => {
   const base = Layer.mergeAll(Coordinators.Default, Workers.Default).pipe(Layer.provideMerge(config))
   const members = MembershipCache.Default.pipe(Layer.provideMerge(base))
   const statCache = StatCache.Default.pipe(Layer.provideMerge(members))
-  return Reader.Default.pipe(Layer.provideMerge(statCache))
+  return Layer.mergeAll(Reader.Default, Writer.Default).pipe(Layer.provideMerge(statCache))
 }
 
 export class TalonClient extends Context.Tag("talon/TalonClient")<TalonClient, TalonClientShape>() {
@@ -136,13 +148,15 @@ export interface TalonClientPromise {
   /** Async iteration over `readStream`. */
   readonly readStream: (target: ObjectTarget, offset: number, length: number) => AsyncIterable<Uint8Array>
   readonly list: (prefix: string) => Promise<ReadonlyArray<ListEntry>>
+  readonly put: (target: ObjectTarget, body: PutBody) => Promise<PutResult>
+  readonly delete: (target: ObjectTarget) => Promise<void>
   readonly close: () => Promise<void>
 }
 
 export const createTalonClient = (options: Partial<TalonClientOptions> = {}): TalonClientPromise => {
   const runtime = ManagedRuntime.make(TalonClient.layer(options))
   // Rejects with the typed error itself (e.g. an ObjectNotFound with its `_tag`), not a FiberFailure wrapper.
-  const run = async <A>(f: (client: TalonClientShape) => Effect.Effect<A, TalonClientError>): Promise<A> => {
+  const run = async <A>(f: (client: TalonClientShape) => Effect.Effect<A, TalonClientError | WriteFailed>): Promise<A> => {
     const exit = await runtime.runPromiseExit(Effect.flatMap(TalonClient, f))
     if (Exit.isSuccess(exit)) return exit.value
     throw Cause.squash(exit.cause)
@@ -160,6 +174,8 @@ export const createTalonClient = (options: Partial<TalonClientOptions> = {}): Ta
       }
     }),
     list: (prefix) => run((c) => c.list(prefix)),
+    put: (target, body) => run((c) => c.put(target, body)),
+    delete: (target) => run((c) => c.delete(target)),
     close: () => runtime.dispose()
   }
 }

@@ -70,6 +70,8 @@ export interface WorkerSettings {
   readonly adminTlsKey: string
   /** Per-tenant read limits (Talon's `[rate_limits]`); off unless `enabled`. */
   readonly rateLimits: RateLimitPolicy
+  /** Largest object body a Put on the data port may carry, in bytes; 0 = Put and Delete are refused. */
+  readonly maxPutBytes: number
 }
 
 export const WorkerSchema = component<WorkerSettings>({
@@ -191,7 +193,8 @@ export const WorkerSchema = component<WorkerSettings>({
       NO_RATE_LIMITS,
       "Per-tenant read limits, Talon's [rate_limits]: a [worker.rate_limits] table (enabled, default and overrides.<tenant>, each with read_iops and/or read_throughput = { rate, burst_ratio }), or the same as JSON; reads without a tenant count against default. Over a limit a read gets RateLimited with a retry hint",
       { shownDefault: "off", example: `{"enabled":true,"default":{"read_iops":{"rate":1000,"burst_ratio":2}}}` }
-    )
+    ),
+    maxPutBytes: S.size(5 * 1024 ** 3, "Largest object a Put on the data port may write through to the origin (K/M/G suffixes; S3's single-PUT limit by default); a longer Put is refused before any byte reaches the origin; 0 = this worker refuses Put and Delete", { name: "max-put-size", example: "1G", check: nonNegative })
   },
   check: (s) => {
     if (s.pageSize > s.blockSize) return { key: "pageSize", message: `must be 0 (whole blocks) or at most the block size ${s.blockSize}, got ${s.pageSize}` }

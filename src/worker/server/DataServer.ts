@@ -23,6 +23,8 @@ import { ServeMode } from "./ServeMode.js"
 import { TenantLimiter } from "../tenants/TenantLimiter.js"
 import { RequestHandler } from "./RequestHandler.js"
 import { serveConnection } from "./serveConnection.js"
+import { Writes } from "./Writes.js"
+import { BackendStore } from "../../backend/BackendStore.js"
 import * as DataSocket from "./SocketServer.js"
 
 export { WORKER_CAPS } from "./frames.js"
@@ -80,6 +82,11 @@ const make = Effect.gen(function* () {
   // The plane's hit table, over this process's own store (a --loops serving loop leases its owner's: none).
   // It answers untagged reads without JS, so it stays off while those are rate limited.
   const store = Option.getOrUndefined(yield* Effect.serviceOption(BlockStore))
+  // Writes go through the process that owns the cache index (a --loops serving loop has none: read-only).
+  const backend = Option.getOrUndefined(yield* Effect.serviceOption(BackendStore))
+  if (cfg.maxPutBytes > 0 && backend !== undefined && store !== undefined) {
+    handler.writes = new Writes(backend, miss.versions, store, readiness, stats, cfg.maxPutBytes, yield* Effect.runtime<never>())
+  }
   if (limiter?.limitsUntagged === true && cfg.hitTable) yield* Effect.logInfo("hit table off: reads without a tenant are rate limited (rate_limits.default)")
   const table = cfg.hitTable && store !== undefined && limiter?.limitsUntagged !== true ? plane.hitTable?.() : undefined
   if (table !== undefined && store !== undefined) {

@@ -17,9 +17,11 @@
  *   resident=R"}` once it is resident (Loads.ts), or `Ack{ok:false, detail}` saying why; like
  *   any slow reply it holds back later replies on its connection in pipelined mode only.
  *   Anything else gets `Ack{ok:false, detail}`.
- * - `Put`: ERROR "worker is read-only", then the connection is closed, because
- *   a Put's raw body follows the frame and would otherwise be read as frames.
- * - `Delete`: ERROR "worker is read-only"; the connection stays open.
+ * - `Put` (body: bincode PutRequest, then `body_len` raw bytes outside the frame) and `Delete`
+ *   (body: bincode DeleteRequest): write-through to the origin (Writes.ts), answered with a
+ *   GetRange frame carrying the committed version (Put) or nothing (Delete); errors are typed.
+ *   A worker without writes (`--max-put-size 0`, or a serving loop) answers ERROR "worker is
+ *   read-only", closing the connection after a Put (its raw body would be read as frames).
  * - `GetCachedRange` (body: bincode CachedRangeRequest, Talon's type 6) and
  *   `GetCachedRangeTenant` (type 9, the same after a TenantId): exactly `len` bytes of the
  *   version the request names, as a GetRange reply — from resident blocks of that version, or
@@ -73,6 +75,7 @@ import type { HitPublisher } from "./HitPublisher.js"
 import { Loads } from "./Loads.js"
 import { ObjectIdCache } from "./ObjectIdCache.js"
 import { rateLimitedMessage, type TenantLimiter } from "../tenants/TenantLimiter.js"
+import type { PutStarted, Writes } from "./Writes.js"
 
 export type Reply =
   | { readonly _tag: "Frame"; readonly bytes: Uint8Array; readonly closeAfter: boolean }
@@ -98,6 +101,8 @@ export class RequestHandler {
   readonly loads: Loads
   /** Per-tenant rate limits, when the worker has them on. */
   limiter: TenantLimiter | undefined = undefined
+  /** Put and Delete through to the origin, when this process writes. */
+  writes: Writes | undefined = undefined
 
   constructor(
     private readonly reader: ReadPathImpl,
@@ -182,6 +187,19 @@ export class RequestHandler {
     return this.answer({ header: { type: type as MsgType, flags: 0, requestId, length: end - start }, payload })
   }
 
+  /** A Put frame's header at `buf[start, end)`: its body, which follows on the stream, goes to the returned sink. */
+  handlePut(requestId: number, buf: Buffer, start: number, end: number): Reply | PutStarted {
+    if (this.writes === undefined) {
+      this.stats.errors++
+      return {
+        _tag: "Frame",
+        bytes: encodeErrorFrame(MsgType.Put, requestId, "worker is read-only: Put is not supported on the data plane"),
+        closeAfter: true
+      }
+    }
+    return this.writes.put(requestId, buf.subarray(start, end))
+  }
+
   private dispatch(frame: Frame): Reply | Promise<Reply> {
     const { type, requestId } = frame.header
     switch (type) {
@@ -252,6 +270,7 @@ export class RequestHandler {
           closeAfter: true
         }
       case MsgType.Delete:
+        if (this.writes !== undefined) return this.writes.delete(requestId, frame.payload)
         return this.error(type, requestId, "worker is read-only: Delete is not supported on the data plane")
       default:
         return this.error(type, requestId, `message type ${type} is not served by a worker`)

@@ -11,12 +11,13 @@
  * connections are unaffected. Once a reply header is on the wire a failure
  * can only close the connection (the client sees a short body).
  */
-import { HEADER_LEN } from "../../protocol/index.js"
+import { HEADER_LEN, MsgType } from "../../protocol/index.js"
 import type { ConnectionWriter, DataPlaneShape, HitTable } from "../plane/DataPlane.js"
 import type { WorkerStats } from "../metrics.js"
 import { bodyLength, HEADER, OVER_CAP, overCapNotice, replyHeader, u32be } from "./frames.js"
 import type { RequestHandler, Reply } from "./RequestHandler.js"
 import type { ServeModeShape } from "./ServeMode.js"
+import type { BodySink } from "./Writes.js"
 import type { Connection } from "./SocketServer.js"
 
 export interface ConnectionDeps {
@@ -50,6 +51,16 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
   /** Total bytes of the frame in `carry` once its header is in, else 0. */
   let carryNeed = 0
   let paused = false
+  /** The raw body of a Put being read: the bytes after its frame go here until it has them all. */
+  let body: BodySink | undefined
+  /** The Put's upload is full: reading waits for it (whatever else is in flight). */
+  let bodyFull = false
+  /**
+   * A Put is being written through: what follows it waits (its bytes kept in `held`), so a
+   * request after a Put sees what the Put wrote, as Talon's worker serves them in turn.
+   */
+  let holding = false
+  let held: Buffer | undefined
   let ended = false
   let dead = false
   stats.connectionsOpen++
@@ -127,7 +138,7 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
     send,
     done: (reply) => handler.done(reply),
     onSettled: () => {
-      if (paused && conn.pending() < deps.maxInflight / 2 && !dead) {
+      if (paused && !bodyFull && !holding && conn.pending() < deps.maxInflight / 2 && !dead) {
         paused = false
         if (reader !== undefined) reader.resume()
         else socket.resume()
@@ -151,7 +162,9 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
    * before them would leave first (out of order) or cut into a reply still being sent.
    */
   const offload = () => {
-    if (hits !== undefined && !walking && !paused && !dead && !refused && !ended && carryLen === 0 && conn.pending() === 0) reader?.offload?.(hits)
+    if (hits !== undefined && !walking && !paused && !dead && !refused && !ended && carryLen === 0 && body === undefined && !holding && conn.pending() === 0) {
+      reader?.offload?.(hits)
+    }
   }
 
   const pause = () => {
@@ -160,9 +173,52 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
     else socket.pause()
   }
 
+  /** The upload took what it had: read the connection again (unless requests in flight hold it). */
+  const bodyDrained = () => {
+    if (!bodyFull) return
+    bodyFull = false
+    // Mid-body the Put's own hold does not apply: the rest of its body must come in.
+    if (paused && !dead && body !== undefined && conn.pending() <= deps.maxInflight) {
+      paused = false
+      if (reader !== undefined) reader.resume()
+      else socket.resume()
+    }
+  }
+
+  /** Hands the Put body's share of `b[p, end)` to its upload; returns where the next frame starts. */
+  const feed = (b: Buffer, p: number, end: number): number => {
+    const sink = body!
+    const n = Math.min(end - p, sink.left)
+    const more = sink.write(b, p, p + n)
+    if (sink.left === 0) body = undefined
+    else if (!more) {
+      bodyFull = true
+      if (!paused) pause()
+    }
+    return p + n
+  }
+
   /** Serves one whole frame at `b[p, p+16+length)`; false when nothing after it may be read as a frame. */
   const frame = (b: Buffer, p: number, length: number): boolean => {
     const type = b[p + 3]!
+    if (type === MsgType.Put) {
+      const started = handler.handlePut(u32be(b, p + 8), b, p + HEADER_LEN, p + HEADER_LEN + length)
+      if (started._tag === "PutStarted") {
+        holding = true
+        // Registered before the serve mode's own reaction: held frames are pushed before it may finish the connection.
+        started.reply.then(release, release)
+        conn.push(started.reply)
+        if (started.sink.left > 0) {
+          body = started.sink
+          body.onDrain = bodyDrained
+        }
+        return true
+      }
+      conn.push(started)
+      if (started._tag === "File" || !started.closeAfter) return true
+      if (reader === undefined) pause()
+      return false
+    }
     const reply = handler.handleAt(type, u32be(b, p + 8), b, p + HEADER_LEN, p + HEADER_LEN + length)
     conn.push(reply)
     // Nothing after a Put can be trusted to be a frame.
@@ -171,8 +227,26 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
     return false
   }
 
+  /** The Put is answered: serve what arrived after it, and read again. */
+  const release = () => {
+    holding = false
+    const rest = held
+    held = undefined
+    if (paused && !bodyFull && !dead && conn.pending() - 1 < deps.maxInflight) {
+      paused = false
+      if (reader !== undefined) reader.resume()
+      else socket.resume()
+    }
+    if (rest !== undefined) onBytes(rest, 0, rest.length)
+  }
+
   const onBytes = (b: Buffer, start: number, end: number) => {
     if (dead || refused) return
+    if (holding && body === undefined) {
+      // Only a read already under way when the loop paused lands here.
+      held = held === undefined ? Buffer.from(b.subarray(start, end)) : Buffer.concat([held, b.subarray(start, end)])
+      return
+    }
     walking = true
     let whole: boolean
     try {
@@ -221,7 +295,18 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
       if (whole.length > CARRY_KEEP) carry = undefined
       if (!frame(whole, 0, length)) return false
     }
-    while (end - p >= HEADER_LEN) {
+    while (true) {
+      if (body !== undefined) {
+        p = feed(b, p, end)
+        if (body !== undefined) return true
+      }
+      if (holding) {
+        // The Put's body is in; what follows waits for its reply.
+        if (p < end) held = Buffer.from(b.subarray(p, end))
+        if (!paused) pause()
+        return false
+      }
+      if (end - p < HEADER_LEN) break
       const length = bodyLength(b, p)
       if (length < 0) {
         refuse(b, p, length)
@@ -249,6 +334,10 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
   const onEnd = () => {
     // Half-close: queued replies still go out, then the connection closes.
     ended = true
+    if (body !== undefined) {
+      body.abort("the connection ended before the last byte")
+      body = undefined
+    }
     // A Put answered: its reply is out and the peer is done; nothing more to read.
     if (dead && ownsReads) socket.destroy()
     maybeFinish()
@@ -272,15 +361,17 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
       const reads = reader.reads()
       const idle = reads === readsAtTimeout
       readsAtTimeout = reads
-      if (idle && carryLen > 0 && !paused) drop()
+      if (idle && (carryLen > 0 || body !== undefined) && !paused) drop()
       else socket.setTimeout(deps.readTimeoutMs)
       return
     }
-    if (carryLen > 0 && !paused) drop()
+    if ((carryLen > 0 || body !== undefined) && !paused) drop()
   })
   socket.on("error", () => {})
   socket.once("close", () => {
     dead = true
+    body?.abort("the connection closed before the last byte")
+    body = undefined
     conn.close()
     stats.connectionsOpen--
   })

@@ -21,7 +21,7 @@
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
-import type { BlockId } from "../../core/ids.js"
+import type { BlockId, ObjectId } from "../../core/ids.js"
 import { loadHasher } from "./checksum.js"
 import { type DirState, type DiskStoreOptions, type FilledUnit, type KnownVersion, makeDirState, type StoreStats, touchLru } from "./dirs.js"
 import { Entry, Unit } from "./entry.js"
@@ -288,6 +288,25 @@ export class DiskStore {
    */
   checkSizes(batch = 256): Promise<number> {
     return checkSizes(this.#integrity, this.#files.units(), batch)
+  }
+
+  /**
+   * Takes every block of `object` (any version) out of the cache and unlinks its files: the
+   * object was overwritten or deleted through this worker. A unit being sent keeps its open fd
+   * until the reply is done. Returns the bytes dropped.
+   */
+  dropObject(object: ObjectId): number {
+    let bytes = 0
+    for (const entry of [...this.#idx.entries.values()]) {
+      const o = entry.meta.id.object
+      if (o.backend !== object.backend || o.bucket !== object.bucket || o.objectPath !== object.objectPath) continue
+      for (const u of entry.units) {
+        if (u === undefined) continue
+        bytes += u.bytes
+        this.#idx.unindex(u, true)
+      }
+    }
+    return bytes
   }
 
   /** Takes a unit whose bytes cannot be trusted out of service for good: unpublished, unlinked, counted. */
