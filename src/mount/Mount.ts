@@ -17,6 +17,8 @@ import type { FuseBinding, FuseSession } from "./fuse/types.js"
 import { renderMountMetrics } from "./metrics.js"
 import { type MountpointError, prepareMountpoint } from "./mountpoint.js"
 import { parseExposed } from "./namespace.js"
+import { adminsFor } from "./adminListing.js"
+import { formatHostPort, parseHostPortList } from "../transport/address.js"
 
 export class MountFailed extends Data.TaggedError("MountFailed")<{ readonly mountpoint: string; readonly detail: string }> {
   override get message() {
@@ -65,7 +67,8 @@ export const mountTalon = (
       attrTtlMs: settings.attrTtlMs,
       entryTtlMs: settings.entryTtlMs,
       negativeTtlMs: settings.negativeTtlMs,
-      maxInodes: settings.maxInodes
+      maxInodes: settings.maxInodes,
+      coordinatorAdmin: settings.coordinatorAdmin === undefined ? adminsFor(talon.options.coordinator) : (parseHostPortList(settings.coordinatorAdmin) ?? []).map((hp) => formatHostPort(hp.host, hp.port))
     }).pipe(Effect.provideService(TalonClient, talon))
     const session = yield* Effect.acquireRelease(
       Effect.tryPromise({

@@ -12,6 +12,8 @@ import { nonNegative, positive, range } from "../config/checks.js"
 export interface MountSettings {
   /** Coordinator control addresses; unset = the client's (`TALON_CLIENT_COORDINATOR`). */
   readonly coordinator: string | undefined
+  /** Coordinator admin HTTP addresses for listings; unset = each coordinator host at port 8000; "" = the Talon wire only. */
+  readonly coordinatorAdmin: string | undefined
   /** `s3/<bucket>` and `az/<container>` entries shown under the mount root. */
   readonly expose: ReadonlyArray<string>
   readonly attrTtlMs: number
@@ -33,6 +35,10 @@ export const MountSchema = component<MountSettings>({
     coordinator: S.unset(K.coordinatorList(), "Coordinator control address host:port; a comma-separated list fails over between them", {
       shownDefault: "the client's, TALON_CLIENT_COORDINATOR (127.0.0.1:7000)",
       example: "10.0.0.1:7000,10.0.0.2:7000"
+    }),
+    coordinatorAdmin: S.unset(K.coordinatorList({ standalone: true }), "Coordinator admin HTTP host:port(s) whose paginated listing gives directories of any size and the origin's mtimes; \"\" lists over the Talon wire only (10,000 objects a directory, no mtimes)", {
+      shownDefault: "each coordinator host at port 8000, falling back to the Talon wire when it does not answer",
+      example: "10.0.0.1:8000"
     }),
     expose: S.of(K.list("backend/bucket"), ["s3/talon"], "Buckets and containers shown under the mount root, as s3/<bucket> or az/<container>", {
       example: "s3/datasets,az/checkpoints"
