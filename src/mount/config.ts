@@ -24,6 +24,8 @@ export interface MountSettings {
   readonly maxInodes: number
   readonly adminListen: string
   readonly foreground: boolean
+  /** Where a background mount appends its log; unset = the temp dir, per user and mountpoint. */
+  readonly logFile: string | undefined
   readonly allowOther: boolean
 }
 
@@ -50,7 +52,11 @@ export const MountSchema = component<MountSettings>({
     readahead: S.size(8 * 1024 * 1024, "Kernel read-ahead asked for at mount time", { example: "8M", check: nonNegative }),
     maxInodes: S.integer(200_000, "Inodes kept for names the kernel no longer holds before the oldest are dropped", positive),
     adminListen: S.listen("127.0.0.1:8300", "Admin HTTP host:port serving /healthz and /metrics (port 0 = any free port)", { example: "0.0.0.0:8300" }),
-    foreground: S.toggle("Stay in the foreground (talon mount always does today: run it under systemd, nohup or &)"),
+    foreground: S.toggle("Stay in the foreground, logging to the terminal (for systemd and containers); without it talon mount detaches once mounted"),
+    logFile: S.unset(K.text, "Log file of a background mount (without --foreground), appended to", {
+      shownDefault: "$TMPDIR/talon-mount-<uid><mountpoint with / as _>.log",
+      example: "/var/log/talon-mount.log"
+    }),
     allowOther: S.toggle("Let users other than the mounting one read the mount (needs user_allow_other in /etc/fuse.conf when not root)")
   }
 })
