@@ -100,7 +100,7 @@ const main = async () => {
       await h.close()
     }
     await fsp.mkdir(mnt)
-    const mount = spawn(process.execPath, [talon, "mount", mnt, "--coordinator", coordinator, "--expose", "s3/talon", "--admin-listen", "127.0.0.1:0"], {
+    const mount = spawn(process.execPath, [talon, "mount", mnt, "--foreground", "--coordinator", coordinator, "--expose", "s3/talon", "--admin-listen", "127.0.0.1:0"], {
       stdio: ["ignore", "pipe", "pipe"]
     })
     children.push(mount)

@@ -682,10 +682,17 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
     }
   }
   if (access("/dev/fuse", R_OK | W_OK) != 0) {
-    snprintf(msg, sizeof msg,
-             "cannot open /dev/fuse (%s): install fuse3 and load the fuse module (modprobe fuse); in a container, "
-             "pass --device /dev/fuse --cap-add SYS_ADMIN",
-             strerror(errno));
+    if (errno == EACCES && geteuid() != 0)
+      /* libfuse3 opens /dev/fuse as the calling user (fusermount3 only does the mount(2)). */
+      snprintf(msg, sizeof msg,
+               "cannot open /dev/fuse as uid %u (Permission denied): the device is not open to this user here; "
+               "libfuse opens it as the mounting user, so give it the usual mode (chmod 0666 /dev/fuse, as udev does) or mount as root",
+               (unsigned)geteuid());
+    else
+      snprintf(msg, sizeof msg,
+               "cannot open /dev/fuse (%s): install fuse3 and load the fuse module (modprobe fuse); in a container, "
+               "pass --device /dev/fuse --cap-add SYS_ADMIN",
+               strerror(errno));
     free(mountpoint);
     free(fsname);
     THROW(msg);

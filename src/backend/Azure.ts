@@ -5,7 +5,7 @@ import { sharedKeyAuthorization } from "./azureSharedKey.js"
 import type { BackendError, BackendStoreShape, ListOptions, ListPage, ObjectStat } from "./BackendStore.js"
 import { BackendStore } from "./BackendStore.js"
 import { normalizeEtag, quoteEtag } from "./etag.js"
-import { escapePath, parseContentRange } from "./headers.js"
+import { escapePath, listedDate, parseContentRange } from "./headers.js"
 import { header, type OriginRequest, type RequestLabel } from "./http.js"
 import { listQuery, originBase, originCalls, type RequestOf } from "./originCalls.js"
 import { defaultPolicy, policyConfig, type RequestPolicy } from "./policy.js"
@@ -153,7 +153,8 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
             return {
               key: text(child(blob, "Name")) ?? "",
               size: Number(text(child(properties, "Content-Length")) ?? 0),
-              version: normalizeEtag(text(child(properties, "Etag")))
+              version: normalizeEtag(text(child(properties, "Etag"))),
+              lastModified: listedDate(text(child(properties, "Last-Modified")))
             }
           }),
           commonPrefixes: children(blobs, "BlobPrefix").map((p) => text(child(p, "Name")) ?? ""),

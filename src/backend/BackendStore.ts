@@ -17,6 +17,8 @@ export interface ListedObject {
   readonly key: string
   readonly size: number
   readonly version: string
+  /** When the origin last wrote it (S3 `LastModified`, Azure `Last-Modified`); absent when the listing did not say. */
+  readonly lastModified?: Date | undefined
 }
 
 export interface ListPage {

@@ -7,7 +7,7 @@ import type { ObjectId } from "../core/ids.js"
 import type { BackendError, BackendStoreShape, ListOptions, ListPage, ObjectStat } from "./BackendStore.js"
 import { BackendRequestError, BackendStore } from "./BackendStore.js"
 import { normalizeEtag, quoteEtag } from "./etag.js"
-import { escapePath, escapeRfc3986, parseContentRange, queryString } from "./headers.js"
+import { escapePath, escapeRfc3986, listedDate, parseContentRange, queryString } from "./headers.js"
 import { header, type OriginRequest, type RequestLabel } from "./http.js"
 import { listQuery, originBase, originCalls, type RequestOf } from "./originCalls.js"
 import { defaultPolicy, policyConfig, type RequestPolicy } from "./policy.js"
@@ -185,7 +185,8 @@ export const make = (options: S3Options): Effect.Effect<BackendStoreShape, never
           objects: children(result, "Contents").map((entry) => ({
             key: text(child(entry, "Key")) ?? "",
             size: Number(text(child(entry, "Size")) ?? 0),
-            version: normalizeEtag(text(child(entry, "ETag")))
+            version: normalizeEtag(text(child(entry, "ETag"))),
+            lastModified: listedDate(text(child(entry, "LastModified")))
           })),
           commonPrefixes: children(result, "CommonPrefixes").map((p) => text(child(p, "Prefix")) ?? ""),
           nextToken: truncated && next ? next : undefined

@@ -20,10 +20,12 @@ export const contentLength = (headers: IncomingHttpHeaders): number | undefined 
   return Number(value)
 }
 
-export const lastModified = (headers: IncomingHttpHeaders): Date | undefined => {
-  const value = header(headers, "last-modified")
+export const lastModified = (headers: IncomingHttpHeaders): Date | undefined => listedDate(header(headers, "last-modified"))
+
+/** An origin's date (S3 ISO 8601, Azure RFC 1123), or undefined when absent or unreadable. */
+export const listedDate = (value: string | undefined): Date | undefined => {
   if (value === undefined) return undefined
-  const date = new Date(value)
+  const date = new Date(value.trim())
   return Number.isNaN(date.getTime()) ? undefined : date
 }
 

@@ -2,22 +2,37 @@
  * The coordinator's admin HTTP surface: liveness, readiness, the cluster view
  * and Prometheus metrics. Read-only; it never mutates membership.
  */
-import { HttpRouter, HttpServerResponse } from "@effect/platform"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { ConfigError, Effect, type Scope } from "effect"
 import { adminServer, type TlsFiles } from "../http/tls.js"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { formatHostPort } from "../transport/address.js"
 import type { ClusterStatus } from "../protocol/clusterStatus.js"
+import { OBJECT_LISTING_PATH } from "../protocol/objectListing.js"
+import type { ObjectListingAnswer, ObjectListingQuery } from "./objectListing.js"
 
 export interface AdminSource {
   readonly cluster: Effect.Effect<ClusterStatus>
   readonly metrics: Effect.Effect<string>
   readonly ready: Effect.Effect<boolean>
+  /** The paginated JSON object listing (./objectListing.ts); absent = no route. */
+  readonly listObjects?: (query: ObjectListingQuery) => Effect.Effect<ObjectListingAnswer>
 }
 
-export const adminRouter = (source: AdminSource) =>
-  HttpRouter.empty.pipe(
+const listingRoute = (list: (query: ObjectListingQuery) => Effect.Effect<ObjectListingAnswer>) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const params = new URL(request.url, "http://admin").searchParams
+    const one = (name: string) => params.get(name) ?? undefined
+    return Effect.map(list({ prefix: one("prefix"), delimiter: one("delimiter"), cursor: one("cursor"), limit: one("limit") }), (answer) =>
+      answer.status === 200
+        ? HttpServerResponse.unsafeJson(answer.page)
+        : HttpServerResponse.unsafeJson({ error: answer.error }, { status: answer.status })
+    )
+  })
+
+export const adminRouter = (source: AdminSource) => {
+  const router = HttpRouter.empty.pipe(
     HttpRouter.get("/healthz", Effect.succeed(HttpServerResponse.text("ok\n"))),
     HttpRouter.get(
       "/readyz",
@@ -36,6 +51,8 @@ export const adminRouter = (source: AdminSource) =>
       )
     )
   )
+  return source.listObjects === undefined ? router : router.pipe(HttpRouter.get(OBJECT_LISTING_PATH, listingRoute(source.listObjects)))
+}
 
 /** Binds the admin server; returns the `host:port` it listens on (port 0 resolved). */
 export const serveAdmin = (
@@ -53,7 +70,7 @@ export const serveAdmin = (
       adminRouter(source).pipe(
         Effect.catchTag("RouteNotFound", () =>
           Effect.succeed(
-            HttpServerResponse.text("not found; try /healthz, /readyz, /api/v1/cluster, /metrics\n", { status: 404 })
+            HttpServerResponse.text("not found; try /healthz, /readyz, /api/v1/cluster, /api/v1/objects?prefix=/s3/<bucket>/, /metrics\n", { status: 404 })
           )
         )
       )

@@ -20,6 +20,7 @@ import type { ClusterMember, ClusterStatus } from "../protocol/clusterStatus.js"
 import { COORDINATOR_CAPS, serveControl, type ControlListenError, type ControlServer } from "./ControlServer.js"
 import { resolveCoordinatorOptions, resolveCoordinatorState, type CoordinatorOptions } from "./config.js"
 import { parseListPrefix } from "./prefix.js"
+import { objectListingPage } from "./objectListing.js"
 import { renderMetrics } from "./metrics.js"
 import { CoordinatorTalonMetrics } from "./talonMetrics.js"
 import { Heartbeat, makeRegistry, Register, ReportStatus, type Registry } from "./registry/Registry.js"
@@ -267,7 +268,7 @@ export const makeCoordinatorOn = (
     const adminAddress = yield* serveAdmin(
       adminListen.host,
       adminListen.port,
-      { cluster, metrics, ready },
+      { cluster, metrics, ready, listObjects: (query) => objectListingPage(backend, query) },
       options.adminTlsCert === undefined ? undefined : { cert: options.adminTlsCert, key: options.adminTlsKey ?? "" }
     )
 

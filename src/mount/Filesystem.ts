@@ -30,6 +30,7 @@ import { MountMetrics, type MountGauges } from "./metrics.js"
 import type { Exposed } from "./namespace.js"
 import { NAME_MAX, objectPathOf } from "./namespace.js"
 import { type Invalidator, makeTree } from "./Tree.js"
+import { makeDirLister } from "./adminListing.js"
 
 export type { Invalidator } from "./Tree.js"
 
@@ -39,6 +40,8 @@ export interface FilesystemOptions {
   readonly entryTtlMs: number
   readonly negativeTtlMs: number
   readonly maxInodes: number
+  /** Coordinator admin HTTP addresses whose JSON listing (pages, origin mtimes) is preferred; none = the Talon-wire ListObjects. */
+  readonly coordinatorAdmin?: ReadonlyArray<string>
   readonly uid?: number
   readonly gid?: number
 }
@@ -88,7 +91,7 @@ export const makeFilesystem = (options: FilesystemOptions): Effect.Effect<Filesy
     const info = (message: string) => runFork(Effect.logInfo(message).pipe(Effect.annotateLogs("component", "mount")))
     const tree = makeTree(
       { exposed: options.exposed, attrTtlMs: options.attrTtlMs, entryTtlMs: options.entryTtlMs, maxInodes: options.maxInodes, uid, gid },
-      { client, metrics, now, warn: log, info }
+      { client, metrics, now, warn: log, info, list: makeDirLister(client, { admins: options.coordinatorAdmin ?? [], maxEntries: options.maxInodes, now, warn: log }).list }
     )
     const { table, attrOf, attrTtlFor, stat, child, dirEntries } = tree
     const errorName = (errno: number) => Object.entries(Errno).find(([, v]) => v === errno)?.[0] ?? String(errno)

@@ -30,7 +30,7 @@ export interface Node {
   version: string | undefined
   /** When the size/version (or, for a directory, its existence) was last confirmed, ms. */
   validatedAt: number
-  /** When this version was first seen (the file's mtime), ms. */
+  /** The file's mtime, ms: the origin's last-modified time once a listing said it, else when this version was first seen. */
   mtimeMs: number
   /** The version whose bytes the kernel may hold in its page cache for this inode. */
   kernelVersion: string | undefined

@@ -5,7 +5,7 @@
  * health line in the log.
  */
 import * as path from "node:path"
-import type { CommandExecutor, FileSystem } from "@effect/platform"
+import { type CommandExecutor, FileSystem } from "@effect/platform"
 import { Data, Duration, Effect, Either, Schedule, type Scope } from "effect"
 import type { TalonClientOptions } from "../client/config.js"
 import { TalonClient, makeTalonClient } from "../client/TalonClient.js"
@@ -17,6 +17,8 @@ import type { FuseBinding, FuseSession } from "./fuse/types.js"
 import { renderMountMetrics } from "./metrics.js"
 import { type MountpointError, prepareMountpoint } from "./mountpoint.js"
 import { parseExposed } from "./namespace.js"
+import { adminsFor } from "./adminListing.js"
+import { formatHostPort, parseHostPortList } from "../transport/address.js"
 
 export class MountFailed extends Data.TaggedError("MountFailed")<{ readonly mountpoint: string; readonly detail: string }> {
   override get message() {
@@ -39,6 +41,21 @@ export interface Mounted {
 
 export type MountError = MountSettingsError | FuseUnavailable | MountpointError | MountFailed | MountAdminError
 
+/**
+ * fusermount3 lets a non-root user mount with allow_other only when /etc/fuse.conf says
+ * `user_allow_other`; checked first so the refusal says what to change, not libfuse's stderr.
+ */
+const allowOtherPermitted = Effect.gen(function* () {
+  if (process.geteuid?.() === 0) return
+  const fs = yield* FileSystem.FileSystem
+  const conf = yield* Effect.orElseSucceed(fs.readFileString("/etc/fuse.conf"), () => "")
+  if (conf.split("\n").some((l) => l.trim() === "user_allow_other")) return
+  return yield* new MountSettingsError({
+    detail:
+      "--allow-other without root needs the line `user_allow_other` in /etc/fuse.conf (uncomment it, as root), because fusermount3 refuses allow_other otherwise; or mount without --allow-other (only you can read the mount) or as root"
+  })
+})
+
 /** How often the health line is logged. */
 const HEALTH_EVERY = Duration.seconds(60)
 
@@ -52,6 +69,7 @@ export const mountTalon = (
     const mountpoint = path.resolve(mountpointGiven)
     const exposed = parseExposed(settings.expose)
     if (Either.isLeft(exposed)) return yield* new MountSettingsError({ detail: exposed.left })
+    if (settings.allowOther) yield* allowOtherPermitted
     const fuse = yield* binding
     yield* prepareMountpoint(mountpoint)
     // The mount keeps its own attribute cache with its own TTL: the client's would only add to how long a change goes unseen.
@@ -65,7 +83,8 @@ export const mountTalon = (
       attrTtlMs: settings.attrTtlMs,
       entryTtlMs: settings.entryTtlMs,
       negativeTtlMs: settings.negativeTtlMs,
-      maxInodes: settings.maxInodes
+      maxInodes: settings.maxInodes,
+      coordinatorAdmin: settings.coordinatorAdmin === undefined ? adminsFor(talon.options.coordinator) : (parseHostPortList(settings.coordinatorAdmin) ?? []).map((hp) => formatHostPort(hp.host, hp.port))
     }).pipe(Effect.provideService(TalonClient, talon))
     const session = yield* Effect.acquireRelease(
       Effect.tryPromise({

@@ -9,7 +9,7 @@ import type { TalonClientError } from "../client/errors.js"
 import type { ObjectInfo, TalonClientShape } from "../client/TalonClient.js"
 import type { DirEntry, FuseAttr, FuseSession } from "./fuse/types.js"
 import { InodeTable, type Node, type NodeKind } from "./InodeTable.js"
-import { type Listing, synthesize } from "./listing.js"
+import { type Child, type ListedEntry, type Listing, synthesize } from "./listing.js"
 import type { MountMetrics } from "./metrics.js"
 import { type Exposed, isComponent, listPrefixOf, NAME_MAX, objectPathOf } from "./namespace.js"
 
@@ -27,6 +27,8 @@ export type Invalidator = Pick<FuseSession, "invalidateInode" | "invalidateEntry
 
 export interface TreeDeps {
   readonly client: TalonClientShape
+  /** Directory listings (the coordinator's admin API, else the Talon wire: ./adminListing.ts). */
+  readonly list: (prefix: string) => Effect.Effect<ReadonlyArray<ListedEntry>, TalonClientError>
   readonly metrics: MountMetrics
   readonly now: () => number
   readonly warn: (message: string) => void
@@ -103,7 +105,7 @@ export const makeTree = (options: TreeOptions, deps: TreeDeps) => {
       if (node.listing !== undefined && t - node.listedAt < options.entryTtlMs) return Effect.succeed(node.listing)
       metrics.listings++
       const prefix = listPrefixOf(node.path)
-      return Effect.map(client.list(prefix), (entries) => {
+      return Effect.map(deps.list(prefix), (entries) => {
         const listing = synthesize(prefix, entries)
         if (listing.skipped + listing.shadowed > 0) {
           log(`${prefix}: ${listing.skipped} key(s) not shown (an empty, "." or ".." component, or a name over ${NAME_MAX} bytes), ${listing.shadowed} file(s) hidden by a directory of the same name`)
@@ -126,13 +128,15 @@ export const makeTree = (options: TreeOptions, deps: TreeDeps) => {
       )
     })
 
-  /** A file named by a listing: its size stands until a stat (which also learns the version) is due. */
-  const fromListing = (node: Node, size: number, listedAt: number): void => {
+  /** A file named by a listing: its size stands until a stat (which also learns the version) is due; its mtime is the origin's when the listing says it. */
+  const fromListing = (node: Node, c: Child & { dir: false }, listedAt: number): void => {
+    const sameVersion = node.version === undefined || c.version === undefined || c.version === node.version
+    if (c.mtimeMs !== undefined && sameVersion) node.mtimeMs = c.mtimeMs
     if (node.validatedAt >= listedAt) return
     if (node.version === undefined) {
-      node.size = size
+      node.size = c.size
       node.validatedAt = listedAt
-    } else if (node.size !== size) {
+    } else if (node.size !== c.size || !sameVersion) {
       // Another version than the one we know: the next getattr or open asks the origin for it.
       node.validatedAt = Number.NEGATIVE_INFINITY
     }
@@ -157,7 +161,7 @@ export const makeTree = (options: TreeOptions, deps: TreeDeps) => {
         const c = parent.listing.children.get(name)
         if (c === undefined) return Effect.succeed(undefined)
         const node = table.child(parent, name, c.dir ? "dir" : "file", t)
-        if (!c.dir) fromListing(node, c.size, parent.listedAt)
+        if (!c.dir) fromListing(node, c, parent.listedAt)
         return Effect.succeed(node)
       }
       // No fresh listing of the parent: the name is a file if the origin has that object, else a directory if any key is under it.
@@ -187,14 +191,14 @@ export const makeTree = (options: TreeOptions, deps: TreeDeps) => {
   const dirEntries = (node: Node): Effect.Effect<ReadonlyArray<DirEntry>, TalonClientError> =>
     Effect.gen(function* () {
       const t = now()
-      const names: Array<{ name: string; kind: NodeKind; size?: number }> = []
+      const names: Array<{ name: string; kind: NodeKind; file?: Child & { dir: false } }> = []
       if (node.kind === "root") {
         for (const b of new Set(options.exposed.map((e) => e.backend))) names.push({ name: b, kind: "backend" })
       } else if (node.kind === "backend") {
         for (const e of options.exposed) if (e.backend === node.name) names.push({ name: e.bucket, kind: "bucket" })
       } else {
         const listing = yield* listDir(node)
-        for (const [name, c] of listing.children) names.push(c.dir ? { name, kind: "dir" } : { name, kind: "file", size: c.size })
+        for (const [name, c] of listing.children) names.push(c.dir ? { name, kind: "dir" } : { name, kind: "file", file: c })
       }
       const entries: Array<DirEntry> = [
         { name: ".", ino: node.ino, mode: DIR_MODE, nextOffset: 1 },
@@ -202,7 +206,7 @@ export const makeTree = (options: TreeOptions, deps: TreeDeps) => {
       ]
       for (const n of names) {
         const c = table.child(node, n.name, n.kind, t)
-        if (n.size !== undefined) fromListing(c, n.size, node.listedAt)
+        if (n.file !== undefined) fromListing(c, n.file, node.listedAt)
         entries.push({ name: n.name, ino: c.ino, mode: n.kind === "file" ? FILE_MODE : DIR_MODE, nextOffset: entries.length + 1 })
       }
       return entries

@@ -6,11 +6,12 @@
 import * as path from "node:path"
 import { Args, Command, Options } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
-import { Effect } from "effect"
+import { Console, Effect } from "effect"
 import { ClientSchema, type TalonClientOptions } from "../client/config.js"
 import { explicitFrom, flaggedKeys, flagOf, flagsOf } from "../config/cli.js"
 import { MountSchema, type MountSettings, resolveMountSettings } from "./config.js"
 import { mountTalon } from "./Mount.js"
+import { daemonize, defaultLogFile, reportReady } from "./daemon.js"
 import { detach, mountedType, UnmountError } from "./mountpoint.js"
 
 const mountFlags = flagsOf(MountSchema, flaggedKeys(MountSchema))
@@ -27,7 +28,15 @@ export const mount = Command.make("mount", { mountpoint: mountpointArg, ...mount
     Effect.gen(function* () {
       const settings = yield* resolveMountSettings(explicitFrom<MountSettings, keyof MountSettings>(flags, flaggedKeys(MountSchema)))
       const client = explicitFrom<TalonClientOptions, "blockSize" | "replicas" | "parallelism">(flags, ["blockSize", "replicas", "parallelism"])
+      if (!settings.foreground) {
+        const target = path.resolve(mountpoint)
+        const log = settings.logFile === undefined ? defaultLogFile(target) : path.resolve(settings.logFile)
+        const { pid, ready } = yield* daemonize(target, log)
+        yield* Console.log(`talon mount: ${ready.mountpoint} mounted by pid ${pid}; log ${log}; metrics http://${ready.adminAddress}/metrics; \`talon umount ${ready.mountpoint}\` stops it`)
+        return
+      }
       const mounted = yield* mountTalon(mountpoint, settings, client)
+      yield* reportReady({ _tag: "ready", mountpoint: mounted.mountpoint, adminAddress: mounted.adminAddress })
       // Until unmounted from outside (talon umount, fusermount3 -u) or interrupted (SIGINT/SIGTERM close the scope, which unmounts).
       yield* Effect.promise(() => mounted.session.closed)
       yield* Effect.logInfo(`${mounted.mountpoint} was unmounted; exiting`)
@@ -35,7 +44,7 @@ export const mount = Command.make("mount", { mountpoint: mountpointArg, ...mount
   ).pipe(Effect.provide(NodeContext.layer))
 ).pipe(
   Command.withDescription(
-    "Mount the cache as a read-only filesystem: MOUNTPOINT/s3/<bucket>/<key> and MOUNTPOINT/az/<container>/<blob>, read through the cluster. Runs in the foreground until unmounted or interrupted (SIGINT/SIGTERM unmount cleanly); it does not daemonise, so start it under systemd, nohup or & for the background."
+    "Mount the cache as a read-only filesystem: MOUNTPOINT/s3/<bucket>/<key> and MOUNTPOINT/az/<container>/<blob>, read through the cluster. Detaches once mounted (printing its pid and log file) unless --foreground; runs until `talon umount` (or SIGINT/SIGTERM, which unmount cleanly)."
   )
 )
 

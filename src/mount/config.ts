@@ -12,6 +12,8 @@ import { nonNegative, positive, range } from "../config/checks.js"
 export interface MountSettings {
   /** Coordinator control addresses; unset = the client's (`TALON_CLIENT_COORDINATOR`). */
   readonly coordinator: string | undefined
+  /** Coordinator admin HTTP addresses for listings; unset = each coordinator host at port 8000; "" = the Talon wire only. */
+  readonly coordinatorAdmin: string | undefined
   /** `s3/<bucket>` and `az/<container>` entries shown under the mount root. */
   readonly expose: ReadonlyArray<string>
   readonly attrTtlMs: number
@@ -22,6 +24,8 @@ export interface MountSettings {
   readonly maxInodes: number
   readonly adminListen: string
   readonly foreground: boolean
+  /** Where a background mount appends its log; unset = the temp dir, per user and mountpoint. */
+  readonly logFile: string | undefined
   readonly allowOther: boolean
 }
 
@@ -34,6 +38,10 @@ export const MountSchema = component<MountSettings>({
       shownDefault: "the client's, TALON_CLIENT_COORDINATOR (127.0.0.1:7000)",
       example: "10.0.0.1:7000,10.0.0.2:7000"
     }),
+    coordinatorAdmin: S.unset(K.coordinatorList({ standalone: true }), "Coordinator admin HTTP host:port(s) whose paginated listing gives directories of any size and the origin's mtimes; \"\" lists over the Talon wire only (10,000 objects a directory, no mtimes)", {
+      shownDefault: "each coordinator host at port 8000, falling back to the Talon wire when it does not answer",
+      example: "10.0.0.1:8000"
+    }),
     expose: S.of(K.list("backend/bucket"), ["s3/talon"], "Buckets and containers shown under the mount root, as s3/<bucket> or az/<container>", {
       example: "s3/datasets,az/checkpoints"
     }),
@@ -44,7 +52,11 @@ export const MountSchema = component<MountSettings>({
     readahead: S.size(8 * 1024 * 1024, "Kernel read-ahead asked for at mount time", { example: "8M", check: nonNegative }),
     maxInodes: S.integer(200_000, "Inodes kept for names the kernel no longer holds before the oldest are dropped", positive),
     adminListen: S.listen("127.0.0.1:8300", "Admin HTTP host:port serving /healthz and /metrics (port 0 = any free port)", { example: "0.0.0.0:8300" }),
-    foreground: S.toggle("Stay in the foreground (talon mount always does today: run it under systemd, nohup or &)"),
+    foreground: S.toggle("Stay in the foreground, logging to the terminal (for systemd and containers); without it talon mount detaches once mounted"),
+    logFile: S.unset(K.text, "Log file of a background mount (without --foreground), appended to", {
+      shownDefault: "$TMPDIR/talon-mount-<uid><mountpoint with / as _>.log",
+      example: "/var/log/talon-mount.log"
+    }),
     allowOther: S.toggle("Let users other than the mounting one read the mount (needs user_allow_other in /etc/fuse.conf when not root)")
   }
 })

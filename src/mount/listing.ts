@@ -8,7 +8,17 @@
  */
 import { isComponent } from "./namespace.js"
 
-export type Child = { readonly dir: true } | { readonly dir: false; readonly size: number }
+export type Child =
+  | { readonly dir: true }
+  | { readonly dir: false; readonly size: number; readonly mtimeMs?: number | undefined; readonly version?: string | undefined }
+
+/** A listed object (or, ending in `/`, a common prefix); time and version when the listing carries them. */
+export interface ListedEntry {
+  readonly path: string
+  readonly size: number
+  readonly mtimeMs?: number | undefined
+  readonly version?: string | undefined
+}
 
 export interface Listing {
   /** Children by name, in name order. */
@@ -22,7 +32,7 @@ export interface Listing {
 const DIR: Child = { dir: true }
 
 /** The children of the directory whose listing prefix is `prefix` (ending in `/`) among `entries`. */
-export const synthesize = (prefix: string, entries: ReadonlyArray<{ readonly path: string; readonly size: number }>): Listing => {
+export const synthesize = (prefix: string, entries: ReadonlyArray<ListedEntry>): Listing => {
   const children = new Map<string, Child>()
   let skipped = 0
   let shadowed = 0
@@ -46,7 +56,7 @@ export const synthesize = (prefix: string, entries: ReadonlyArray<{ readonly pat
       children.set(name, DIR)
     } else {
       const had = children.get(name)
-      if (had === undefined) children.set(name, { dir: false, size: e.size })
+      if (had === undefined) children.set(name, { dir: false, size: e.size, mtimeMs: e.mtimeMs, version: e.version })
       else if (had.dir) shadowed++
     }
   }

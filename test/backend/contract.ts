@@ -235,6 +235,8 @@ export const backendContract = (name: string, target: Layer.Layer<ContractTarget
           expect(page.objects.map((o) => o.key)).toEqual([`${run}/p/c`, `${run}/p/d`])
           expect(page.objects.map((o) => o.size)).toEqual([3, 3])
           expect(page.objects.every((o) => o.version !== "" && !o.version.includes('"'))).toBe(true)
+          // The origin's last-modified time, which `ls -l` on a mount shows (within a day of now, whatever the clocks).
+          expect(page.objects.every((o) => o.lastModified !== undefined && Math.abs(o.lastModified.getTime() - Date.now()) < 86_400_000)).toBe(true)
           expect([...page.commonPrefixes].sort()).toEqual([`${run}/p/a/`, `${run}/p/b/`])
           expect(page.nextToken).toBeUndefined()
           const top = yield* store.list(bucket, { prefix: `${run}/`, delimiter: "/" })
