@@ -268,7 +268,7 @@ export const makeCoordinatorOn = (
     const adminAddress = yield* serveAdmin(
       adminListen.host,
       adminListen.port,
-      { cluster, metrics, ready, listObjects: (query) => objectListingPage(backend, query) },
+      { cluster, metrics, ready, listObjects: (query) => objectListingPage(backend, query, control.address) },
       options.adminTlsCert === undefined ? undefined : { cert: options.adminTlsCert, key: options.adminTlsKey ?? "" }
     )
 

@@ -26,7 +26,11 @@ const refusal = (e: BackendError): ObjectListingAnswer =>
     ? { status: 404, error: `the origin has no such bucket or container: ${e.message}` }
     : { status: 502, error: `the origin's listing failed: ${e.message}` }
 
-export const objectListingPage = (backend: BackendStoreShape, q: ObjectListingQuery): Effect.Effect<ObjectListingAnswer> => {
+export const objectListingPage = (
+  backend: BackendStoreShape,
+  q: ObjectListingQuery,
+  controlAddress?: string
+): Effect.Effect<ObjectListingAnswer> => {
   if (q.prefix === undefined) return Effect.succeed({ status: 400, error: "prefix is required, like ?prefix=/s3/bucket/dir/" })
   const parsed = parseListPrefix(q.prefix)
   if (Either.isLeft(parsed)) return Effect.succeed({ status: 400, error: parsed.left })
@@ -58,7 +62,8 @@ export const objectListingPage = (backend: BackendStoreShape, q: ObjectListingQu
               ...(o.lastModified === undefined ? {} : { lastModified: o.lastModified.toISOString() })
             })),
             prefixes: result.commonPrefixes.map(pathOf),
-            next: result.nextToken ?? null
+            next: result.nextToken ?? null,
+            ...(controlAddress === undefined ? {} : { control: controlAddress })
           }
         })
       ),

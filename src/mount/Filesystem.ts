@@ -42,6 +42,8 @@ export interface FilesystemOptions {
   readonly maxInodes: number
   /** Coordinator admin HTTP addresses whose JSON listing (pages, origin mtimes) is preferred; none = the Talon-wire ListObjects. */
   readonly coordinatorAdmin?: ReadonlyArray<string>
+  /** Set when coordinatorAdmin was guessed from the control list: pages must come from one of these control ports. */
+  readonly coordinatorControlPorts?: ReadonlyArray<number>
   readonly uid?: number
   readonly gid?: number
 }
@@ -91,7 +93,7 @@ export const makeFilesystem = (options: FilesystemOptions): Effect.Effect<Filesy
     const info = (message: string) => runFork(Effect.logInfo(message).pipe(Effect.annotateLogs("component", "mount")))
     const tree = makeTree(
       { exposed: options.exposed, attrTtlMs: options.attrTtlMs, entryTtlMs: options.entryTtlMs, maxInodes: options.maxInodes, uid, gid },
-      { client, metrics, now, warn: log, info, list: makeDirLister(client, { admins: options.coordinatorAdmin ?? [], maxEntries: options.maxInodes, now, warn: log }).list }
+      { client, metrics, now, warn: log, info, list: makeDirLister(client, { admins: options.coordinatorAdmin ?? [], controlPorts: options.coordinatorControlPorts ?? [], maxEntries: options.maxInodes, now, warn: log }).list }
     )
     const { table, attrOf, attrTtlFor, stat, child, dirEntries } = tree
     const errorName = (errno: number) => Object.entries(Errno).find(([, v]) => v === errno)?.[0] ?? String(errno)

@@ -84,7 +84,8 @@ export const mountTalon = (
       entryTtlMs: settings.entryTtlMs,
       negativeTtlMs: settings.negativeTtlMs,
       maxInodes: settings.maxInodes,
-      coordinatorAdmin: settings.coordinatorAdmin === undefined ? adminsFor(talon.options.coordinator) : (parseHostPortList(settings.coordinatorAdmin) ?? []).map((hp) => formatHostPort(hp.host, hp.port))
+      coordinatorAdmin: settings.coordinatorAdmin === undefined ? adminsFor(talon.options.coordinator) : (parseHostPortList(settings.coordinatorAdmin) ?? []).map((hp) => formatHostPort(hp.host, hp.port)),
+      ...(settings.coordinatorAdmin === undefined ? { coordinatorControlPorts: (parseHostPortList(talon.options.coordinator) ?? []).map((hp) => hp.port) } : {})
     }).pipe(Effect.provideService(TalonClient, talon))
     const session = yield* Effect.acquireRelease(
       Effect.tryPromise({

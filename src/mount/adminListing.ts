@@ -21,6 +21,12 @@ type ListedName = ListedEntry
 export interface DirListerOptions {
   /** Coordinator admin HTTP `host:port`s, tried in order; empty = the Talon wire only. */
   readonly admins: ReadonlyArray<string>
+  /**
+   * Control ports of the coordinators this mount dials. When the admin addresses were guessed
+   * (each control host at the default admin port), a page from a coordinator whose control
+   * port is none of these belongs to another cluster on the same host and is not used.
+   */
+  readonly controlPorts?: ReadonlyArray<number>
   /** The most names one directory may hold before its listing is refused (memory bound). */
   readonly maxEntries: number
   readonly now: () => number
@@ -70,6 +76,13 @@ export const makeDirLister = (client: TalonClientShape, options: DirListerOption
       let cursor: string | null = null
       do {
         const p: ObjectListingPage = yield* page(http, admin, prefix, cursor)
+        const expected = options.controlPorts ?? []
+        if (expected.length > 0 && p.control !== undefined) {
+          const port = parseHostPortList(p.control)?.[0]?.port
+          if (port === undefined || !expected.includes(port)) {
+            return yield* new NotServed({ admin, detail: `answered by the coordinator of another cluster (control ${p.control}, not port ${expected.join("/")})` })
+          }
+        }
         for (const e of p.entries) {
           const t = e.lastModified === undefined ? Number.NaN : Date.parse(e.lastModified)
           names.push({ path: e.path, size: e.size, version: e.version, mtimeMs: Number.isNaN(t) ? undefined : t })

@@ -22,7 +22,9 @@ export const ObjectListingPage = Schema.Struct({
   /** With a delimiter: the namespace paths (ending in it) one level down that hold more keys. */
   prefixes: Schema.Array(Schema.String),
   /** Pass back as `cursor` for the next page; null on the last one. */
-  next: Schema.NullOr(Schema.String)
+  next: Schema.NullOr(Schema.String),
+  /** The answering coordinator's control address, so a client can tell it reached its own cluster's coordinator. */
+  control: Schema.optional(Schema.String)
 })
 export type ObjectListingPage = typeof ObjectListingPage.Type
 

@@ -53,8 +53,16 @@ const world = Effect.gen(function* () {
   const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
   const coordinator = yield* patientCoordinator(withManyKeys(Router.layerLocal(origin.url)))
   const client = yield* makeTalonClient({ coordinator: coordinator.controlAddress, statTtlMs: 0 })
-  const mountOver = (coordinatorAdmin: ReadonlyArray<string>) =>
-    makeFilesystem({ exposed: [{ backend: "s3", bucket: "bkt" }], attrTtlMs: 60_000, entryTtlMs: 60_000, negativeTtlMs: 1000, maxInodes: 100_000, coordinatorAdmin }).pipe(
+  const mountOver = (coordinatorAdmin: ReadonlyArray<string>, coordinatorControlPorts?: ReadonlyArray<number>) =>
+    makeFilesystem({
+      exposed: [{ backend: "s3", bucket: "bkt" }],
+      attrTtlMs: 60_000,
+      entryTtlMs: 60_000,
+      negativeTtlMs: 1000,
+      maxInodes: 100_000,
+      coordinatorAdmin,
+      ...(coordinatorControlPorts === undefined ? {} : { coordinatorControlPorts })
+    }).pipe(
       Effect.provideService(TalonClient, client)
     )
   return { coordinator, mountOver }
@@ -113,6 +121,7 @@ describe("mount listings through the coordinator's admin API", () => {
         })
       const first = yield* get("prefix=/s3/bkt/dated/&delimiter=/&limit=1")
       expect(first.status).toBe(200)
+      expect(first.body.control).toBe(coordinator.controlAddress)
       expect(first.body.entries).toEqual([{ path: "/s3/bkt/dated/old.bin", size: 9, version: expect.any(String), lastModified: new Date(WHEN).toISOString() }])
       expect(first.body.next).not.toBeNull()
       const second = yield* get(`prefix=/s3/bkt/dated/&delimiter=/&limit=1&cursor=${encodeURIComponent(first.body.next!)}`)
@@ -134,6 +143,23 @@ describe("mount listings through the coordinator's admin API", () => {
       expect((yield* lookup(fs, dated.ino, "old.bin")).mtimeMs).not.toBe(WHEN)
       const many = yield* lookup(fs, b, "many")
       expect(yield* readAll(fs, many.ino)).toBe(5)
+    }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.Error))
+  )
+
+  it.live("a guessed admin address answered by another cluster's coordinator is not used: the listing comes over the wire", () =>
+    Effect.gen(function* () {
+      const { coordinator, mountOver } = yield* world
+      const ownPort = Number(coordinator.controlAddress.split(":").pop())
+      const fs = yield* mountOver([coordinator.adminAddress], [ownPort + 1])
+      const b = yield* bucketIno(fs)
+      const dated = yield* lookup(fs, b, "dated")
+      expect(yield* readAll(fs, dated.ino)).toEqual([".", "..", "old.bin", "sub"])
+      // The admin page (with the origin's mtime) was refused; the wire's listing has none.
+      expect((yield* lookup(fs, dated.ino, "old.bin")).mtimeMs).not.toBe(WHEN)
+      const same = yield* mountOver([coordinator.adminAddress], [ownPort])
+      const dated2 = yield* lookup(same, yield* bucketIno(same), "dated")
+      yield* readAll(same, dated2.ino)
+      expect((yield* lookup(same, dated2.ino, "old.bin")).mtimeMs).toBe(WHEN)
     }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.Error))
   )
 })
