@@ -8,10 +8,11 @@
  * zero-length range inside the object is an empty success; a range spanning
  * several blocks is one reply of exactly `len` bytes.
  *
- * `read` serves the version the worker believes current; `readVersion` (GetCachedRange) serves
+ * `read` serves the version the worker believes current; `readVersion` (GetPinnedRange) serves
  * only the version the request names: from resident blocks of it, else filled from the origin
- * under If-Match, else a VersionMismatch failure. Blocks are keyed by version, so one reply
- * never holds bytes of two versions.
+ * under If-Match, else a VersionMismatch failure. `readCached` (Talon's GetCachedRange) serves
+ * resident bytes of the version named or a CacheMiss, and never reaches the origin. Blocks are
+ * keyed by version, so one reply never holds bytes of two versions.
  */
 import { Context, Effect, Layer } from "effect"
 import type { ObjectStat } from "../backend/BackendStore.js"
@@ -20,7 +21,7 @@ import type { BlockId, ObjectId } from "../core/ids.js"
 import type { FileSegment } from "./plane/DataPlane.js"
 import { WorkerConfig } from "./config.js"
 import { DataErrorCode } from "../protocol/dataError.js"
-import { describeUnknown, outOfBounds, ReadFailed, tooLong, versionMismatch } from "./errors.js"
+import { cacheMiss, describeUnknown, outOfBounds, ReadFailed, tooLong, versionMismatch } from "./errors.js"
 import { WorkerMetrics, type WorkerStats } from "./metrics.js"
 import { MissPath, type MissPathShape } from "./miss/MissPath.js"
 import { ReadAhead } from "./miss/ReadAhead.js"
@@ -50,6 +51,8 @@ const MAX_FRAME = 0xffffffff
 const ATTEMPTS = 4
 /** Sizes of pinned versions remembered (a version's size never changes). */
 const MAX_PINNED = 4096
+/** Talon's ceiling on one cache-only reply (its frame payload limit). */
+const MAX_CACHED_LEN = 320 * 1024 * 1024
 
 export class ReadPathImpl {
   readonly #store: ServeStore
@@ -120,6 +123,42 @@ export class ReadPathImpl {
       }
     }
     return this.#readPinned(object, okey, st, version, offset, len)
+  }
+
+  /**
+   * Talon's cache-only read (GetCachedRange): exactly `len` resident bytes of `version`, else a
+   * CacheMiss failure. No stat, fill or read-ahead: nothing here reaches the origin. A range only
+   * partly resident, or reaching past the end of that version, is a miss as a whole (as Talon's
+   * worker answers: no prefix is returned). Synchronous unless a file must be opened.
+   */
+  readCached(object: ObjectId, version: string, offset: number, len: number, okey: string = objectKey(object)): ReadOutcome | Promise<ReadOutcome> {
+    if (len === 0) return EMPTY
+    if (len > MAX_CACHED_LEN) {
+      return new ReadFailed({
+        reason: `cache-only range length ${len} exceeds response frame limit ${MAX_CACHED_LEN}`,
+        code: DataErrorCode.Internal
+      })
+    }
+    const st = this.#pinnedStat(object, okey, version, offset)
+    if (st === undefined || offset >= st.size || len > st.size - offset) return cacheMiss(object, version, offset, len)
+    const fast = this.#tryHit(object, st, offset, len)
+    if (fast !== undefined) return fast
+    return this.#readResident(object, st, offset, len)
+  }
+
+  /** `readCached` when some file of the range must be opened first: pinned, opened, or a miss. */
+  async #readResident(object: ObjectId, st: ObjectStat, offset: number, len: number): Promise<ReadOutcome> {
+    const segs = planRead(offset, len, st.size, this.#blockSize)
+    const units: Array<Unit> = []
+    if (this.#pinAll(object, st, segs, units)) {
+      const opened = this.#store.ensureOpen(units)
+      if (opened === undefined || (await opened)) {
+        this.#stats.hits++
+        return this.#reply(segs, units, len)
+      }
+    }
+    this.#store.release(units)
+    return cacheMiss(object, st.version, offset, len)
   }
 
   /** Pinned stats by object and version: what a resident block or the origin said that version's size is. */

@@ -21,10 +21,15 @@
  *   a Put's raw body follows the frame and would otherwise be read as frames.
  * - `Delete`: ERROR "worker is read-only"; the connection stays open.
  * - `GetCachedRange` (body: bincode CachedRangeRequest, Talon's type 6) and
- *   `GetCachedRangeTenant` (type 9, the same after a TenantId): exactly `len` bytes of the
- *   version the request names, as a GetRange reply — from resident blocks of that version, or
- *   filled from the origin under If-Match. When the origin has another version the reply is
- *   a typed VersionMismatch error (the reader stats again); one reply never mixes versions.
+ *   `GetCachedRangeTenant` (type 9, the same after a TenantId): Talon's cache-only probe.
+ *   Exactly `len` resident bytes of the version named, as a GetRange reply; anything else (not
+ *   resident, partly resident, another version, past that version's end) is a typed CacheMiss.
+ *   Never an origin request, not even a HEAD.
+ * - `GetPinnedRange` (type 10) and `GetPinnedRangeTenant` (11), this project's own types with
+ *   the bodies of 6 and 9: exactly `len` bytes of the version the request names, as a GetRange
+ *   reply — from resident blocks of that version, or filled from the origin under If-Match.
+ *   When the origin has another version the reply is a typed VersionMismatch error (the reader
+ *   stats again); one reply never mixes versions. Talon's workers refuse types above 9.
  * - `GetRangeTenant` (type 8): a GetRange with a tenant.
  * - With per-tenant rate limits on (`rate_limits`, tenants/TenantLimiter.ts) every range read is
  *   charged to its tenant (types 8 and 9) or to the unattributed tenant (2, 6 and Get) before it
@@ -33,7 +38,7 @@
  * - `AdmitCachedBlock` (type 7): refused, then the connection is closed (a raw body follows).
  * - Any request before the worker is ready (registered): ERROR "worker is not ready".
  * Errors of types 0-5 are UTF-8 messages in a frame of the request's type with the ERROR flag;
- * errors of types 6-9 are Talon's typed envelope (TLE1 + code + message) in a GetRange frame.
+ * errors of types 6-11 are Talon's typed envelope (TLE1 + code + message) in a GetRange frame.
  */
 import type { FileSegment } from "../plane/DataPlane.js"
 import {
@@ -90,7 +95,7 @@ const EMPTY = new Uint8Array(0)
 export class RequestHandler {
   /** Recently seen ObjectIds by their wire bytes (the hit path skips decoding them). */
   private readonly ids = new ObjectIdCache()
-  /** The same for GetCachedRange bodies: ObjectId and version bytes. */
+  /** The same for GetCachedRange and GetPinnedRange bodies (one layout): ObjectId and version bytes. */
   private readonly pinnedIds = new ObjectIdCache()
   /** Publishes served hits to the plane's hit table, when the plane has one. */
   hits: HitPublisher | undefined = undefined
@@ -142,21 +147,25 @@ export class RequestHandler {
         )
       }
     }
-    if (type === MsgType.GetCachedRange && this.ready.ready) {
+    if ((type === MsgType.GetPinnedRange || type === MsgType.GetCachedRange) && this.ready.ready) {
       const known = this.pinnedIds.matchAt(buf, start, end)
       if (known !== undefined && known.problem === undefined && known.version !== undefined) {
         if (this.limiter !== undefined) {
           const wait = this.limiter.admit(undefined, this.pinnedIds.len)
           if (wait > 0) return this.limited(requestId, wait)
         }
-        const outcome = this.reader.readVersion(known.object, known.version, this.pinnedIds.offset, this.pinnedIds.len, known.key)
+        const { offset, len } = this.pinnedIds
+        const outcome =
+          type === MsgType.GetPinnedRange
+            ? this.reader.readVersion(known.object, known.version, offset, len, known.key)
+            : this.reader.readCached(known.object, known.version, offset, len, known.key)
         if (!(outcome instanceof Promise) && this.hits !== undefined && outcome._tag === "RangeReply") this.hits.offer(known, outcome)
         return this.range(type, requestId, outcome)
       }
     }
     const view = buf.subarray(start, end)
-    // GetRange and GetCachedRange bodies are decoded before this returns (remember() copies what it keeps).
-    const payload = type === MsgType.GetRange || type === MsgType.GetCachedRange ? view : Buffer.from(view)
+    // GetRange, GetCachedRange and GetPinnedRange bodies are decoded before this returns (remember() copies what it keeps).
+    const payload = type === MsgType.GetRange || type === MsgType.GetCachedRange || type === MsgType.GetPinnedRange ? view : Buffer.from(view)
     return this.handle({ header: { type: type as MsgType, flags: 0, requestId, length: end - start }, payload })
   }
 
@@ -197,6 +206,8 @@ export class RequestHandler {
       }
       case MsgType.GetCachedRange:
       case MsgType.GetCachedRangeTenant:
+      case MsgType.GetPinnedRange:
+      case MsgType.GetPinnedRangeTenant:
         return this.cached(type, requestId, frame.payload)
       case MsgType.GetRangeTenant: {
         if (!this.ready.ready) return this.error(type, requestId, "worker is not ready", DataErrorCode.Unavailable)
@@ -265,11 +276,15 @@ export class RequestHandler {
     return { _tag: "Frame", bytes, closeAfter: false }
   }
 
+  /** Types 6 and 9 (cache-only, `readCached`) and 10 and 11 (pinned, `readVersion`): one body layout per tenant-ness. */
   private cached(type: MsgType, requestId: number, payload: Uint8Array): Reply | Promise<Reply> {
     if (!this.ready.ready) return this.error(type, requestId, "worker is not ready", DataErrorCode.Unavailable)
     let req: CachedRangeRequest
     let tenant: string | undefined
-    if (type === MsgType.GetCachedRange) {
+    const cacheOnly = type === MsgType.GetCachedRange || type === MsgType.GetCachedRangeTenant
+    const read = (r: CachedRangeRequest, key?: string) =>
+      cacheOnly ? this.reader.readCached(r.object, r.version, r.offset, r.len, key) : this.reader.readVersion(r.object, r.version, r.offset, r.len, key)
+    if (type === MsgType.GetCachedRange || type === MsgType.GetPinnedRange) {
       const d = decodeCachedRangeRequest(payload)
       if (Either.isLeft(d)) return this.error(type, requestId, `malformed ${msgTypeName(type)} body: ${d.left.message}`)
       req = d.right
@@ -279,7 +294,7 @@ export class RequestHandler {
       if (bad !== undefined) return this.error(type, requestId, bad)
       const wait = this.limiter?.admit(undefined, req.len) ?? 0
       if (wait > 0) return this.limited(requestId, wait)
-      return this.range(type, requestId, this.reader.readVersion(req.object, req.version, req.offset, req.len, key))
+      return this.range(type, requestId, read(req, key))
     } else {
       const d = decodeTenantScopedCachedRange(payload)
       if (Either.isLeft(d)) return this.error(type, requestId, `malformed ${msgTypeName(type)} body: ${d.left.message}`)
@@ -292,7 +307,7 @@ export class RequestHandler {
     if (bad !== undefined) return this.error(type, requestId, bad)
     const wait = this.limiter?.admit(tenant, req.len) ?? 0
     if (wait > 0) return this.limited(requestId, wait)
-    return this.range(type, requestId, this.reader.readVersion(req.object, req.version, req.offset, req.len))
+    return this.range(type, requestId, read(req))
   }
 
   private range(type: MsgType, requestId: number, outcome: ReadOutcome | Promise<ReadOutcome>): Reply | Promise<Reply> {
