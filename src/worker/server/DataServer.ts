@@ -24,6 +24,8 @@ import { TenantLimiter } from "../tenants/TenantLimiter.js"
 import { RequestHandler } from "./RequestHandler.js"
 import { serveConnection } from "./serveConnection.js"
 import * as DataSocket from "./SocketServer.js"
+import { BackendStore } from "../../backend/BackendStore.js"
+import { listObjects } from "./Listing.js"
 
 export { WORKER_CAPS } from "./frames.js"
 
@@ -76,6 +78,9 @@ const make = Effect.gen(function* () {
   // performance.now: monotonic and sub-millisecond, read once per admitted read without allocating.
   const limiter = cfg.rateLimits.enabled ? new TenantLimiter(cfg.rateLimits, () => performance.now()) : undefined
   handler.limiter = limiter
+  // ListObjects on the data port needs the origin's client (a --loops serving loop has none: it refuses).
+  const origin = Option.getOrUndefined(yield* Effect.serviceOption(BackendStore))
+  if (origin !== undefined) handler.lister = (prefix) => Effect.runPromise(listObjects(origin, prefix))
   stats.tenants = limiter
   // The plane's hit table, over this process's own store (a --loops serving loop leases its owner's: none).
   // It answers untagged reads without JS, so it stays off while those are rate limited.

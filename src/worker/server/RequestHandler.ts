@@ -12,7 +12,8 @@
  *   a u32 frame).
  * - `Ping`: an empty Ping reply with the same request id.
  * - `Control`: `StatObject` is answered with `ObjectStat` (as Talon's worker
- *   does on the data plane). `Load {object, offset, len}` fills that range of the object's
+ *   does on the data plane). `ListObjects {prefix}` is answered with `ObjectList` in Talon's
+ *   paths and limits (Listing.ts), or `Ack{ok:false, detail}` past a limit. `Load {object, offset, len}` fills that range of the object's
  *   current version (clamped at its end) and answers `Ack{ok:true, detail:"fetched=F
  *   resident=R"}` once it is resident (Loads.ts), or `Ack{ok:false, detail}` saying why; like
  *   any slow reply it holds back later replies on its connection in pipelined mode only.
@@ -103,6 +104,8 @@ export class RequestHandler {
   readonly loads: Loads
   /** Per-tenant rate limits, when the worker has them on. */
   limiter: TenantLimiter | undefined = undefined
+  /** Answers a data-port ListObjects (Listing.ts), where this process holds the origin's client. */
+  lister: ((prefix: string) => Promise<ControlMessage>) | undefined = undefined
 
   constructor(
     private readonly reader: ReadPathImpl,
@@ -340,8 +343,9 @@ export class RequestHandler {
     }
     const message = decoded.right.message
     if (message._tag === "Load") return this.load(requestId, message)
+    if (message._tag === "ListObjects") return this.list(requestId, message.prefix)
     if (message._tag !== "StatObject") {
-      return this.ack(requestId, `a worker answers only StatObject and Load on the data plane, got ${message._tag}`)
+      return this.ack(requestId, `a worker answers only StatObject, ListObjects and Load on the data plane, got ${message._tag}`)
     }
     const bad = invalidObject(message.object)
     if (bad !== undefined) return this.ack(requestId, bad)
@@ -352,6 +356,14 @@ export class RequestHandler {
     } catch (e) {
       return this.ack(requestId, e instanceof ReadFailed ? e.reason : describeUnknown(e))
     }
+  }
+
+  private async list(requestId: number, prefix: string): Promise<Reply> {
+    if (!this.ready.ready) return this.ack(requestId, "worker is not ready")
+    if (this.lister === undefined) return this.ack(requestId, "this serving process cannot list the origin; ask the worker's primary port or a coordinator")
+    const reply = await this.lister(prefix)
+    if (reply._tag === "Ack" && !reply.ok) this.stats.errors++
+    return this.frame(encodeControlFrame(requestId, reply))
   }
 
   private async load(requestId: number, message: ControlMessage & { readonly _tag: "Load" }): Promise<Reply> {
