@@ -14,9 +14,9 @@
  * worker able to fetch only another version answers VersionMismatch (see dataError.ts).
  */
 import type { Either } from "effect"
-import type { ObjectId } from "../core/ids.js"
+import type { BlockId, ObjectId } from "../core/ids.js"
 import { type BincodeReader, BincodeWriter, decodeWith } from "./bincode.js"
-import { readObjectId, writeObjectId } from "./codecs.js"
+import { readBlockId, readObjectId, writeBlockId, writeObjectId } from "./codecs.js"
 import type { DecodeError } from "./errors.js"
 import { HEADER_LEN, MsgType, writeHeader } from "./frame.js"
 import type { RangeRequest } from "./range.js"
@@ -135,5 +135,42 @@ const versionedFrame = (type: MsgType, requestId: number, r: CachedRangeRequest,
   writeCached(w, r)
   const buf = w.finish()
   writeHeader(buf, 0, { type, flags: 0, requestId, length: buf.length - HEADER_LEN })
+  return buf
+}
+
+/**
+ * Talon's `CachedBlockPutRequest`, the AdmitCachedBlock (7) frame body: one whole block of the
+ * version in `block`, `bodyLen` raw bytes following the frame (outside its payload), with the
+ * object's total length so the worker can check the block's geometry without the origin.
+ *
+ *   CachedBlockPutRequest = BlockId, object_len: u64, body_len: u64
+ */
+export interface CachedBlockPutRequest {
+  readonly block: BlockId
+  readonly objectLen: number
+  readonly bodyLen: number
+}
+
+export const encodeCachedBlockPutRequest = (r: CachedBlockPutRequest): Uint8Array => {
+  const w = new BincodeWriter(sizeHint(r.block.object, r.block.version) + 16)
+  writeBlockId(w, r.block)
+  w.u64(r.objectLen).u64(r.bodyLen)
+  return w.finish()
+}
+
+export const decodeCachedBlockPutRequest = (bytes: Uint8Array): Either.Either<CachedBlockPutRequest, DecodeError> =>
+  decodeWith(bytes, "cached block admission", (rd) => {
+    const block = readBlockId(rd)
+    const objectLen = rd.u64()
+    const bodyLen = rd.u64()
+    return { block, objectLen, bodyLen }
+  })
+
+/** The AdmitCachedBlock frame (header and body); the caller writes exactly `bodyLen` raw bytes after it. */
+export const encodeAdmitCachedBlockHeader = (requestId: number, r: CachedBlockPutRequest): Buffer => {
+  const body = encodeCachedBlockPutRequest(r)
+  const buf = Buffer.allocUnsafe(HEADER_LEN + body.length)
+  writeHeader(buf, 0, { type: MsgType.AdmitCachedBlock, flags: 0, requestId, length: body.length })
+  buf.set(body, HEADER_LEN)
   return buf
 }

@@ -26,6 +26,7 @@ import { serveConnection } from "./serveConnection.js"
 import * as DataSocket from "./SocketServer.js"
 import { BackendStore } from "../../backend/BackendStore.js"
 import { listObjects } from "./Listing.js"
+import { admitBlock } from "./Admissions.js"
 
 export { WORKER_CAPS } from "./frames.js"
 
@@ -85,6 +86,8 @@ const make = Effect.gen(function* () {
   // The plane's hit table, over this process's own store (a --loops serving loop leases its owner's: none).
   // It answers untagged reads without JS, so it stays off while those are rate limited.
   const store = Option.getOrUndefined(yield* Effect.serviceOption(BlockStore))
+  // AdmitCachedBlock stores into this process's own block store (a --loops serving loop has none: it refuses).
+  if (store !== undefined) handler.admitter = (r, body) => admitBlock(store, r, body)
   if (limiter?.limitsUntagged === true && cfg.hitTable) yield* Effect.logInfo("hit table off: reads without a tenant are rate limited (rate_limits.default)")
   const table = cfg.hitTable && store !== undefined && limiter?.limitsUntagged !== true ? plane.hitTable?.() : undefined
   if (table !== undefined && store !== undefined) {

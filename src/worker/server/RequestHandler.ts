@@ -36,7 +36,13 @@
  *   charged to its tenant (types 8 and 9) or to the unattributed tenant (2, 6 and Get) before it
  *   is served; over a limit the reply is Talon's typed `RateLimited` error, whose message names
  *   the meter and "retry after N ms".
- * - `AdmitCachedBlock` (type 7): refused, then the connection is closed (a raw body follows).
+ * - `AdmitCachedBlock` (type 7, body: bincode CachedBlockPutRequest, then `body_len` raw bytes
+ *   after the frame): the header is checked first (Admissions.ts: block size, alignment, offset
+ *   inside the object, `body_len` the whole block, a version); a bad one gets a typed
+ *   InvalidRequest and the connection is closed, since its body would otherwise be read as
+ *   frames. Otherwise the serve loop reads the body, the block is stored as a fill would store
+ *   it (evicting to capacity), and the reply is an empty GetRange frame. A process without a
+ *   block store of its own (a `--loops` serving loop) refuses it the same way.
  * - Any request before the worker is ready (registered): ERROR "worker is not ready".
  * Errors of types 0-5 are UTF-8 messages in a frame of the request's type with the ERROR flag;
  * errors of types 6-11 are Talon's typed envelope (TLE1 + code + message) in a GetRange frame.
@@ -44,6 +50,7 @@
 import type { FileSegment } from "../plane/DataPlane.js"
 import {
   DataErrorCode,
+  decodeCachedBlockPutRequest,
   decodeCachedRangeRequest,
   decodeControl,
   decodeTenantScopedCachedRange,
@@ -55,6 +62,7 @@ import {
   Flags,
   MAX_TENANT_ID_BYTES,
   msgTypeName,
+  type CachedBlockPutRequest,
   type CachedRangeRequest,
   type TenantId,
   encodeControlFrame,
@@ -78,7 +86,19 @@ import type { RangeReply, ReadOutcome, ReadPathImpl } from "../ReadPath.js"
 import type { HitPublisher } from "./HitPublisher.js"
 import { Loads } from "./Loads.js"
 import { ObjectIdCache } from "./ObjectIdCache.js"
+import { invalidAdmission } from "./Admissions.js"
 import { rateLimitedMessage, type TenantLimiter } from "../tenants/TenantLimiter.js"
+
+/**
+ * A request whose raw body follows its frame (AdmitCachedBlock): the serve loop reads exactly
+ * `length` more bytes off the connection and hands them to `then`, whose reply takes this
+ * request's place in reply order.
+ */
+export interface AwaitBody {
+  readonly _tag: "AwaitBody"
+  readonly length: number
+  readonly then: (body: Buffer) => Promise<Reply>
+}
 
 export type Reply =
   | { readonly _tag: "Frame"; readonly bytes: Uint8Array; readonly closeAfter: boolean }
@@ -104,6 +124,8 @@ export class RequestHandler {
   readonly loads: Loads
   /** Per-tenant rate limits, when the worker has them on. */
   limiter: TenantLimiter | undefined = undefined
+  /** Stores an admitted block (Admissions.ts), where this process owns a block store. */
+  admitter: ((r: CachedBlockPutRequest, body: Uint8Array) => Promise<void>) | undefined = undefined
   /** Answers a data-port ListObjects (Listing.ts), where this process holds the origin's client. */
   lister: ((prefix: string) => Promise<ControlMessage>) | undefined = undefined
 
@@ -131,7 +153,8 @@ export class RequestHandler {
    * directly (the hit path allocates no frame, header or payload view); those two types are
    * otherwise decoded before this returns, and every other type gets a copy.
    */
-  handleAt(type: number, requestId: number, buf: Buffer, start: number, end: number): Reply | Promise<Reply> {
+  handleAt(type: number, requestId: number, buf: Buffer, start: number, end: number): Reply | Promise<Reply> | AwaitBody {
+    if (type === MsgType.AdmitCachedBlock) return this.admission(requestId, buf.subarray(start, end))
     if (type === MsgType.GetRange && this.ready.ready) {
       const known = this.ids.matchAt(buf, start, end)
       if (known !== undefined && known.problem === undefined) {
@@ -224,16 +247,8 @@ export class RequestHandler {
         return this.range(type, requestId, this.reader.read(object, offset, len))
       }
       case MsgType.AdmitCachedBlock:
-        this.stats.errors++
-        return {
-          _tag: "Frame",
-          bytes: encodeTypedErrorFrame(
-            requestId,
-            DataErrorCode.InvalidRequest,
-            "this worker does not admit blocks (AdmitCachedBlock): it fills its cache from the origin itself"
-          ),
-          closeAfter: true
-        }
+        // Only the serve loop (handleAt) can read the raw body that follows; a frame alone cannot be admitted.
+        return this.refuseAdmission(requestId, "AdmitCachedBlock needs its raw block body after the frame")
       case MsgType.Control:
         return this.control(requestId, frame.payload)
       case MsgType.Put:
@@ -248,6 +263,33 @@ export class RequestHandler {
       default:
         return this.error(type, requestId, `message type ${type} is not served by a worker`)
     }
+  }
+
+  /** Checks an AdmitCachedBlock header: a refusal that closes the connection, or the body to wait for. */
+  private admission(requestId: number, header: Uint8Array): Reply | AwaitBody {
+    if (!this.ready.ready) return this.refuseAdmission(requestId, "worker is not ready", DataErrorCode.Unavailable)
+    const admit = this.admitter
+    if (admit === undefined) return this.refuseAdmission(requestId, "this serving process has no block store of its own to admit into; send the block to the worker's primary port")
+    const d = decodeCachedBlockPutRequest(header)
+    if (Either.isLeft(d)) return this.refuseAdmission(requestId, `bad cache admission: ${d.left.message}`)
+    const req = d.right
+    const bad = invalidAdmission(req, this.reader.geometry.blockSize)
+    if (bad !== undefined) return this.refuseAdmission(requestId, bad)
+    return {
+      _tag: "AwaitBody",
+      length: req.bodyLen,
+      then: (body) =>
+        admit(req, body).then(
+          (): Reply => this.frame(encodeFrame(MsgType.GetRange, requestId, EMPTY)),
+          (e: unknown) => this.error(MsgType.AdmitCachedBlock, requestId, `admission of ${blockKeyOf(req)} failed: ${describeUnknown(e)}`, DataErrorCode.Internal)
+        )
+    }
+  }
+
+  /** Talon's refusal of an admission: a typed error, then the connection closes (its raw body must not be read as frames). */
+  private refuseAdmission(requestId: number, message: string, code: DataErrorCode = DataErrorCode.InvalidRequest): Reply {
+    this.stats.errors++
+    return { _tag: "Frame", bytes: encodeTypedErrorFrame(requestId, code, message), closeAfter: true }
   }
 
   /** Returns what a reply holds (pinned blocks); call once the reply is sent, failed or dropped. */
@@ -401,3 +443,6 @@ const invalidObject = (object: ObjectId): string | undefined => {
   const checked = validateObjectId(object)
   return Either.isLeft(checked) ? checked.left.message : undefined
 }
+
+const blockKeyOf = (r: CachedBlockPutRequest): string =>
+  `${r.block.object.bucket}/${r.block.object.objectPath}@${r.block.offset} (version ${r.block.version})`

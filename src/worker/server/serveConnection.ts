@@ -49,6 +49,8 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
   let carryLen = 0
   /** Total bytes of the frame in `carry` once its header is in, else 0. */
   let carryNeed = 0
+  /** The raw body an AdmitCachedBlock frame announced, while it is read: nothing in it is a frame. */
+  let body: { readonly buf: Buffer; have: number; readonly done: (b: Buffer | undefined) => void } | undefined
   let paused = false
   let ended = false
   let dead = false
@@ -151,7 +153,7 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
    * before them would leave first (out of order) or cut into a reply still being sent.
    */
   const offload = () => {
-    if (hits !== undefined && !walking && !paused && !dead && !refused && !ended && carryLen === 0 && conn.pending() === 0) reader?.offload?.(hits)
+    if (hits !== undefined && !walking && !paused && !dead && !refused && !ended && carryLen === 0 && body === undefined && conn.pending() === 0) reader?.offload?.(hits)
   }
 
   const pause = () => {
@@ -160,10 +162,43 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
     else socket.pause()
   }
 
+  /**
+   * Copies what `b[p, end)` holds of the awaited raw body; once it is whole its request is
+   * answered (in its place in reply order). Returns where the frames after it begin.
+   */
+  const feedBody = (b: Buffer, p: number, end: number): number => {
+    const r = body!
+    const take = Math.min(r.buf.length - r.have, end - p)
+    b.copy(r.buf, r.have, p, p + take)
+    r.have += take
+    if (r.have === r.buf.length) {
+      body = undefined
+      r.done(r.buf)
+    }
+    return p + take
+  }
+
   /** Serves one whole frame at `b[p, p+16+length)`; false when nothing after it may be read as a frame. */
   const frame = (b: Buffer, p: number, length: number): boolean => {
     const type = b[p + 3]!
     const reply = handler.handleAt(type, u32be(b, p + 8), b, p + HEADER_LEN, p + HEADER_LEN + length)
+    if (!(reply instanceof Promise) && reply._tag === "AwaitBody") {
+      // Its reply waits for the body (read by walk), keeping its place among the replies.
+      conn.push(
+        new Promise<Reply>((resolve) => {
+          body = {
+            buf: Buffer.allocUnsafe(reply.length),
+            have: 0,
+            done: (b) =>
+              b === undefined
+                ? resolve({ _tag: "Frame", bytes: new Uint8Array(0), closeAfter: true })
+                : void reply.then(b).then(resolve, () => resolve({ _tag: "Frame", bytes: new Uint8Array(0), closeAfter: true }))
+          }
+          if (reply.length === 0) feedBody(b, 0, 0)
+        })
+      )
+      return true
+    }
     conn.push(reply)
     // Nothing after a Put can be trusted to be a frame.
     if (reply instanceof Promise || reply._tag === "File" || !reply.closeAfter) return true
@@ -189,6 +224,10 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
   /** Serves the whole frames in `b[start, end)` and keeps a trailing partial one; true when it read to the end. */
   const walk = (b: Buffer, start: number, end: number): boolean => {
     let p = start
+    if (body !== undefined) {
+      p = feedBody(b, p, end)
+      if (body !== undefined) return false
+    }
     if (carryLen > 0) {
       const c = carry!
       if (carryNeed === 0) {
@@ -220,6 +259,10 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
       carryNeed = 0
       if (whole.length > CARRY_KEEP) carry = undefined
       if (!frame(whole, 0, length)) return false
+      if (body !== undefined) {
+        p = feedBody(b, p, end)
+        if (body !== undefined) return false
+      }
     }
     while (end - p >= HEADER_LEN) {
       const length = bodyLength(b, p)
@@ -231,6 +274,10 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
       const more = frame(b, p, length)
       p += HEADER_LEN + length
       if (!more) return false
+      if (body !== undefined) {
+        p = feedBody(b, p, end)
+        if (body !== undefined) return false
+      }
     }
     if (p < end) {
       const rest = end - p
@@ -249,6 +296,12 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
   const onEnd = () => {
     // Half-close: queued replies still go out, then the connection closes.
     ended = true
+    // The peer ended inside an admission body: nothing is admitted, and its reply settles so the connection can close.
+    if (body !== undefined) {
+      const cut = body
+      body = undefined
+      cut.done(undefined)
+    }
     // A Put answered: its reply is out and the peer is done; nothing more to read.
     if (dead && ownsReads) socket.destroy()
     maybeFinish()
@@ -272,15 +325,19 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
       const reads = reader.reads()
       const idle = reads === readsAtTimeout
       readsAtTimeout = reads
-      if (idle && carryLen > 0 && !paused) drop()
+      if (idle && (carryLen > 0 || body !== undefined) && !paused) drop()
       else socket.setTimeout(deps.readTimeoutMs)
       return
     }
-    if (carryLen > 0 && !paused) drop()
+    if ((carryLen > 0 || body !== undefined) && !paused) drop()
   })
   socket.on("error", () => {})
   socket.once("close", () => {
     dead = true
+    // A body cut by the peer: nothing is admitted, and its reply (never sent) settles.
+    const cut = body
+    body = undefined
+    cut?.done(undefined)
     conn.close()
     stats.connectionsOpen--
   })
