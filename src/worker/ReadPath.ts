@@ -21,6 +21,7 @@ import type { BlockId, ObjectId } from "../core/ids.js"
 import type { FileSegment } from "./plane/DataPlane.js"
 import { WorkerConfig } from "./config.js"
 import { DataErrorCode } from "../protocol/dataError.js"
+import { MAX_PAYLOAD_LEN } from "../protocol/frame.js"
 import { cacheMiss, describeUnknown, outOfBounds, ReadFailed, tooLong, versionMismatch } from "./errors.js"
 import { WorkerMetrics, type WorkerStats } from "./metrics.js"
 import { MissPath, type MissPathShape } from "./miss/MissPath.js"
@@ -51,8 +52,6 @@ const MAX_FRAME = 0xffffffff
 const ATTEMPTS = 4
 /** Sizes of pinned versions remembered (a version's size never changes). */
 const MAX_PINNED = 4096
-/** Talon's ceiling on one cache-only reply (its frame payload limit). */
-const MAX_CACHED_LEN = 320 * 1024 * 1024
 
 export class ReadPathImpl {
   readonly #store: ServeStore
@@ -108,10 +107,7 @@ export class ReadPathImpl {
     return this.#readSlow(object, okey, undefined, offset, len, false)
   }
 
-  /**
-   * Reads `[offset, offset+len)` of exactly `version` of `object`: synchronously when resident,
-   * else a promise. Never rejects; a version the origin no longer has fails with VersionMismatch.
-   */
+  /** `[offset, offset+len)` of exactly `version` (GetPinnedRange), filled if need be; never rejects (a gone version: VersionMismatch). */
   readVersion(object: ObjectId, version: string, offset: number, len: number, okey: string = objectKey(object)): ReadOutcome | Promise<ReadOutcome> {
     const current = this.#miss.versions.fresh(okey)
     const st = current !== undefined && current.version === version ? current : this.#pinnedStat(object, okey, version, offset)
@@ -126,36 +122,25 @@ export class ReadPathImpl {
   }
 
   /**
-   * Talon's cache-only read (GetCachedRange): exactly `len` resident bytes of `version`, else a
-   * CacheMiss failure. No stat, fill or read-ahead: nothing here reaches the origin. A range only
-   * partly resident, or reaching past the end of that version, is a miss as a whole (as Talon's
-   * worker answers: no prefix is returned). Synchronous unless a file must be opened.
+   * Talon's cache-only read (GetCachedRange): exactly `len` resident bytes of `version`, else CacheMiss; no stat, fill or
+   * read-ahead, so nothing here reaches the origin. Partly resident or past the version's end is a miss as a whole (as Talon).
    */
   readCached(object: ObjectId, version: string, offset: number, len: number, okey: string = objectKey(object)): ReadOutcome | Promise<ReadOutcome> {
     if (len === 0) return EMPTY
-    if (len > MAX_CACHED_LEN) {
-      return new ReadFailed({
-        reason: `cache-only range length ${len} exceeds response frame limit ${MAX_CACHED_LEN}`,
-        code: DataErrorCode.Internal
-      })
-    }
+    if (len > MAX_PAYLOAD_LEN) return new ReadFailed({ reason: `cache-only range length ${len} exceeds response frame limit ${MAX_PAYLOAD_LEN}`, code: DataErrorCode.Internal })
     const st = this.#pinnedStat(object, okey, version, offset)
     if (st === undefined || offset >= st.size || len > st.size - offset) return cacheMiss(object, version, offset, len)
-    const fast = this.#tryHit(object, st, offset, len)
-    if (fast !== undefined) return fast
-    return this.#readResident(object, st, offset, len)
+    return this.#tryHit(object, st, offset, len) ?? this.#readResident(object, st, offset, len)
   }
 
-  /** `readCached` when some file of the range must be opened first: pinned, opened, or a miss. */
+  /** `readCached` when a file of the range must be opened first: pinned and opened, or a miss. */
   async #readResident(object: ObjectId, st: ObjectStat, offset: number, len: number): Promise<ReadOutcome> {
     const segs = planRead(offset, len, st.size, this.#blockSize)
     const units: Array<Unit> = []
-    if (this.#pinAll(object, st, segs, units)) {
-      const opened = this.#store.ensureOpen(units)
-      if (opened === undefined || (await opened)) {
-        this.#stats.hits++
-        return this.#reply(segs, units, len)
-      }
+    const opened = this.#pinAll(object, st, segs, units) ? this.#store.ensureOpen(units) : false
+    if (opened === undefined || (opened !== false && (await opened))) {
+      this.#stats.hits++
+      return this.#reply(segs, units, len)
     }
     this.#store.release(units)
     return cacheMiss(object, st.version, offset, len)
@@ -398,27 +383,17 @@ export class ReadPathImpl {
   }
 }
 
-const sameObject = (a: ObjectId, b: ObjectId): boolean =>
-  a.backend === b.backend && a.bucket === b.bucket && a.objectPath === b.objectPath
-
-const asFailure = (e: unknown): ReadFailed =>
-  e instanceof ReadFailed ? e : new ReadFailed({ reason: `internal error: ${describeUnknown(e)}` })
+const sameObject = (a: ObjectId, b: ObjectId): boolean => a.backend === b.backend && a.bucket === b.bucket && a.objectPath === b.objectPath
+const asFailure = (e: unknown): ReadFailed => (e instanceof ReadFailed ? e : new ReadFailed({ reason: `internal error: ${describeUnknown(e)}` }))
 
 export class ReadPath extends Context.Tag("talon/worker/ReadPath")<ReadPath, ReadPathImpl>() {
   static readonly layer = Layer.effect(
     ReadPath,
     Effect.gen(function* () {
       const cfg = yield* WorkerConfig
-      return new ReadPathImpl(
-        yield* BlockStore,
-        yield* MissPath,
-        yield* WorkerMetrics,
-        cfg.blockSize,
-        cfg.pageSize,
-        cfg.capacity,
-        // A small cache must keep room for what readers read now: read-ahead gets an eighth of it at most.
-        { budget: Math.min(cfg.readAhead, Math.floor(cfg.capacity / 8)), fetchSize: cfg.originFetchSize }
-      )
+      // A small cache must keep room for what readers read now: read-ahead gets an eighth of it at most.
+      const readAhead = { budget: Math.min(cfg.readAhead, Math.floor(cfg.capacity / 8)), fetchSize: cfg.originFetchSize }
+      return new ReadPathImpl(yield* BlockStore, yield* MissPath, yield* WorkerMetrics, cfg.blockSize, cfg.pageSize, cfg.capacity, readAhead)
     })
   )
 }

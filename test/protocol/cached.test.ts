@@ -21,6 +21,9 @@ import {
   encodeCachedRangeRequest,
   encodeGetCachedRangeFrame,
   encodeGetPinnedRangeFrame,
+  encodeAdmitCachedBlockHeader,
+  encodeCachedBlockPutRequest,
+  decodeCachedBlockPutRequest,
   encodeTenantScopedCachedRange,
   encodeTenantScopedRange,
   encodeTypedErrorFrame,
@@ -99,6 +102,16 @@ describe("GetCachedRange vectors (hand-derived from Talon's layout)", () => {
     expect(readHeader(hex("544c 01 0c 0000 0000 00000001 00000000"))).toMatchObject({ _tag: "UnknownType", type: 12 })
   })
 
+  it("CachedBlockPutRequest (type 7): BlockId, object_len, body_len; the raw block follows the frame", () => {
+    const r = { block: { object, offset: 1 << 20, blockSize: 1 << 20, version: "etag-v2" }, objectLen: 3 << 20, bodyLen: 1 << 20 }
+    const body = `${objectHex} ${u64le(1 << 20)} 00001000 ${u64le(7)} ${ascii("etag-v2")} ${u64le(3 << 20)} ${u64le(1 << 20)}`
+    expect(Buffer.from(encodeCachedBlockPutRequest(r)).toString("hex")).toBe(hex(body).toString("hex"))
+    const frame = encodeAdmitCachedBlockHeader(4, r)
+    expect(frame.toString("hex")).toBe(hex(`544c 01 07 0000 0000 00000004 ${hex(body).length.toString(16).padStart(8, "0")} ${body}`).toString("hex"))
+    expect(decodeCachedBlockPutRequest(hex(body))).toEqual(Either.right(r))
+    expect(Either.isLeft(decodeCachedBlockPutRequest(hex(body).subarray(0, 20)))).toBe(true)
+  })
+
   it("headers of types 6-11 decode (and the worker's request decoder accepts them)", () => {
     for (const type of [
       MsgType.GetCachedRange,
@@ -168,7 +181,8 @@ describe("versioned range codecs (properties)", () => {
     const decoders: ReadonlyArray<(b: Uint8Array) => Either.Either<unknown, { readonly _tag: string }>> = [
       decodeCachedRangeRequest,
       decodeTenantScopedCachedRange,
-      decodeTenantScopedRange
+      decodeTenantScopedRange,
+      decodeCachedBlockPutRequest
     ]
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {

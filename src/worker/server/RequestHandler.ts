@@ -1,51 +1,17 @@
 /**
- * One decoded request frame → one reply. Message semantics (documented for clients):
- *
- * - `GetRange` (body: bincode RangeRequest): a success reply of type GetRange
- *   with exactly `len` raw bytes, even when the range spans several blocks.
- *   `offset + len` past the object's end → ERROR "range out of bounds: offset O
- *   + len L exceeds object size S" (as Talon's ceiling server); a zero-length
- *   range inside the object → empty success.
- * - `Get` (body: bincode ObjectId, the first field of a RangeRequest): the
- *   whole object, as a reply of type Get. Talon's worker does not serve Get;
- *   this is a convenience for small objects (ERROR when the object does not fit
- *   a u32 frame).
- * - `Ping`: an empty Ping reply with the same request id.
- * - `Control`: `StatObject` is answered with `ObjectStat` (as Talon's worker
- *   does on the data plane). `ListObjects {prefix}` is answered with `ObjectList` in Talon's
- *   paths and limits (Listing.ts), or `Ack{ok:false, detail}` past a limit. `Load {object, offset, len}` fills that range of the object's
- *   current version (clamped at its end) and answers `Ack{ok:true, detail:"fetched=F
- *   resident=R"}` once it is resident (Loads.ts), or `Ack{ok:false, detail}` saying why; like
- *   any slow reply it holds back later replies on its connection in pipelined mode only.
- *   Anything else gets `Ack{ok:false, detail}`.
- * - `Put`: ERROR "worker is read-only", then the connection is closed, because
- *   a Put's raw body follows the frame and would otherwise be read as frames.
- * - `Delete`: ERROR "worker is read-only"; the connection stays open.
- * - `GetCachedRange` (body: bincode CachedRangeRequest, Talon's type 6) and
- *   `GetCachedRangeTenant` (type 9, the same after a TenantId): Talon's cache-only probe.
- *   Exactly `len` resident bytes of the version named, as a GetRange reply; anything else (not
- *   resident, partly resident, another version, past that version's end) is a typed CacheMiss.
- *   Never an origin request, not even a HEAD.
- * - `GetPinnedRange` (type 10) and `GetPinnedRangeTenant` (11), this project's own types with
- *   the bodies of 6 and 9: exactly `len` bytes of the version the request names, as a GetRange
- *   reply — from resident blocks of that version, or filled from the origin under If-Match.
- *   When the origin has another version the reply is a typed VersionMismatch error (the reader
- *   stats again); one reply never mixes versions. Talon's workers refuse types above 9.
- * - `GetRangeTenant` (type 8): a GetRange with a tenant.
- * - With per-tenant rate limits on (`rate_limits`, tenants/TenantLimiter.ts) every range read is
- *   charged to its tenant (types 8 and 9) or to the unattributed tenant (2, 6 and Get) before it
- *   is served; over a limit the reply is Talon's typed `RateLimited` error, whose message names
- *   the meter and "retry after N ms".
- * - `AdmitCachedBlock` (type 7, body: bincode CachedBlockPutRequest, then `body_len` raw bytes
- *   after the frame): the header is checked first (Admissions.ts: block size, alignment, offset
- *   inside the object, `body_len` the whole block, a version); a bad one gets a typed
- *   InvalidRequest and the connection is closed, since its body would otherwise be read as
- *   frames. Otherwise the serve loop reads the body, the block is stored as a fill would store
- *   it (evicting to capacity), and the reply is an empty GetRange frame. A process without a
- *   block store of its own (a `--loops` serving loop) refuses it the same way.
- * - Any request before the worker is ready (registered): ERROR "worker is not ready".
- * Errors of types 0-5 are UTF-8 messages in a frame of the request's type with the ERROR flag;
- * errors of types 6-11 are Talon's typed envelope (TLE1 + code + message) in a GetRange frame.
+ * One decoded request frame → one reply. What each message type gets is listed for clients in
+ * docs/protocol-data-plane.md; in short: ranges of every kind (2, 6, 8-11) are answered with a
+ * GetRange frame of exactly `len` bytes (offset+len past the object's end → "range out of
+ * bounds"); 6 and 9 only from resident bytes (else CacheMiss), 10 and 11 from the version named
+ * (filled under If-Match, else VersionMismatch), 2 and 8 from the current version. Control
+ * frames carry StatObject, ListObjects and Load; AdmitCachedBlock (7) stores one whole block
+ * whose raw body the serve loop reads after the frame (a bad header: typed InvalidRequest and
+ * the connection closes); Put is refused and its connection closed; Delete refused; Ping echoed.
+ * With per-tenant rate limits on, every range read is charged to its tenant (8, 9, 11) or to the
+ * unattributed tenant before it is served, and refused with Talon's typed `RateLimited`. Before
+ * the worker is ready every request gets "worker is not ready". Errors of types 0-5 are UTF-8
+ * messages in a frame of the request's type with the ERROR flag; errors of types 6-11 are
+ * Talon's typed envelope (TLE1 + code + message) in a GetRange frame.
  */
 import type { FileSegment } from "../plane/DataPlane.js"
 import {
@@ -60,11 +26,9 @@ import {
   encodeTypedErrorFrame,
   encodeTypedErrorPayload,
   Flags,
-  MAX_TENANT_ID_BYTES,
   msgTypeName,
   type CachedBlockPutRequest,
   type CachedRangeRequest,
-  type TenantId,
   encodeControlFrame,
   encodeErrorFrame,
   encodeFrame,
@@ -75,7 +39,6 @@ import {
   type Frame
 } from "../../protocol/index.js"
 import type { ObjectId } from "../../core/ids.js"
-import { validateObjectId } from "../../core/objectId.js"
 import { Either } from "effect"
 import { describeUnknown, ReadFailed } from "../errors.js"
 import type { WorkerStats } from "../metrics.js"
@@ -87,6 +50,7 @@ import type { HitPublisher } from "./HitPublisher.js"
 import { Loads } from "./Loads.js"
 import { ObjectIdCache } from "./ObjectIdCache.js"
 import { invalidAdmission } from "./Admissions.js"
+import { blockKeyOf, invalidObject, invalidTenant, tenantName } from "./requestChecks.js"
 import { rateLimitedMessage, type TenantLimiter } from "../tenants/TenantLimiter.js"
 
 /**
@@ -425,24 +389,3 @@ export class RequestHandler {
     return this.frame(encodeControlFrame(requestId, { _tag: "Ack", ok: false, detail }))
   }
 }
-
-const tenantName = (t: TenantId): string | undefined => (t._tag === "Named" ? t.name : undefined)
-
-/** Talon's trust-boundary check of a declared tenant. */
-const invalidTenant = (t: TenantId): string | undefined =>
-  t._tag === "Unattributed"
-    ? undefined
-    : t.name.length === 0
-      ? "invalid tenant: tenant name is empty"
-      : Buffer.byteLength(t.name, "utf8") > MAX_TENANT_ID_BYTES
-        ? `invalid tenant: tenant name is ${Buffer.byteLength(t.name, "utf8")} bytes, over the ${MAX_TENANT_ID_BYTES}-byte limit`
-        : undefined
-
-/** An object name that could escape its namespace (empty, `.` or `..` components) is refused up front. */
-const invalidObject = (object: ObjectId): string | undefined => {
-  const checked = validateObjectId(object)
-  return Either.isLeft(checked) ? checked.left.message : undefined
-}
-
-const blockKeyOf = (r: CachedBlockPutRequest): string =>
-  `${r.block.object.bucket}/${r.block.object.objectPath}@${r.block.offset} (version ${r.block.version})`
