@@ -124,6 +124,7 @@ const delayedClient = (version: string): TalonClientShape => {
     read: (_t, offset, length) => piece(offset, length),
     readStream: (_t, offset, length) => Stream.fromEffect(piece(offset, length)),
     list: () => Effect.succeed([]),
+    readCached: (_t, offset, length) => piece(offset, length),
     members: () => Effect.succeed([]),
     readAhead: () => ({
       fetchedBytes: 0,

@@ -44,7 +44,7 @@ typedef struct {
   uint32_t hash;
   uint32_t idlen;
   uint8_t *id;
-  /* The published version as a bincode String (u64 LE length, UTF-8): a GetCachedRange naming exactly it is ours. */
+  /* The published version as a bincode String (u64 LE length, UTF-8): a GetCachedRange or GetPinnedRange naming exactly it is ours. */
   uint32_t verlen;
   uint8_t *ver;
   uint64_t size, block_size, page_size;
@@ -217,7 +217,7 @@ static uint64_t le64(const uint8_t *p) {
 }
 
 /*
- * Length of the ObjectId at the front of a GetCachedRange body of `n` bytes (before offset and
+ * Length of the ObjectId at the front of a GetCachedRange or GetPinnedRange body of `n` bytes (before offset and
  * len), when exactly one version String follows it; else 0 (malformed: JS reports it).
  */
 static uint32_t cached_id_len(const uint8_t *b, uint32_t n) {
@@ -267,15 +267,21 @@ int hits_serve(state_t *st, hits_t *h, int fd) {
   uint64_t now = mono_ns();
   while (end - p >= HEADER) {
     const uint8_t *f = buf + p;
-    /* Only a well-formed GetRange or GetCachedRange is ours; JS answers (or refuses) everything else. */
-    if (f[0] != 0x54 || f[1] != 0x4c || f[2] != 1 || (f[3] != 2 && f[3] != 6)) break;
+    /*
+     * Only a well-formed GetRange, GetCachedRange (6) or GetPinnedRange (10) is ours; JS answers
+     * (or refuses) everything else. 6 and 10 share a body and differ only on a miss (CacheMiss vs
+     * a fill), and a miss is never answered here: a published unit is resident, so its bytes are
+     * the right reply to both.
+     */
+    int versioned = f[3] == 6 || f[3] == 10;
+    if (f[0] != 0x54 || f[1] != 0x4c || f[2] != 1 || (f[3] != 2 && !versioned)) break;
     uint32_t blen = be32(f + 12);
     if (blen <= 16 || blen > MAX_BODY || end - p - HEADER < blen) break;
     const uint8_t *body = f + HEADER;
     uint32_t idlen = blen - 16;
     const uint8_t *ver = NULL;
     uint32_t verlen = 0;
-    if (f[3] == 6) {
+    if (versioned) {
       /* ObjectId (backend u32, bucket String, path String), then the version String. */
       uint32_t q = cached_id_len(body, idlen);
       if (q == 0) break;
@@ -426,7 +432,7 @@ static napi_value HitsInit(napi_env env, napi_callback_info info) {
 
 /*
  * hitsObject(id: Uint8Array, size, blockSize, pageSize, freshMs, version: Uint8Array) -> oid (> 0)
- * or -errno. `version` is the bincode String of the object's current version: GetCachedRanges
+ * or -errno. `version` is the bincode String of the object's current version: GetCachedRanges and GetPinnedRanges
  * naming it are answered too (an empty array: GetRange only). An id already published keeps its
  * oid and takes the new size, geometry, version and deadline (JS drops an object whose version
  * changed before publishing the new one).

@@ -6,7 +6,7 @@
  * replica fails the membership is refreshed and the piece tried once more before
  * the read fails with every attempt listed.
  *
- * One read, one version: every request is a GetCachedRange naming the version
+ * One read, one version: every request is a GetPinnedRange naming the version
  * the read's stat returned, so workers whose views of the object differ still
  * answer with bytes of that one version, or with VersionMismatch when the origin
  * no longer has it. `read` then stats the object again and reads it whole again

@@ -11,6 +11,7 @@
  *   MembershipCache membership with the last-good / stale-limit rule, refreshed in the background
  *   StatCache       size and version per object: coordinators, then workers, then the last stat
  *   Reader          placement, version-pinned requests, replica fallback
+ *   CachedReads     cache-only reads of a named version (Talon's GetCachedRange), never the origin
  *
  * Every fiber the client starts (background refreshes, shared fetches) belongs
  * to that scope: closing it stops them, and they log through the logger the
@@ -30,6 +31,7 @@ import { type ObjectTarget, parseTarget, toListPrefix } from "./target.js"
 import type { CancelFetch } from "./WorkerPool.js"
 import { Workers } from "./Workers.js"
 import { type PutBody, type PutResult, type WriteFailed, Writer } from "./Writer.js"
+import { type CachedReadError, CachedReads } from "./cachedReads.js"
 
 export type { ObjectInfo } from "./StatCache.js"
 export type { RawRead } from "./Reader.js"
@@ -86,11 +88,18 @@ export interface TalonClientShape {
   readonly put: (target: ObjectTarget, body: PutBody) => Effect.Effect<PutResult, TalonClientError | WriteFailed>
   /** Deletes the object at the origin through a worker (Talon's Delete); deleting what is gone succeeds. */
   readonly delete: (target: ObjectTarget) => Effect.Effect<void, TalonClientError | WriteFailed>
+  /**
+   * `[offset, offset+length)` of exactly `version`, only from what workers already hold
+   * (Talon's GetCachedRange): the bytes, or a typed `CacheMiss`. No stat, no fill: the origin
+   * is never asked. A range past that version's end is a miss too.
+   */
+  readonly readCached: (target: ObjectTarget, offset: number, length: number, version: string) => Effect.Effect<Uint8Array, CachedReadError>
 }
 
 const facade = Effect.gen(function* () {
   const [options, coordinators, membership, stats, reader] = yield* Effect.all([ClientConfig, Coordinators, MembershipCache, StatCache, Reader])
   const writer = yield* Writer
+  const cached = yield* CachedReads
   const list = (prefix: string): Effect.Effect<ReadonlyArray<ListEntry>, TalonClientError> =>
     coordinators.ask({ _tag: "ListObjects", prefix: toListPrefix(prefix) }).pipe(
       Effect.flatMap((reply): Effect.Effect<ReadonlyArray<ListEntry>, TalonClientError> =>
@@ -113,7 +122,8 @@ const facade = Effect.gen(function* () {
     controlPlane: () => ({ ...coordinators.counters(), ...membership.counters(), ...stats.counters() }),
     readAhead: reader.readAhead,
     put: writer.put,
-    delete: writer.delete
+    delete: writer.delete,
+    readCached: cached.readCached
   } satisfies TalonClientShape
 })
 
@@ -123,7 +133,7 @@ const parts = (options: Partial<TalonClientOptions>) => {
   const base = Layer.mergeAll(Coordinators.Default, Workers.Default).pipe(Layer.provideMerge(config))
   const members = MembershipCache.Default.pipe(Layer.provideMerge(base))
   const statCache = StatCache.Default.pipe(Layer.provideMerge(members))
-  return Layer.mergeAll(Reader.Default, Writer.Default).pipe(Layer.provideMerge(statCache))
+  return Layer.mergeAll(Reader.Default, Writer.Default, CachedReads.Default).pipe(Layer.provideMerge(statCache))
 }
 
 export class TalonClient extends Context.Tag("talon/TalonClient")<TalonClient, TalonClientShape>() {
@@ -150,13 +160,15 @@ export interface TalonClientPromise {
   readonly list: (prefix: string) => Promise<ReadonlyArray<ListEntry>>
   readonly put: (target: ObjectTarget, body: PutBody) => Promise<PutResult>
   readonly delete: (target: ObjectTarget) => Promise<void>
+  /** `readCached`: rejects with the typed `CacheMiss` when the range is not resident. */
+  readonly readCached: (target: ObjectTarget, offset: number, length: number, version: string) => Promise<Uint8Array>
   readonly close: () => Promise<void>
 }
 
 export const createTalonClient = (options: Partial<TalonClientOptions> = {}): TalonClientPromise => {
   const runtime = ManagedRuntime.make(TalonClient.layer(options))
   // Rejects with the typed error itself (e.g. an ObjectNotFound with its `_tag`), not a FiberFailure wrapper.
-  const run = async <A>(f: (client: TalonClientShape) => Effect.Effect<A, TalonClientError | WriteFailed>): Promise<A> => {
+  const run = async <A>(f: (client: TalonClientShape) => Effect.Effect<A, TalonClientError | WriteFailed | CachedReadError>): Promise<A> => {
     const exit = await runtime.runPromiseExit(Effect.flatMap(TalonClient, f))
     if (Exit.isSuccess(exit)) return exit.value
     throw Cause.squash(exit.cause)
@@ -176,6 +188,7 @@ export const createTalonClient = (options: Partial<TalonClientOptions> = {}): Ta
     list: (prefix) => run((c) => c.list(prefix)),
     put: (target, body) => run((c) => c.put(target, body)),
     delete: (target) => run((c) => c.delete(target)),
+    readCached: (target, offset, length, version) => run((c) => c.readCached(target, offset, length, version)),
     close: () => runtime.dispose()
   }
 }

@@ -17,6 +17,7 @@ import {
   decodeErrorPayload,
   encodeFrame,
   encodeGetCachedRangeFrame,
+  encodeGetPinnedRangeFrame,
   encodeGetRangeFrame,
   encodeTenantScopedRange,
   Flags,
@@ -98,8 +99,10 @@ export class WorkerPool {
    * `address`, as views into the pool's read buffers (the caller releases the payload).
    * `done` is called exactly once unless cancelled. A reply not in within the request
    * timeout closes its connection: replies on a pipelined connection come in order, so
-   * a stuck one blocks the rest. With `version` the request is a GetCachedRange: the worker
-   * answers only with bytes of that version (or a VersionMismatch rejection).
+   * a stuck one blocks the rest. With `version` the request is a GetPinnedRange: the worker
+   * answers only with bytes of that version (or a VersionMismatch rejection); with `cacheOnly`
+   * too it is Talon's GetCachedRange: resident bytes of that version or a CacheMiss rejection,
+   * and the worker never asks the origin.
    */
   fetch(
     address: string,
@@ -107,7 +110,8 @@ export class WorkerPool {
     offset: number,
     length: number,
     done: (result: FetchResult) => void,
-    version?: string
+    version?: string,
+    cacheOnly = false
   ): CancelFetch {
     if (this.closed) {
       done({ ok: false, error: new WorkerUnavailable({ address, detail: "client closed" }) })
@@ -136,7 +140,7 @@ export class WorkerPool {
         ? tenant === undefined
           ? encodeGetRangeFrame(id, { object, offset, len: length })
           : encodeFrame(MsgType.GetRangeTenant, id, encodeTenantScopedRange({ tenant, request: { object, offset, len: length } }))
-        : encodeGetCachedRangeFrame(id, { object, version, offset, len: length }, tenant)
+        : (cacheOnly ? encodeGetCachedRangeFrame : encodeGetPinnedRangeFrame)(id, { object, version, offset, len: length }, tenant)
     connection.send(id, frame, (reply: DataReply) => {
       if (!reply.ok) return finish({ ok: false, error: new WorkerUnavailable({ address, detail: `${reply.kind}: ${reply.detail}` }) })
       const { header, payload } = reply

@@ -1,6 +1,6 @@
 /**
  * The client's connections to workers: the data-plane pool (pipelined GetRange /
- * GetCachedRange, WorkerPool.ts) and one control channel per worker for the
+ * GetPinnedRange, WorkerPool.ts) and one control channel per worker for the
  * StatObject a worker answers while no coordinator does. Both are closed for a
  * worker that leaves the membership, and all of them when the client's scope ends.
  */

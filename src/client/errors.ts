@@ -95,4 +95,22 @@ export class RateLimited extends Data.TaggedError("RateLimited")<{
   }
 }
 
+/**
+ * A cache-only read (`readCached`) found some of the range resident on none of its block's
+ * replicas (Talon's typed `CacheMiss`): no worker asked the origin for it. Read it with `read`
+ * (which fills from the origin), or `admit` the block first.
+ */
+export class CacheMiss extends Data.TaggedError("CacheMiss")<{
+  readonly object: string
+  readonly version: string
+  readonly offset: number
+  readonly length: number
+  /** The replicas asked, each with its answer. */
+  readonly attempts: ReadonlyArray<FailedAttempt>
+}> {
+  override get message() {
+    return `${this.object} version ${this.version} [${this.offset}, ${this.offset + this.length}) is not wholly resident on any replica (asked ${this.attempts.map((a) => a.address).join(", ") || "none"}); read it with read() to fill from the origin`
+  }
+}
+
 export type TalonClientError = ObjectNotFound | NoWorkers | CoordinatorUnavailable | ReadFailed | InvalidRequest | VersionChanged | RateLimited

@@ -1,5 +1,6 @@
 export { CLIENT_DEFAULTS, resolveClientOptions, type TalonClientOptions } from "./config.js"
 export {
+  CacheMiss,
   CoordinatorUnavailable,
   InvalidRequest,
   NoWorkers,
@@ -17,6 +18,7 @@ export { MembershipCache, type Membership } from "./MembershipCache.js"
 export { Reader } from "./Reader.js"
 export { StatCache } from "./StatCache.js"
 export { Workers } from "./Workers.js"
+export { CachedReads, type CachedReadError } from "./cachedReads.js"
 export { WorkerRejected, WorkerUnavailable } from "./WorkerPool.js"
 export { Prefetch, LISTING_CAP, type PrefetchFailure, type PrefetchProgress, type PrefetchRequest, type PrefetchSummary } from "./prefetch.js"
 export { clusterCapacity, type ClusterCapacity } from "./prefetchCapacity.js"

@@ -5,7 +5,7 @@
  * its workers are unreachable or slow.
  *
  * Every piece is pinned to the version the response head promised: from the cluster as
- * GetCachedRange of that version (workers refuse any other), from the origin under If-Match.
+ * GetPinnedRange of that version (workers refuse any other), from the origin under If-Match.
  * A worker that reports the version gone (VersionMismatch) ends the read as `changed`, like
  * the origin's 412, and the server stats again (before the head is sent) or cuts the
  * response (after): a body is always the bytes of the version its ETag names.
@@ -59,7 +59,7 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
     // which serves it or answers 412 (and the server stats again), rather than serving a
     // version the cluster may hold for up to the gateway's stat TTL. Asked on every read
     // (without a runtime call while the client's stat is fresh); the pieces are then read
-    // as GetCachedRange of exactly that version.
+    // as GetPinnedRange of exactly that version.
     const agreed = (object: ObjectId, stat: ObjectStat): ObjectInfo | undefined | Promise<ObjectInfo | undefined> => {
       const cached = client.cachedStat(object)
       if (cached !== undefined) return matches(cached, stat) ? cached : undefined

@@ -7,14 +7,16 @@
  *   TenantScopedRange       = TenantId, RangeRequest
  *   TenantScopedCachedRange = TenantId, CachedRangeRequest
  *
- * A GetCachedRange names the exact origin version its bytes must come from, so a read split
- * across workers cannot mix versions: a worker holding (or able to fetch) only another version
- * answers with a VersionMismatch error (see dataError.ts) instead of other bytes.
+ * A GetCachedRange (6, 9) is Talon's cache-only probe: resident bytes of the version named, else
+ * a typed CacheMiss; the worker never asks the origin. A GetPinnedRange (10, 11, this project's
+ * own types, same bodies) names the exact origin version its bytes must come from and may be
+ * filled from the origin under If-Match, so a read split across workers cannot mix versions: a
+ * worker able to fetch only another version answers VersionMismatch (see dataError.ts).
  */
 import type { Either } from "effect"
-import type { ObjectId } from "../core/ids.js"
+import type { BlockId, ObjectId } from "../core/ids.js"
 import { type BincodeReader, BincodeWriter, decodeWith } from "./bincode.js"
-import { readObjectId, writeObjectId } from "./codecs.js"
+import { readBlockId, readObjectId, writeBlockId, writeObjectId } from "./codecs.js"
 import type { DecodeError } from "./errors.js"
 import { HEADER_LEN, MsgType, writeHeader } from "./frame.js"
 import type { RangeRequest } from "./range.js"
@@ -119,13 +121,56 @@ export const decodeTenantScopedCachedRange = (bytes: Uint8Array): Either.Either<
  * A complete request frame in one buffer: GetCachedRange, or GetCachedRangeTenant when a tenant
  * is given (Talon sends the tenant type only when the client is bound to a tenant).
  */
-export const encodeGetCachedRangeFrame = (requestId: number, r: CachedRangeRequest, tenant?: TenantId): Buffer => {
+export const encodeGetCachedRangeFrame = (requestId: number, r: CachedRangeRequest, tenant?: TenantId): Buffer =>
+  versionedFrame(tenant === undefined ? MsgType.GetCachedRange : MsgType.GetCachedRangeTenant, requestId, r, tenant)
+
+/** The same bodies as a GetPinnedRange (10), or GetPinnedRangeTenant (11) when a tenant is given. */
+export const encodeGetPinnedRangeFrame = (requestId: number, r: CachedRangeRequest, tenant?: TenantId): Buffer =>
+  versionedFrame(tenant === undefined ? MsgType.GetPinnedRange : MsgType.GetPinnedRangeTenant, requestId, r, tenant)
+
+const versionedFrame = (type: MsgType, requestId: number, r: CachedRangeRequest, tenant: TenantId | undefined): Buffer => {
   const hint = sizeHint(r.object, r.version + (tenant?._tag === "Named" ? tenant.name : ""))
   const w = new BincodeWriter(HEADER_LEN + hint, HEADER_LEN)
   if (tenant !== undefined) writeTenant(w, tenant)
   writeCached(w, r)
   const buf = w.finish()
-  const type = tenant === undefined ? MsgType.GetCachedRange : MsgType.GetCachedRangeTenant
   writeHeader(buf, 0, { type, flags: 0, requestId, length: buf.length - HEADER_LEN })
+  return buf
+}
+
+/**
+ * Talon's `CachedBlockPutRequest`, the AdmitCachedBlock (7) frame body: one whole block of the
+ * version in `block`, `bodyLen` raw bytes following the frame (outside its payload), with the
+ * object's total length so the worker can check the block's geometry without the origin.
+ *
+ *   CachedBlockPutRequest = BlockId, object_len: u64, body_len: u64
+ */
+export interface CachedBlockPutRequest {
+  readonly block: BlockId
+  readonly objectLen: number
+  readonly bodyLen: number
+}
+
+export const encodeCachedBlockPutRequest = (r: CachedBlockPutRequest): Uint8Array => {
+  const w = new BincodeWriter(sizeHint(r.block.object, r.block.version) + 16)
+  writeBlockId(w, r.block)
+  w.u64(r.objectLen).u64(r.bodyLen)
+  return w.finish()
+}
+
+export const decodeCachedBlockPutRequest = (bytes: Uint8Array): Either.Either<CachedBlockPutRequest, DecodeError> =>
+  decodeWith(bytes, "cached block admission", (rd) => {
+    const block = readBlockId(rd)
+    const objectLen = rd.u64()
+    const bodyLen = rd.u64()
+    return { block, objectLen, bodyLen }
+  })
+
+/** The AdmitCachedBlock frame (header and body); the caller writes exactly `bodyLen` raw bytes after it. */
+export const encodeAdmitCachedBlockHeader = (requestId: number, r: CachedBlockPutRequest): Buffer => {
+  const body = encodeCachedBlockPutRequest(r)
+  const buf = Buffer.allocUnsafe(HEADER_LEN + body.length)
+  writeHeader(buf, 0, { type: MsgType.AdmitCachedBlock, flags: 0, requestId, length: body.length })
+  buf.set(body, HEADER_LEN)
   return buf
 }

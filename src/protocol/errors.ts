@@ -32,7 +32,7 @@ export class OverCap extends Data.TaggedError("OverCap")<{
 
 export class UnknownType extends Data.TaggedError("UnknownType")<{ readonly type: number }> {
   override get message(): string {
-    return `unknown frame message type ${this.type} (known: 0 Control … 9 GetCachedRangeTenant)`
+    return `unknown frame message type ${this.type} (known: 0 Control … 9 GetCachedRangeTenant, and this project's 10 GetPinnedRange, 11 GetPinnedRangeTenant)`
   }
 }
 

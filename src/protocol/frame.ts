@@ -11,9 +11,11 @@ export const HEADER_LEN = 16
 export const MAX_PAYLOAD_LEN = 320 * 1024 * 1024
 
 /**
- * Talon's message types. 6–9 carry a versioned or tenant-scoped range request whose reply is an
- * ordinary GetRange frame; a distinct type (rather than a longer GetRange body) makes an older
- * peer reject the request instead of misreading it.
+ * Talon's message types (0–9) and this project's extensions (10–11). 6–11 carry a versioned or
+ * tenant-scoped range request whose reply is an ordinary GetRange frame; a distinct type (rather
+ * than a longer GetRange body or a flag) makes an older peer reject the request instead of
+ * misreading it. Talon's decoder refuses any type above 9, so a Talon worker can never take a
+ * pinned read (10, 11) for a cache-only probe (6, 9) or for a read of whatever version it holds.
  */
 export const MsgType = {
   Control: 0,
@@ -22,14 +24,25 @@ export const MsgType = {
   Put: 3,
   Ping: 4,
   Delete: 5,
-  /** A range of the exact origin version named in the request (bincode CachedRangeRequest). */
+  /**
+   * Resident bytes of the exact version named (bincode CachedRangeRequest), else a typed
+   * CacheMiss: never an origin request (Talon's cache-only probe).
+   */
   GetCachedRange: 6,
-  /** One whole versioned block admitted into a worker's cache (not served by this worker). */
+  /** One whole versioned block admitted into a worker's cache without the origin (bincode CachedBlockPutRequest, raw block after the frame). */
   AdmitCachedBlock: 7,
   /** A GetRange attributed to a tenant (bincode TenantScopedRange). */
   GetRangeTenant: 8,
   /** A GetCachedRange attributed to a tenant (bincode TenantScopedCachedRange). */
-  GetCachedRangeTenant: 9
+  GetCachedRangeTenant: 9,
+  /**
+   * Not Talon's: exactly `len` bytes of the version named (bincode CachedRangeRequest), from
+   * resident blocks or filled from the origin under If-Match, else a typed VersionMismatch. The
+   * one-version read of TalonClient, the gateway and the mount.
+   */
+  GetPinnedRange: 10,
+  /** Not Talon's: a GetPinnedRange attributed to a tenant (bincode TenantScopedCachedRange). */
+  GetPinnedRangeTenant: 11
 } as const
 export type MsgType = (typeof MsgType)[keyof typeof MsgType]
 
@@ -43,9 +56,9 @@ export interface FrameHeader {
   readonly length: number
 }
 
-export const isMsgType = (n: number): n is MsgType => n >= 0 && n <= 9 && (n | 0) === n
+export const isMsgType = (n: number): n is MsgType => n >= 0 && n <= 11 && (n | 0) === n
 export const msgTypeName = (t: number): string =>
-  ["Control", "Get", "GetRange", "Put", "Ping", "Delete", "GetCachedRange", "AdmitCachedBlock", "GetRangeTenant", "GetCachedRangeTenant"][
+  ["Control", "Get", "GetRange", "Put", "Ping", "Delete", "GetCachedRange", "AdmitCachedBlock", "GetRangeTenant", "GetCachedRangeTenant", "GetPinnedRange", "GetPinnedRangeTenant"][
     t
   ] ?? `Unknown(${t})`
 export const hasFlag = (h: FrameHeader, flag: number): boolean => (h.flags & flag) === flag
@@ -160,6 +173,8 @@ export const capFor = (caps: FrameCaps, type: MsgType): number => {
     case MsgType.GetCachedRange:
     case MsgType.GetRangeTenant:
     case MsgType.GetCachedRangeTenant:
+    case MsgType.GetPinnedRange:
+    case MsgType.GetPinnedRangeTenant:
       // Range requests of every kind: small bodies; their replies are GetRange frames.
       return caps.getRange
     case MsgType.Put:

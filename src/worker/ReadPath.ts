@@ -8,10 +8,11 @@
  * zero-length range inside the object is an empty success; a range spanning
  * several blocks is one reply of exactly `len` bytes.
  *
- * `read` serves the version the worker believes current; `readVersion` (GetCachedRange) serves
+ * `read` serves the version the worker believes current; `readVersion` (GetPinnedRange) serves
  * only the version the request names: from resident blocks of it, else filled from the origin
- * under If-Match, else a VersionMismatch failure. Blocks are keyed by version, so one reply
- * never holds bytes of two versions.
+ * under If-Match, else a VersionMismatch failure. `readCached` (Talon's GetCachedRange) serves
+ * resident bytes of the version named or a CacheMiss, and never reaches the origin. Blocks are
+ * keyed by version, so one reply never holds bytes of two versions.
  */
 import { Context, Effect, Layer } from "effect"
 import type { ObjectStat } from "../backend/BackendStore.js"
@@ -20,7 +21,8 @@ import type { BlockId, ObjectId } from "../core/ids.js"
 import type { FileSegment } from "./plane/DataPlane.js"
 import { WorkerConfig } from "./config.js"
 import { DataErrorCode } from "../protocol/dataError.js"
-import { describeUnknown, outOfBounds, ReadFailed, tooLong, versionMismatch } from "./errors.js"
+import { MAX_PAYLOAD_LEN } from "../protocol/frame.js"
+import { cacheMiss, describeUnknown, outOfBounds, ReadFailed, tooLong, versionMismatch } from "./errors.js"
 import { WorkerMetrics, type WorkerStats } from "./metrics.js"
 import { MissPath, type MissPathShape } from "./miss/MissPath.js"
 import { ReadAhead } from "./miss/ReadAhead.js"
@@ -105,10 +107,7 @@ export class ReadPathImpl {
     return this.#readSlow(object, okey, undefined, offset, len, false)
   }
 
-  /**
-   * Reads `[offset, offset+len)` of exactly `version` of `object`: synchronously when resident,
-   * else a promise. Never rejects; a version the origin no longer has fails with VersionMismatch.
-   */
+  /** `[offset, offset+len)` of exactly `version` (GetPinnedRange), filled if need be; never rejects (a gone version: VersionMismatch). */
   readVersion(object: ObjectId, version: string, offset: number, len: number, okey: string = objectKey(object)): ReadOutcome | Promise<ReadOutcome> {
     const current = this.#miss.versions.fresh(okey)
     const st = current !== undefined && current.version === version ? current : this.#pinnedStat(object, okey, version, offset)
@@ -120,6 +119,31 @@ export class ReadPathImpl {
       }
     }
     return this.#readPinned(object, okey, st, version, offset, len)
+  }
+
+  /**
+   * Talon's cache-only read (GetCachedRange): exactly `len` resident bytes of `version`, else CacheMiss; no stat, fill or
+   * read-ahead, so nothing here reaches the origin. Partly resident or past the version's end is a miss as a whole (as Talon).
+   */
+  readCached(object: ObjectId, version: string, offset: number, len: number, okey: string = objectKey(object)): ReadOutcome | Promise<ReadOutcome> {
+    if (len === 0) return EMPTY
+    if (len > MAX_PAYLOAD_LEN) return new ReadFailed({ reason: `cache-only range length ${len} exceeds response frame limit ${MAX_PAYLOAD_LEN}`, code: DataErrorCode.Internal })
+    const st = this.#pinnedStat(object, okey, version, offset)
+    if (st === undefined || offset >= st.size || len > st.size - offset) return cacheMiss(object, version, offset, len)
+    return this.#tryHit(object, st, offset, len) ?? this.#readResident(object, st, offset, len)
+  }
+
+  /** `readCached` when a file of the range must be opened first: pinned and opened, or a miss. */
+  async #readResident(object: ObjectId, st: ObjectStat, offset: number, len: number): Promise<ReadOutcome> {
+    const segs = planRead(offset, len, st.size, this.#blockSize)
+    const units: Array<Unit> = []
+    const opened = this.#pinAll(object, st, segs, units) ? this.#store.ensureOpen(units) : false
+    if (opened === undefined || (opened !== false && (await opened))) {
+      this.#stats.hits++
+      return this.#reply(segs, units, len)
+    }
+    this.#store.release(units)
+    return cacheMiss(object, st.version, offset, len)
   }
 
   /** Pinned stats by object and version: what a resident block or the origin said that version's size is. */
@@ -359,27 +383,17 @@ export class ReadPathImpl {
   }
 }
 
-const sameObject = (a: ObjectId, b: ObjectId): boolean =>
-  a.backend === b.backend && a.bucket === b.bucket && a.objectPath === b.objectPath
-
-const asFailure = (e: unknown): ReadFailed =>
-  e instanceof ReadFailed ? e : new ReadFailed({ reason: `internal error: ${describeUnknown(e)}` })
+const sameObject = (a: ObjectId, b: ObjectId): boolean => a.backend === b.backend && a.bucket === b.bucket && a.objectPath === b.objectPath
+const asFailure = (e: unknown): ReadFailed => (e instanceof ReadFailed ? e : new ReadFailed({ reason: `internal error: ${describeUnknown(e)}` }))
 
 export class ReadPath extends Context.Tag("talon/worker/ReadPath")<ReadPath, ReadPathImpl>() {
   static readonly layer = Layer.effect(
     ReadPath,
     Effect.gen(function* () {
       const cfg = yield* WorkerConfig
-      return new ReadPathImpl(
-        yield* BlockStore,
-        yield* MissPath,
-        yield* WorkerMetrics,
-        cfg.blockSize,
-        cfg.pageSize,
-        cfg.capacity,
-        // A small cache must keep room for what readers read now: read-ahead gets an eighth of it at most.
-        { budget: Math.min(cfg.readAhead, Math.floor(cfg.capacity / 8)), fetchSize: cfg.originFetchSize }
-      )
+      // A small cache must keep room for what readers read now: read-ahead gets an eighth of it at most.
+      const readAhead = { budget: Math.min(cfg.readAhead, Math.floor(cfg.capacity / 8)), fetchSize: cfg.originFetchSize }
+      return new ReadPathImpl(yield* BlockStore, yield* MissPath, yield* WorkerMetrics, cfg.blockSize, cfg.pageSize, cfg.capacity, readAhead)
     })
   )
 }

@@ -43,6 +43,16 @@ export const versionMismatch = (object: ObjectId, expected: string, found: strin
     code: DataErrorCode.VersionMismatch
   })
 
+/**
+ * Talon's answer to a cache-only read (GetCachedRange) that is not wholly resident: the worker
+ * never asks the origin for it. The reader may read through the origin-backed path instead.
+ */
+export const cacheMiss = (object: ObjectId, version: string, offset: number, len: number): ReadFailed =>
+  new ReadFailed({
+    reason: `requested range is not fully resident: ${len} bytes at ${offset} of ${objectIdToUri(object)} version ${version} (a cache-only read never fetches from the origin)`,
+    code: DataErrorCode.CacheMiss
+  })
+
 export const fromBackend = (object: ObjectId, e: BackendError): ReadFailed => {
   const uri = objectIdToUri(object)
   switch (e._tag) {

@@ -1,5 +1,5 @@
 /**
- * A client with a `tenant` names it on every read (GetRangeTenant, and GetCachedRangeTenant for
+ * A client with a `tenant` names it on every read (GetRangeTenant, and GetPinnedRangeTenant for
  * a pinned version) against a real worker with per-tenant limits: its reads are charged to it
  * (the worker's per-tenant counters say so), over the limit it gets a typed RateLimited
  * rejection with a retry hint, and a client of another tenant on the same worker is not refused.

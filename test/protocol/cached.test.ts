@@ -20,6 +20,10 @@ import {
   decodeTenantScopedRange,
   encodeCachedRangeRequest,
   encodeGetCachedRangeFrame,
+  encodeGetPinnedRangeFrame,
+  encodeAdmitCachedBlockHeader,
+  encodeCachedBlockPutRequest,
+  decodeCachedBlockPutRequest,
   encodeTenantScopedCachedRange,
   encodeTenantScopedRange,
   encodeTypedErrorFrame,
@@ -87,8 +91,36 @@ describe("GetCachedRange vectors (hand-derived from Talon's layout)", () => {
     expect(decodeErrorPayload(hex(`${ascii("TLE1")} 0a000000 ${u64le(0)}`)).message).toMatch(/unknown error code 10/)
   })
 
-  it("headers of types 6-9 decode (and the worker's request decoder accepts them)", () => {
-    for (const type of [MsgType.GetCachedRange, MsgType.AdmitCachedBlock, MsgType.GetRangeTenant, MsgType.GetCachedRangeTenant]) {
+  it("GetPinnedRange (10) and GetPinnedRangeTenant (11): Talon's bodies under this project's types", () => {
+    const frame = encodeGetPinnedRangeFrame(12, v2)
+    expect(frame.toString("hex")).toBe(hex(`544c 01 0a 0000 0000 0000000c 0000004c ${v2Body}`).toString("hex"))
+    const named = `00000000 ${u64le(4)} ${ascii("acme")} ${v2Body}`
+    const scoped = encodeGetPinnedRangeFrame(7, v2, { _tag: "Named", name: "acme" })
+    expect(scoped.toString("hex")).toBe(hex(`544c 01 0b 0000 0000 00000007 ${(hex(named).length).toString(16).padStart(8, "0")} ${named}`).toString("hex"))
+    // Only the type byte differs from Talon's 6 and 9, which Talon's decoder accepts and 10/11 it refuses (types above 9).
+    expect(frame.subarray(4).equals(encodeGetCachedRangeFrame(12, v2).subarray(4))).toBe(true)
+    expect(readHeader(hex("544c 01 0c 0000 0000 00000001 00000000"))).toMatchObject({ _tag: "UnknownType", type: 12 })
+  })
+
+  it("CachedBlockPutRequest (type 7): BlockId, object_len, body_len; the raw block follows the frame", () => {
+    const r = { block: { object, offset: 1 << 20, blockSize: 1 << 20, version: "etag-v2" }, objectLen: 3 << 20, bodyLen: 1 << 20 }
+    const body = `${objectHex} ${u64le(1 << 20)} 00001000 ${u64le(7)} ${ascii("etag-v2")} ${u64le(3 << 20)} ${u64le(1 << 20)}`
+    expect(Buffer.from(encodeCachedBlockPutRequest(r)).toString("hex")).toBe(hex(body).toString("hex"))
+    const frame = encodeAdmitCachedBlockHeader(4, r)
+    expect(frame.toString("hex")).toBe(hex(`544c 01 07 0000 0000 00000004 ${hex(body).length.toString(16).padStart(8, "0")} ${body}`).toString("hex"))
+    expect(decodeCachedBlockPutRequest(hex(body))).toEqual(Either.right(r))
+    expect(Either.isLeft(decodeCachedBlockPutRequest(hex(body).subarray(0, 20)))).toBe(true)
+  })
+
+  it("headers of types 6-11 decode (and the worker's request decoder accepts them)", () => {
+    for (const type of [
+      MsgType.GetCachedRange,
+      MsgType.AdmitCachedBlock,
+      MsgType.GetRangeTenant,
+      MsgType.GetCachedRangeTenant,
+      MsgType.GetPinnedRange,
+      MsgType.GetPinnedRangeTenant
+    ]) {
       const f = encodeGetCachedRangeFrame(1, v2)
       f[3] = type
       expect(readHeader(f)).toMatchObject({ type, requestId: 1 })
@@ -124,6 +156,9 @@ describe("versioned range codecs (properties)", () => {
         const body = frame.subarray(HEADER_LEN)
         const back = tenant === undefined ? decodeCachedRangeRequest(body) : Either.map(decodeTenantScopedCachedRange(body), (s) => s.request)
         expect(back).toEqual(Either.right(r))
+        const pinned = encodeGetPinnedRangeFrame(id, r, tenant)
+        expect(readHeader(pinned)).toMatchObject({ type: tenant === undefined ? MsgType.GetPinnedRange : MsgType.GetPinnedRangeTenant })
+        expect(pinned.subarray(HEADER_LEN).equals(body)).toBe(true)
         const scoped = { tenant: tenant ?? { _tag: "Unattributed" as const }, request: { object: r.object, offset: r.offset, len: r.len } }
         expect(decodeTenantScopedRange(encodeTenantScopedRange(scoped))).toEqual(Either.right(scoped))
       }),
@@ -146,7 +181,8 @@ describe("versioned range codecs (properties)", () => {
     const decoders: ReadonlyArray<(b: Uint8Array) => Either.Either<unknown, { readonly _tag: string }>> = [
       decodeCachedRangeRequest,
       decodeTenantScopedCachedRange,
-      decodeTenantScopedRange
+      decodeTenantScopedRange,
+      decodeCachedBlockPutRequest
     ]
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {

@@ -54,8 +54,8 @@ describe("frame header", () => {
     ver[2] = 2
     expect(readHeader(ver)).toMatchObject({ _tag: "BadVersion", got: 2 })
     const ty = Buffer.from(h)
-    ty[3] = 10
-    expect(readHeader(ty)).toMatchObject({ _tag: "UnknownType", type: 10 })
+    ty[3] = 12
+    expect(readHeader(ty)).toMatchObject({ _tag: "UnknownType", type: 12 })
     expect(readHeader(h.subarray(0, 15))).toMatchObject({ _tag: "Truncated", needed: 16, have: 15 })
   })
 

@@ -1,15 +1,23 @@
 /**
- * GetCachedRange (type 6) and GetCachedRangeTenant (type 9) over real sockets, on the portable
- * plane and the default one (native where it builds, whose hit table hands these types to JS),
- * pipelined and multiplexed:
- * the reply is a GetRange frame of exactly the named version's bytes; a version the origin no
- * longer has is a typed VersionMismatch; bad bodies get typed errors and the connection keeps
- * serving; AdmitCachedBlock is refused and its connection closed.
+ * Talon's cache-only GetCachedRange (type 6) and GetCachedRangeTenant (type 9) over real sockets,
+ * on the portable plane and the default one (native where it builds), pipelined and multiplexed:
+ * resident bytes of the named version as a GetRange reply, else a typed CacheMiss, and never a
+ * request to the origin (the backend's own counters, stats included, stay where they were).
  */
 import { createHash } from "node:crypto"
 import { afterEach, describe, expect, it } from "vitest"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
-import { DataErrorCode, decodeErrorPayload, encodeFrame, encodeGetCachedRangeFrame, encodeGetRangeFrame, Flags, MsgType, type Frame } from "../../src/protocol/index.js"
+import {
+  DataErrorCode,
+  decodeErrorPayload,
+  encodeFrame,
+  encodeGetCachedRangeFrame,
+  encodeGetPinnedRangeFrame,
+  encodeGetRangeFrame,
+  Flags,
+  MsgType,
+  type Frame
+} from "../../src/protocol/index.js"
 import { Sendfile } from "../../src/worker/plane/Sendfile.js"
 import { ServeMode } from "../../src/worker/server/ServeMode.js"
 import { pattern, startDirWorker } from "./support/dirBackend.js"
@@ -38,62 +46,67 @@ describe.each([
   ["portable", "pipelined", Sendfile.Portable, ServeMode.Pipelined],
   ["auto", "pipelined", Sendfile.Auto, ServeMode.Pipelined],
   ["auto", "multiplexed", Sendfile.Auto, ServeMode.Multiplexed]
-] as const)("GetCachedRange on the %s plane, %s mode", (_plane, _mode, plane, mode) => {
-  it("serves exactly the named version, refuses a gone one, and keeps the connection", async () => {
-    const settings = { blockSize: 64 * KiB, pageSize: 16 * KiB, versionTtlMs: 600_000 }
-    const { w, put, origin } = await startDirWorker(cleanup, settings, mode, plane)
-    const v1 = pattern(200 * KiB, 5)
-    const v2 = pattern(150 * KiB, 6)
+] as const)("GetCachedRange (cache-only) on the %s plane, %s mode", (_plane, _mode, plane, mode) => {
+  it("answers CacheMiss cold with no origin request, the bytes warm, CacheMiss for another version", async () => {
+    const { w, put, origin } = await startDirWorker(cleanup, { blockSize: 64 * KiB, pageSize: 16 * KiB, versionTtlMs: 600_000 }, mode, plane)
+    const v1 = pattern(200 * KiB, 7)
+    const v2 = pattern(120 * KiB, 8)
     await put("a.bin", v1)
     const c = await connect(w.worker.dataPort)
-
-    // v1, cold then warm, across blocks; repeated requests take the cached-id path.
-    for (let i = 0; i < 3; i++) {
-      c.send(encodeGetCachedRangeFrame(10 + i, { object: obj("a.bin"), version: md5(v1), offset: 10 * KiB, len: 150 * KiB }))
-      const f = await c.next()
-      expect(f.header.requestId).toBe(10 + i)
-      bytesOf(f, v1.subarray(10 * KiB, 160 * KiB))
+    let id = 1
+    const probe = (version: string, offset: number, len: number, tenant?: string) => {
+      c.send(encodeGetCachedRangeFrame(id++, { object: obj("a.bin"), version, offset, len }, tenant === undefined ? undefined : { _tag: "Named", name: tenant }))
+      return c.next()
     }
-    const gets = origin.gets
 
-    // Replaced at the origin (the worker still believes v1, TTL 10 min).
+    // Cold: a miss, for both types, and the origin hears nothing (not even a HEAD).
+    const cold = typed(await probe(md5(v1), 0, 10 * KiB))
+    expect(cold.code).toBe(DataErrorCode.CacheMiss)
+    expect(cold.message).toContain("not fully resident")
+    expect(typed(await probe(md5(v1), 0, 10 * KiB, "acme")).code).toBe(DataErrorCode.CacheMiss)
+    expect(typed(await probe("whatever", 5, 1)).code).toBe(DataErrorCode.CacheMiss)
+    expect({ stats: origin.stats, gets: origin.gets }).toEqual({ stats: 0, gets: 0 })
+
+    // Warm the first block's pages [0, 32 KiB) with a plain read; only those become resident.
+    c.send(encodeGetRangeFrame(id++, { object: obj("a.bin"), offset: 0, len: 32 * KiB }))
+    bytesOf(await c.next(), v1.subarray(0, 32 * KiB))
+    const after = { stats: origin.stats, gets: origin.gets }
+
+    // Resident: the bytes, repeated (the cached-id path and, natively, the hit table), either type.
+    for (let i = 0; i < 3; i++) bytesOf(await probe(md5(v1), 1000, 20 * KiB), v1.subarray(1000, 1000 + 20 * KiB))
+    bytesOf(await probe(md5(v1), 16 * KiB, 16 * KiB, "acme"), v1.subarray(16 * KiB, 32 * KiB))
+    // Zero bytes is an empty success, as Talon's worker answers, resident or not.
+    bytesOf(await probe(md5(v1), 150 * KiB, 0), new Uint8Array(0))
+    // Partly resident (pages 0-1 of 4): a miss as a whole, no prefix.
+    expect(typed(await probe(md5(v1), 0, 40 * KiB)).code).toBe(DataErrorCode.CacheMiss)
+    // Another block of the same version: a miss.
+    expect(typed(await probe(md5(v1), 64 * KiB, 1)).code).toBe(DataErrorCode.CacheMiss)
+    // Past the end of the version: a miss (the worker cannot know more without the origin).
+    expect(typed(await probe(md5(v1), 0, 300 * KiB)).code).toBe(DataErrorCode.CacheMiss)
+    // A wrong version of a resident object: CacheMiss (blocks are keyed by version), as Talon answers.
+    expect(typed(await probe(md5(v2), 0, 1 * KiB)).code).toBe(DataErrorCode.CacheMiss)
+    expect({ stats: origin.stats, gets: origin.gets }).toEqual(after)
+
+    // Replaced at the origin: resident v1 bytes are still served by name; v2 is a miss until read.
     await put("a.bin", v2)
-    // Resident v1 bytes are still served by name, without the origin.
-    c.send(encodeGetCachedRangeFrame(20, { object: obj("a.bin"), version: md5(v1), offset: 64 * KiB, len: 64 * KiB }, { _tag: "Named", name: "acme" }))
-    bytesOf(await c.next(), v1.subarray(64 * KiB, 128 * KiB))
-    expect(origin.gets).toBe(gets)
-    // A part of v1 that is not resident cannot be had any more: VersionMismatch, no bytes.
-    c.send(encodeGetCachedRangeFrame(21, { object: obj("a.bin"), version: md5(v1), offset: 0, len: 200 * KiB }))
-    const gone = typed(await c.next())
-    expect(gone.code).toBe(DataErrorCode.VersionMismatch)
-    expect(gone.message).toContain(`expected ${md5(v1)}`)
-    // The new version, named, reads whole; past its end is a typed InvalidRequest.
-    c.send(encodeGetCachedRangeFrame(22, { object: obj("a.bin"), version: md5(v2), offset: 0, len: 150 * KiB }))
+    bytesOf(await probe(md5(v1), 0, 32 * KiB), v1.subarray(0, 32 * KiB))
+    expect(typed(await probe(md5(v2), 0, 1 * KiB)).code).toBe(DataErrorCode.CacheMiss)
+    expect({ stats: origin.stats, gets: origin.gets }).toEqual(after)
+    // The pinned type (10) does go to the origin for v2; after it, the cache-only probe hits.
+    c.send(encodeGetPinnedRangeFrame(id++, { object: obj("a.bin"), version: md5(v2), offset: 0, len: 120 * KiB }))
     bytesOf(await c.next(), v2)
-    c.send(encodeGetCachedRangeFrame(23, { object: obj("a.bin"), version: md5(v2), offset: 100 * KiB, len: 100 * KiB }))
-    const oob = typed(await c.next())
-    expect(oob.code).toBe(DataErrorCode.InvalidRequest)
-    expect(oob.message).toContain("range out of bounds")
-    // A version nobody has: the origin is asked and names another.
-    c.send(encodeGetCachedRangeFrame(24, { object: obj("a.bin"), version: "nope", offset: 0, len: 10 }))
-    expect(typed(await c.next())).toMatchObject({ code: DataErrorCode.VersionMismatch })
-    // Unknown object: NotFound.
-    c.send(encodeGetCachedRangeFrame(25, { object: obj("missing.bin"), version: "x", offset: 0, len: 10 }))
-    expect(typed(await c.next()).code).toBe(DataErrorCode.NotFound)
-    // Malformed bodies and bad tenants: typed InvalidRequest; the connection still serves.
-    c.send(encodeFrame(MsgType.GetCachedRange, 26, new Uint8Array([1, 2, 3])))
-    expect(typed(await c.next())).toMatchObject({ code: DataErrorCode.InvalidRequest })
-    c.send(encodeGetCachedRangeFrame(27, { object: obj("a.bin"), version: md5(v2), offset: 0, len: 1 }, { _tag: "Named", name: "" }))
-    expect(typed(await c.next()).message).toContain("tenant name is empty")
-    c.send(encodeGetCachedRangeFrame(28, { object: obj("../x"), version: md5(v2), offset: 0, len: 1 }))
+    expect(origin.gets).toBeGreaterThan(after.gets)
+    bytesOf(await probe(md5(v2), 70 * KiB, 50 * KiB), v2.subarray(70 * KiB))
+
+    // Bad bodies and tenants: typed InvalidRequest; the connection still serves.
+    c.send(encodeFrame(MsgType.GetCachedRange, id++, new Uint8Array([1, 2, 3])))
     expect(typed(await c.next()).code).toBe(DataErrorCode.InvalidRequest)
-    c.send(encodeGetRangeFrame(29, { object: obj("a.bin"), offset: 0, len: 10 }))
-    const plain = await c.next()
-    expect(plain.header.requestId).toBe(29)
-    expect(plain.payload.length).toBe(10)
-    // AdmitCachedBlock carries a raw body after its frame: refused, then the connection closes.
-    c.send(encodeFrame(MsgType.AdmitCachedBlock, 30, new Uint8Array(8)))
+    c.send(encodeFrame(MsgType.GetCachedRangeTenant, id++, new Uint8Array([9, 0, 0, 0])))
     expect(typed(await c.next()).code).toBe(DataErrorCode.InvalidRequest)
-    await c.closed
+    expect(typed(await probe(md5(v2), 0, 1, "")).message).toContain("tenant name is empty")
+    c.send(encodeGetCachedRangeFrame(id++, { object: obj("../x"), version: "v", offset: 0, len: 1 }))
+    expect(typed(await c.next()).code).toBe(DataErrorCode.InvalidRequest)
+    bytesOf(await probe(md5(v2), 0, 10), v2.subarray(0, 10))
+    c.close()
   })
 })

@@ -8,7 +8,7 @@
 import fc from "fast-check"
 import { afterEach, describe, expect, it } from "vitest"
 import { createHash } from "node:crypto"
-import { encodeFrame, encodeGetCachedRangeFrame, encodeGetRangeFrame, HEADER_LEN, MsgType, type Frame } from "../../src/protocol/index.js"
+import { DataErrorCode, decodeErrorPayload, encodeFrame, encodeGetCachedRangeFrame, encodeGetPinnedRangeFrame, encodeGetRangeFrame, HEADER_LEN, MsgType, type Frame } from "../../src/protocol/index.js"
 import { nativeCounters } from "../../src/worker/plane/Native.js"
 import { loadNativeAddon } from "../../src/worker/plane/NativeAddon.js"
 import { Sendfile } from "../../src/worker/plane/Sendfile.js"
@@ -148,12 +148,12 @@ describe.runIf(native)("native hit table", () => {
     }
   })
 
-  it("answers pinned reads (GetCachedRange) of the current version without JS; any other version is JS's", async () => {
+  it("answers pinned reads (GetPinnedRange) of the current version without JS; any other version is JS's", async () => {
     const { big, w } = await setup()
     const version = createHash("md5").update(big).digest("hex")
     const c = await connect(w.worker.dataPort)
     const rs = ranges(12, 5)
-    const pinned = (v: string) => rs.map(([o, l]) => encodeGetCachedRangeFrame(nextId++, { object: obj("big"), version: v, offset: o, len: l }))
+    const pinned = (v: string) => rs.map(([o, l]) => encodeGetPinnedRangeFrame(nextId++, { object: obj("big"), version: v, offset: o, len: l }))
     // Fill, then a JS hit that publishes each page.
     for (let pass = 0; pass < 2; pass++) {
       const replies = await roundTrip(c, pinned(version))
@@ -174,10 +174,20 @@ describe.runIf(native)("native hit table", () => {
     expect(counters().fastHits - before.fastHits).toBeGreaterThanOrEqual(2 * rs.length - 2)
     // Another version is never answered from the table: JS says it is not the object's version.
     const fast = counters().fastHits
-    const [wrong] = await roundTrip(c, [encodeGetCachedRangeFrame(nextId++, { object: obj("big"), version: "0".repeat(32), offset: rs[0]![0], len: rs[0]![1] })])
+    const [wrong] = await roundTrip(c, [encodeGetPinnedRangeFrame(nextId++, { object: obj("big"), version: "0".repeat(32), offset: rs[0]![0], len: rs[0]![1] })])
     expect(wrong!.header.flags & 2).toBe(2)
     expect(Buffer.from(wrong!.payload).toString("latin1")).toMatch(/version/i)
     expect(counters().fastHits).toBe(fast)
+    // Talon's cache-only GetCachedRange has the same body: its resident hits are the table's too.
+    const cacheOnly = (v: string) => rs.map(([o, l]) => encodeGetCachedRangeFrame(nextId++, { object: obj("big"), version: v, offset: o, len: l }))
+    for (const [i, frame] of cacheOnly(version).entries()) {
+      const [f] = await roundTrip(c, [frame])
+      expect(f!.header.type).toBe(MsgType.GetRange)
+      expectRange(f!, big, rs[i]![0], rs[i]![1])
+    }
+    expect(counters().fastHits - fast).toBeGreaterThanOrEqual(rs.length - 1)
+    const [miss] = await roundTrip(c, cacheOnly("0".repeat(32)).slice(0, 1))
+    expect(decodeErrorPayload(miss!.payload).code).toBe(DataErrorCode.CacheMiss)
     c.close()
   })
 

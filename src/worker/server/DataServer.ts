@@ -24,8 +24,10 @@ import { TenantLimiter } from "../tenants/TenantLimiter.js"
 import { RequestHandler } from "./RequestHandler.js"
 import { serveConnection } from "./serveConnection.js"
 import { Writes } from "./Writes.js"
-import { BackendStore } from "../../backend/BackendStore.js"
 import * as DataSocket from "./SocketServer.js"
+import { BackendStore } from "../../backend/BackendStore.js"
+import { listObjects } from "./Listing.js"
+import { admitBlock } from "./Admissions.js"
 
 export { WORKER_CAPS } from "./frames.js"
 
@@ -78,15 +80,19 @@ const make = Effect.gen(function* () {
   // performance.now: monotonic and sub-millisecond, read once per admitted read without allocating.
   const limiter = cfg.rateLimits.enabled ? new TenantLimiter(cfg.rateLimits, () => performance.now()) : undefined
   handler.limiter = limiter
+  // ListObjects on the data port needs the origin's client (a --loops serving loop has none: it refuses).
+  const origin = Option.getOrUndefined(yield* Effect.serviceOption(BackendStore))
+  if (origin !== undefined) handler.lister = (prefix) => Effect.runPromise(listObjects(origin, prefix))
   stats.tenants = limiter
   // The plane's hit table, over this process's own store (a --loops serving loop leases its owner's: none).
   // It answers untagged reads without JS, so it stays off while those are rate limited.
   const store = Option.getOrUndefined(yield* Effect.serviceOption(BlockStore))
   // Writes go through the process that owns the cache index (a --loops serving loop has none: read-only).
-  const backend = Option.getOrUndefined(yield* Effect.serviceOption(BackendStore))
-  if (cfg.maxPutBytes > 0 && backend !== undefined && store !== undefined) {
-    handler.writes = new Writes(backend, miss.versions, store, readiness, stats, cfg.maxPutBytes, yield* Effect.runtime<never>())
+  if (cfg.maxPutBytes > 0 && origin !== undefined && store !== undefined) {
+    handler.writes = new Writes(origin, miss.versions, store, readiness, stats, cfg.maxPutBytes, yield* Effect.runtime<never>())
   }
+  // AdmitCachedBlock stores into this process's own block store (a --loops serving loop has none: it refuses).
+  if (store !== undefined) handler.admitter = (r, body) => admitBlock(store, r, body)
   if (limiter?.limitsUntagged === true && cfg.hitTable) yield* Effect.logInfo("hit table off: reads without a tenant are rate limited (rate_limits.default)")
   const table = cfg.hitTable && store !== undefined && limiter?.limitsUntagged !== true ? plane.hitTable?.() : undefined
   if (table !== undefined && store !== undefined) {

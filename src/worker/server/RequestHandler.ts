@@ -1,43 +1,21 @@
 /**
- * One decoded request frame → one reply. Message semantics (documented for clients):
- *
- * - `GetRange` (body: bincode RangeRequest): a success reply of type GetRange
- *   with exactly `len` raw bytes, even when the range spans several blocks.
- *   `offset + len` past the object's end → ERROR "range out of bounds: offset O
- *   + len L exceeds object size S" (as Talon's ceiling server); a zero-length
- *   range inside the object → empty success.
- * - `Get` (body: bincode ObjectId, the first field of a RangeRequest): the
- *   whole object, as a reply of type Get. Talon's worker does not serve Get;
- *   this is a convenience for small objects (ERROR when the object does not fit
- *   a u32 frame).
- * - `Ping`: an empty Ping reply with the same request id.
- * - `Control`: `StatObject` is answered with `ObjectStat` (as Talon's worker
- *   does on the data plane). `Load {object, offset, len}` fills that range of the object's
- *   current version (clamped at its end) and answers `Ack{ok:true, detail:"fetched=F
- *   resident=R"}` once it is resident (Loads.ts), or `Ack{ok:false, detail}` saying why; like
- *   any slow reply it holds back later replies on its connection in pipelined mode only.
- *   Anything else gets `Ack{ok:false, detail}`.
- * - `Put` (body: bincode PutRequest, then `body_len` raw bytes outside the frame) and `Delete`
- *   (body: bincode DeleteRequest): write-through to the origin (Writes.ts), answered with a
- *   GetRange frame carrying the committed version (Put) or nothing (Delete); errors are typed.
- *   A worker without writes (`--max-put-size 0`, or a serving loop) answers ERROR "worker is
- *   read-only", closing the connection after a Put (its raw body would be read as frames).
- * - `GetCachedRange` (body: bincode CachedRangeRequest, Talon's type 6) and
- *   `GetCachedRangeTenant` (type 9, the same after a TenantId): exactly `len` bytes of the
- *   version the request names, as a GetRange reply — from resident blocks of that version, or
- *   filled from the origin under If-Match. When the origin has another version the reply is
- *   a typed VersionMismatch error (the reader stats again); one reply never mixes versions.
- * - `GetRangeTenant` (type 8): a GetRange with a tenant.
- * - With per-tenant rate limits on (`rate_limits`, tenants/TenantLimiter.ts) every range read is
- *   charged to its tenant (types 8 and 9) or to the unattributed tenant (2, 6 and Get) before it
- *   is served; over a limit the reply is Talon's typed `RateLimited` error, whose message names
- *   the meter and "retry after N ms".
- * - `AdmitCachedBlock` (type 7): refused, then the connection is closed (a raw body follows).
- * - Any request before the worker is ready (registered): ERROR "worker is not ready".
- * Errors of types 0-5 are UTF-8 messages in a frame of the request's type with the ERROR flag;
- * errors of types 6-9 are Talon's typed envelope (TLE1 + code + message) in a GetRange frame.
+ * One decoded request frame → one reply. What each message type gets is listed for clients in
+ * docs/protocol-data-plane.md; in short: ranges of every kind (2, 6, 8-11) are answered with a
+ * GetRange frame of exactly `len` bytes (offset+len past the object's end → "range out of
+ * bounds"); 6 and 9 only from resident bytes (else CacheMiss), 10 and 11 from the version named
+ * (filled under If-Match, else VersionMismatch), 2 and 8 from the current version. Control
+ * frames carry StatObject, ListObjects and Load; AdmitCachedBlock (7) stores one whole block
+ * whose raw body the serve loop reads after the frame (a bad header: typed InvalidRequest and
+ * the connection closes); Put (a PutRequest, then its raw body outside the frame) and Delete
+ * write through to the origin (Writes.ts), answered with a GetRange frame carrying the committed
+ * version (Put) or nothing (Delete), or refused as "worker is read-only" where this process does
+ * not write; Ping echoed.
+ * With per-tenant rate limits on, every range read is charged to its tenant (8, 9, 11) or to the
+ * unattributed tenant before it is served, and refused with Talon's typed `RateLimited`. Before
+ * the worker is ready every request gets "worker is not ready". Errors of types 0-5 are UTF-8
+ * messages in a frame of the request's type with the ERROR flag; errors of types 6-11 are
+ * Talon's typed envelope (TLE1 + code + message) in a GetRange frame.
  */
-import type { FileSegment } from "../plane/DataPlane.js"
 import {
   DataErrorCode,
   decodeCachedRangeRequest,
@@ -49,10 +27,9 @@ import {
   encodeTypedErrorFrame,
   encodeTypedErrorPayload,
   Flags,
-  MAX_TENANT_ID_BYTES,
   msgTypeName,
+  type CachedBlockPutRequest,
   type CachedRangeRequest,
-  type TenantId,
   encodeControlFrame,
   encodeErrorFrame,
   encodeFrame,
@@ -63,37 +40,30 @@ import {
   type Frame
 } from "../../protocol/index.js"
 import type { ObjectId } from "../../core/ids.js"
-import { validateObjectId } from "../../core/objectId.js"
 import { Either } from "effect"
 import { describeUnknown, ReadFailed } from "../errors.js"
 import type { WorkerStats } from "../metrics.js"
 import type { MissPathShape } from "../miss/MissPath.js"
 import { objectKey } from "../miss/VersionCache.js"
 import type { ReadyState } from "../membership/Readiness.js"
-import type { RangeReply, ReadOutcome, ReadPathImpl } from "../ReadPath.js"
+import type { ReadOutcome, ReadPathImpl } from "../ReadPath.js"
+import type { AwaitBody, Reply } from "./Reply.js"
 import type { HitPublisher } from "./HitPublisher.js"
 import { Loads } from "./Loads.js"
 import { ObjectIdCache } from "./ObjectIdCache.js"
+import { admissionFor } from "./Admissions.js"
+import { invalidObject, invalidTenant, tenantName } from "./requestChecks.js"
 import { rateLimitedMessage, type TenantLimiter } from "../tenants/TenantLimiter.js"
 import type { PutStarted, Writes } from "./Writes.js"
 
-export type Reply =
-  | { readonly _tag: "Frame"; readonly bytes: Uint8Array; readonly closeAfter: boolean }
-  | {
-      readonly _tag: "File"
-      /** Header fields; the serve loop writes the header bytes when it sends (no Buffer per reply). */
-      readonly type: MsgType
-      readonly requestId: number
-      readonly segments: ReadonlyArray<FileSegment>
-      readonly range: RangeReply
-    }
+export type { AwaitBody, Reply } from "./Reply.js"
 
 const EMPTY = new Uint8Array(0)
 
 export class RequestHandler {
   /** Recently seen ObjectIds by their wire bytes (the hit path skips decoding them). */
   private readonly ids = new ObjectIdCache()
-  /** The same for GetCachedRange bodies: ObjectId and version bytes. */
+  /** The same for GetCachedRange and GetPinnedRange bodies (one layout): ObjectId and version bytes. */
   private readonly pinnedIds = new ObjectIdCache()
   /** Publishes served hits to the plane's hit table, when the plane has one. */
   hits: HitPublisher | undefined = undefined
@@ -103,6 +73,10 @@ export class RequestHandler {
   limiter: TenantLimiter | undefined = undefined
   /** Put and Delete through to the origin, when this process writes. */
   writes: Writes | undefined = undefined
+  /** Stores an admitted block (Admissions.ts), where this process owns a block store. */
+  admitter: ((r: CachedBlockPutRequest, body: Uint8Array) => Promise<void>) | undefined = undefined
+  /** Answers a data-port ListObjects (Listing.ts), where this process holds the origin's client. */
+  lister: ((prefix: string) => Promise<ControlMessage>) | undefined = undefined
 
   constructor(
     private readonly reader: ReadPathImpl,
@@ -145,7 +119,8 @@ export class RequestHandler {
    * directly (the hit path allocates no frame, header or payload view); those two types are
    * otherwise decoded before this returns, and every other type gets a copy.
    */
-  handleAt(type: number, requestId: number, buf: Buffer, start: number, end: number): Reply | Promise<Reply> {
+  handleAt(type: number, requestId: number, buf: Buffer, start: number, end: number): Reply | Promise<Reply> | AwaitBody {
+    if (type === MsgType.AdmitCachedBlock) return this.admission(requestId, buf.subarray(start, end))
     const started = performance.now()
     return this.timed(started, this.answerAt(type, requestId, buf, start, end))
   }
@@ -169,21 +144,25 @@ export class RequestHandler {
         )
       }
     }
-    if (type === MsgType.GetCachedRange && this.ready.ready) {
+    if ((type === MsgType.GetPinnedRange || type === MsgType.GetCachedRange) && this.ready.ready) {
       const known = this.pinnedIds.matchAt(buf, start, end)
       if (known !== undefined && known.problem === undefined && known.version !== undefined) {
         if (this.limiter !== undefined) {
           const wait = this.limiter.admit(undefined, this.pinnedIds.len)
           if (wait > 0) return this.limited(requestId, wait)
         }
-        const outcome = this.reader.readVersion(known.object, known.version, this.pinnedIds.offset, this.pinnedIds.len, known.key)
+        const { offset, len } = this.pinnedIds
+        const outcome =
+          type === MsgType.GetPinnedRange
+            ? this.reader.readVersion(known.object, known.version, offset, len, known.key)
+            : this.reader.readCached(known.object, known.version, offset, len, known.key)
         if (!(outcome instanceof Promise) && this.hits !== undefined && outcome._tag === "RangeReply") this.hits.offer(known, outcome)
         return this.range(type, requestId, outcome)
       }
     }
     const view = buf.subarray(start, end)
-    // GetRange and GetCachedRange bodies are decoded before this returns (remember() copies what it keeps).
-    const payload = type === MsgType.GetRange || type === MsgType.GetCachedRange ? view : Buffer.from(view)
+    // GetRange, GetCachedRange and GetPinnedRange bodies are decoded before this returns (remember() copies what it keeps).
+    const payload = type === MsgType.GetRange || type === MsgType.GetCachedRange || type === MsgType.GetPinnedRange ? view : Buffer.from(view)
     return this.answer({ header: { type: type as MsgType, flags: 0, requestId, length: end - start }, payload })
   }
 
@@ -237,6 +216,8 @@ export class RequestHandler {
       }
       case MsgType.GetCachedRange:
       case MsgType.GetCachedRangeTenant:
+      case MsgType.GetPinnedRange:
+      case MsgType.GetPinnedRangeTenant:
         return this.cached(type, requestId, frame.payload)
       case MsgType.GetRangeTenant: {
         if (!this.ready.ready) return this.error(type, requestId, "worker is not ready", DataErrorCode.Unavailable)
@@ -250,16 +231,9 @@ export class RequestHandler {
         return this.range(type, requestId, this.reader.read(object, offset, len))
       }
       case MsgType.AdmitCachedBlock:
+        // Only the serve loop (handleAt) can read the raw body that follows; a frame alone cannot be admitted.
         this.stats.errors++
-        return {
-          _tag: "Frame",
-          bytes: encodeTypedErrorFrame(
-            requestId,
-            DataErrorCode.InvalidRequest,
-            "this worker does not admit blocks (AdmitCachedBlock): it fills its cache from the origin itself"
-          ),
-          closeAfter: true
-        }
+        return { _tag: "Frame", bytes: encodeTypedErrorFrame(requestId, DataErrorCode.InvalidRequest, "AdmitCachedBlock needs its raw block body after the frame"), closeAfter: true }
       case MsgType.Control:
         return this.control(requestId, frame.payload)
       case MsgType.Put:
@@ -275,6 +249,15 @@ export class RequestHandler {
       default:
         return this.error(type, requestId, `message type ${type} is not served by a worker`)
     }
+  }
+
+  private admission(requestId: number, header: Uint8Array): Reply | AwaitBody {
+    return admissionFor(requestId, header, {
+      ready: this.ready.ready,
+      admit: this.admitter,
+      blockSize: this.reader.geometry.blockSize,
+      refused: () => this.stats.errors++
+    })
   }
 
   /** Returns what a reply holds (pinned blocks); call once the reply is sent, failed or dropped. */
@@ -306,11 +289,15 @@ export class RequestHandler {
     return { _tag: "Frame", bytes, closeAfter: false }
   }
 
+  /** Types 6 and 9 (cache-only, `readCached`) and 10 and 11 (pinned, `readVersion`): one body layout per tenant-ness. */
   private cached(type: MsgType, requestId: number, payload: Uint8Array): Reply | Promise<Reply> {
     if (!this.ready.ready) return this.error(type, requestId, "worker is not ready", DataErrorCode.Unavailable)
     let req: CachedRangeRequest
     let tenant: string | undefined
-    if (type === MsgType.GetCachedRange) {
+    const cacheOnly = type === MsgType.GetCachedRange || type === MsgType.GetCachedRangeTenant
+    const read = (r: CachedRangeRequest, key?: string) =>
+      cacheOnly ? this.reader.readCached(r.object, r.version, r.offset, r.len, key) : this.reader.readVersion(r.object, r.version, r.offset, r.len, key)
+    if (type === MsgType.GetCachedRange || type === MsgType.GetPinnedRange) {
       const d = decodeCachedRangeRequest(payload)
       if (Either.isLeft(d)) return this.error(type, requestId, `malformed ${msgTypeName(type)} body: ${d.left.message}`)
       req = d.right
@@ -320,7 +307,7 @@ export class RequestHandler {
       if (bad !== undefined) return this.error(type, requestId, bad)
       const wait = this.limiter?.admit(undefined, req.len) ?? 0
       if (wait > 0) return this.limited(requestId, wait)
-      return this.range(type, requestId, this.reader.readVersion(req.object, req.version, req.offset, req.len, key))
+      return this.range(type, requestId, read(req, key))
     } else {
       const d = decodeTenantScopedCachedRange(payload)
       if (Either.isLeft(d)) return this.error(type, requestId, `malformed ${msgTypeName(type)} body: ${d.left.message}`)
@@ -333,7 +320,7 @@ export class RequestHandler {
     if (bad !== undefined) return this.error(type, requestId, bad)
     const wait = this.limiter?.admit(tenant, req.len) ?? 0
     if (wait > 0) return this.limited(requestId, wait)
-    return this.range(type, requestId, this.reader.readVersion(req.object, req.version, req.offset, req.len))
+    return this.range(type, requestId, read(req))
   }
 
   private range(type: MsgType, requestId: number, outcome: ReadOutcome | Promise<ReadOutcome>): Reply | Promise<Reply> {
@@ -366,8 +353,9 @@ export class RequestHandler {
     }
     const message = decoded.right.message
     if (message._tag === "Load") return this.load(requestId, message)
+    if (message._tag === "ListObjects") return this.list(requestId, message.prefix)
     if (message._tag !== "StatObject") {
-      return this.ack(requestId, `a worker answers only StatObject and Load on the data plane, got ${message._tag}`)
+      return this.ack(requestId, `a worker answers only StatObject, ListObjects and Load on the data plane, got ${message._tag}`)
     }
     const bad = invalidObject(message.object)
     if (bad !== undefined) return this.ack(requestId, bad)
@@ -378,6 +366,14 @@ export class RequestHandler {
     } catch (e) {
       return this.ack(requestId, e instanceof ReadFailed ? e.reason : describeUnknown(e))
     }
+  }
+
+  private async list(requestId: number, prefix: string): Promise<Reply> {
+    if (!this.ready.ready) return this.ack(requestId, "worker is not ready")
+    if (this.lister === undefined) return this.ack(requestId, "this serving process cannot list the origin; ask the worker's primary port or a coordinator")
+    const reply = await this.lister(prefix)
+    if (reply._tag === "Ack" && !reply.ok) this.stats.errors++
+    return this.frame(encodeControlFrame(requestId, reply))
   }
 
   private async load(requestId: number, message: ControlMessage & { readonly _tag: "Load" }): Promise<Reply> {
@@ -396,22 +392,4 @@ export class RequestHandler {
     this.stats.errors++
     return this.frame(encodeControlFrame(requestId, { _tag: "Ack", ok: false, detail }))
   }
-}
-
-const tenantName = (t: TenantId): string | undefined => (t._tag === "Named" ? t.name : undefined)
-
-/** Talon's trust-boundary check of a declared tenant. */
-const invalidTenant = (t: TenantId): string | undefined =>
-  t._tag === "Unattributed"
-    ? undefined
-    : t.name.length === 0
-      ? "invalid tenant: tenant name is empty"
-      : Buffer.byteLength(t.name, "utf8") > MAX_TENANT_ID_BYTES
-        ? `invalid tenant: tenant name is ${Buffer.byteLength(t.name, "utf8")} bytes, over the ${MAX_TENANT_ID_BYTES}-byte limit`
-        : undefined
-
-/** An object name that could escape its namespace (empty, `.` or `..` components) is refused up front. */
-const invalidObject = (object: ObjectId): string | undefined => {
-  const checked = validateObjectId(object)
-  return Either.isLeft(checked) ? checked.left.message : undefined
 }

@@ -18,6 +18,7 @@ import { bodyLength, HEADER, OVER_CAP, overCapNotice, replyHeader, u32be } from 
 import type { RequestHandler, Reply } from "./RequestHandler.js"
 import type { ServeModeShape } from "./ServeMode.js"
 import type { BodySink } from "./Writes.js"
+import { collectBody } from "./rawBody.js"
 import type { Connection } from "./SocketServer.js"
 
 export interface ConnectionDeps {
@@ -37,9 +38,8 @@ export interface ConnectionDeps {
 const CARRY_KEEP = 4096
 
 /**
- * Serves one accepted connection until its socket closes. Plain callbacks: this is the per-request hot loop.
- * Frames are cut straight out of each chunk read (no frame objects, no payload views); only a
- * frame split across reads is copied, into the connection's carry buffer.
+ * Serves one accepted connection until its socket closes. Frames are cut straight out of each chunk
+ * read (no frame objects, no payload views); only a frame split across reads is copied (`carry`).
  */
 export const serveConnection = (connection: Connection, deps: ConnectionDeps): void => {
   const socket = connection.socket
@@ -51,7 +51,7 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
   /** Total bytes of the frame in `carry` once its header is in, else 0. */
   let carryNeed = 0
   let paused = false
-  /** The raw body of a Put being read: the bytes after its frame go here until it has them all. */
+  /** The raw body of a Put or an AdmitCachedBlock being read: the bytes after its frame go here until it has them all. */
   let body: BodySink | undefined
   /** The Put's upload is full: reading waits for it (whatever else is in flight). */
   let bodyFull = false
@@ -85,9 +85,7 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
     else socket.end()
   }
 
-  const maybeFinish = () => {
-    if (ended && !dead && conn.pending() === 0) finish()
-  }
+  const maybeFinish = () => ended && !dead && conn.pending() === 0 && finish()
 
   /** A frame broke the protocol: nothing after it is parsed; the requests before it still get their replies. */
   let refused = false
@@ -162,7 +160,18 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
    * before them would leave first (out of order) or cut into a reply still being sent.
    */
   const offload = () => {
-    if (hits !== undefined && !walking && !paused && !dead && !refused && !ended && carryLen === 0 && body === undefined && !holding && conn.pending() === 0) {
+    if (
+      hits !== undefined &&
+      !walking &&
+      !paused &&
+      !dead &&
+      !refused &&
+      !ended &&
+      carryLen === 0 &&
+      body === undefined &&
+      !holding &&
+      conn.pending() === 0
+    ) {
       reader?.offload?.(hits)
     }
   }
@@ -220,6 +229,17 @@ export const serveConnection = (connection: Connection, deps: ConnectionDeps): v
       return false
     }
     const reply = handler.handleAt(type, u32be(b, p + 8), b, p + HEADER_LEN, p + HEADER_LEN + length)
+    if (!(reply instanceof Promise) && reply._tag === "AwaitBody") {
+      // Its reply waits for the body (read by walk), keeping its place among the replies.
+      conn.push(
+        new Promise<Reply>((resolve) => {
+          const cut: Reply = { _tag: "Frame", bytes: new Uint8Array(0), closeAfter: true }
+          body = collectBody(reply.length, (got) => (got === undefined ? resolve(cut) : void reply.then(got).then(resolve, () => resolve(cut))))
+          if (body.left === 0) body = undefined
+        })
+      )
+      return true
+    }
     conn.push(reply)
     // Nothing after a Put can be trusted to be a frame.
     if (reply instanceof Promise || reply._tag === "File" || !reply.closeAfter) return true

@@ -1,5 +1,5 @@
 /**
- * GetCachedRange through `--loops 2` (real forked serving loops): a loop serves the named
+ * GetPinnedRange through `--loops 2` (real forked serving loops): a loop serves the named
  * version, and for a version its owner's cache does not hold it asks the owner for a fresh
  * stat (a HEAD now, not the cached answer), so a newer version is served at once and a gone
  * one is a typed VersionMismatch — on every loop.
@@ -9,7 +9,7 @@ import * as fsp from "node:fs/promises"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { Backend, type ObjectId } from "../../../src/core/ids.js"
-import { DataErrorCode, decodeErrorPayload, encodeGetCachedRangeFrame, Flags } from "../../../src/protocol/index.js"
+import { DataErrorCode, decodeErrorPayload, encodeGetPinnedRangeFrame, Flags } from "../../../src/protocol/index.js"
 import { makeDirBackend, pattern } from "../support/dirBackend.js"
 import { makeCleanup, tempDir } from "../support/harness.js"
 import { connect, type RawConnection } from "../support/rawClient.js"
@@ -22,7 +22,7 @@ const KiB = 1024
 const obj = (key: string): ObjectId => ({ backend: Backend.S3, bucket: "bkt", objectPath: key })
 const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex")
 
-describe("--loops 2 and GetCachedRange", () => {
+describe("--loops 2 and GetPinnedRange", () => {
   it("every loop serves the named version; a newer one at once, a gone one as VersionMismatch", async () => {
     const root = await tempDir(cleanup, "talon-origin-")
     await fsp.mkdir(path.join(root, "bkt"), { recursive: true })
@@ -42,7 +42,7 @@ describe("--loops 2 and GetCachedRange", () => {
     await eventually(() => w.loops.report().loops.every((l) => l.counters.connectionsTotal >= 1), "both loops accepted connections", 30_000)
 
     const ask = async (c: RawConnection, id: number, version: string, offset: number, len: number) => {
-      c.send(encodeGetCachedRangeFrame(id, { object: obj("obj"), version, offset, len }))
+      c.send(encodeGetPinnedRangeFrame(id, { object: obj("obj"), version, offset, len }))
       const f = await c.next()
       expect(f.header.requestId).toBe(id)
       return f
