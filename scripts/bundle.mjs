@@ -56,6 +56,37 @@ const rewriteUrls = {
   }
 }
 
+// CommonJS libraries that a dependency imports at the top but calls only in paths a process
+// rarely runs: @effect/cli's file parsers (yaml, toml: `Args.fileParse`, which talon never uses)
+// and undici (@effect/platform-node's HttpServer imports its HttpClient, which talon never
+// provides). CommonJS cannot be tree-shaken, so each would be compiled into every process
+// (~1.4 MiB of source); here each becomes a stub that requires the real package on first call.
+const lazyCommonJs = {
+  toml: { match: /[\\/]@effect[\\/]cli[\\/]/, names: ["parse"] },
+  yaml: { match: /[\\/]@effect[\\/]cli[\\/]/, names: ["parse"] },
+  undici: { match: /[\\/]@effect[\\/]platform-node[\\/]/, names: ["getGlobalDispatcher"], classes: ["Agent"] }
+}
+const lazyModules = {
+  name: "talon-lazy-commonjs",
+  setup(b) {
+    b.onResolve({ filter: /^(toml|yaml|undici)$/ }, (args) => {
+      const lazy = lazyCommonJs[args.path]
+      return lazy.match.test(args.importer) ? { path: args.path, namespace: "talon-lazy" } : undefined
+    })
+    b.onLoad({ filter: /.*/, namespace: "talon-lazy" }, (args) => {
+      const { names = [], classes = [] } = lazyCommonJs[args.path]
+      const lines = [
+        `let real`,
+        `const load = () => (real ??= require(${JSON.stringify(args.path)}))`,
+        ...names.map((n) => `export const ${n} = (...a) => load().${n}(...a)`),
+        ...classes.map((n) => `export const ${n} = function (...a) { return new (load().${n})(...a) }`),
+        `export default new Proxy({}, { get: (_, k) => load()[k] })`
+      ]
+      return { contents: lines.join("\n"), loader: "js", resolveDir: root }
+    })
+  }
+}
+
 fs.rmSync(outdir, { recursive: true, force: true })
 const result = await build({
   entryPoints: {
@@ -72,7 +103,7 @@ const result = await build({
   external: ["etcd3", "tsx", "tsx/*"],
   // Bundled CommonJS dependencies call require() for node: built-ins.
   banner: { js: 'import { createRequire as __talonRequire } from "node:module"; const require = __talonRequire(import.meta.url);' },
-  plugins: [rewriteUrls],
+  plugins: [rewriteUrls, lazyModules],
   metafile: true,
   logLevel: "warning"
 })
