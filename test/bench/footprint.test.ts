@@ -3,6 +3,7 @@
  * (bench/footprint/abuse.ts) leave its RSS within 25 % of the level after warm-up (each level
  * taken right after a full GC, so garbage V8 has not collected yet does not count: what is
  * measured is what the worker keeps). bench/footprint.ts measures the same at full scale.
+ * The worker is `talon worker` as users start it (the bundle when the build is fresh).
  */
 import { spawn } from "node:child_process"
 import * as path from "node:path"
@@ -27,7 +28,7 @@ describe("footprint", () => {
     const probeDir = await tempDir(cleanup, "talon-footprint-probe-")
     const child = spawn(
       process.execPath,
-      ["--expose-gc", "--import", path.join(repoRoot, "bench/footprint/probe.mjs"), "--import", "tsx", path.join(repoRoot, "test/worker/fixtures/workerCli.ts"),
+      ["--expose-gc", "--import", path.join(repoRoot, "bench/footprint/probe.mjs"), path.join(repoRoot, "bin/talon.mjs"), "worker",
         "--coordinator", "", "--data-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--cache-dir", cache, "--version-ttl-ms", "600000"],
       { cwd: repoRoot, env: { ...process.env, TALON_S3_ENDPOINT: origin.stub.url, ...stubCredentials, TALON_FOOTPRINT_DIR: probeDir }, stdio: ["ignore", "pipe", "pipe"] }
     )
