@@ -120,3 +120,7 @@ store-durability *args:
 # Hosts as network namespaces on tc-shaped links (root, Linux): cross-node throughput vs the C reference server, and the HA scenarios; services from deploy/docker-compose.yml.
 multihost *args:
     npx tsx bench/multihost.ts "$@"
+
+# RSS per process idle, under load and after abuse, and CLI start-up times -> bench/data/footprint.json.
+footprint *args:
+    npx tsx bench/footprint.ts "$@"

@@ -12,9 +12,18 @@
 // went from 98-108 to 132-151 MB/s with 32 threads (bench/miss-path.ts, paired rounds).
 // Runs the build in dist/ (made by `npm install`) when it is at least as new as every source
 // file; otherwise runs src/ through tsx's loader, so an edited checkout never runs stale code.
+// From the build it prefers the bundle (dist/bundle/cli, scripts/bundle.mjs): a subcommand loads
+// its own chunks only, in a fraction of the time and memory of dist/'s module tree.
 import * as fs from "node:fs"
 
 const root = new URL("../", import.meta.url)
+
+// `talon --version` needs no module at all: scripts ask it in loops.
+const args = process.argv.slice(2)
+if (args.length === 1 && args[0] === "--version") {
+  process.stdout.write(`${JSON.parse(fs.readFileSync(new URL("package.json", root), "utf8")).version}\n`)
+  process.exit(0)
+}
 const stamp = (() => {
   try {
     return fs.statSync(new URL("dist/.stamp", root)).mtimeMs
@@ -33,7 +42,11 @@ const newerThan = (dir, t) =>
 const hasSource = fs.existsSync(new URL("src/", root))
 
 if (!hasSource || (stamp >= 0 && process.env.TALON_FROM_SOURCE === undefined && !newerThan(new URL("src/", root), stamp))) {
-  await import("../dist/cli/main.js")
+  if (process.env.TALON_NO_BUNDLE === undefined && fs.existsSync(new URL("dist/bundle/cli/main.js", root))) {
+    await import("../dist/bundle/cli/main.js")
+  } else {
+    await import("../dist/cli/main.js")
+  }
 } else {
   const { register } = await import("tsx/esm/api")
   register()

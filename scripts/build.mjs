@@ -44,6 +44,8 @@ for (const f of files.filter((f) => f.endsWith(".mjs"))) {
   fs.mkdirSync(path.dirname(out), { recursive: true })
   fs.writeFileSync(out, text)
 }
+// The CLI's bundle (dist/bundle/cli), what bin/talon.mjs runs; dist/ stays the library.
+execFileSync(process.execPath, [path.join(root, "scripts", "bundle.mjs")], { stdio: "inherit", cwd: root })
 const packing = ["pack", "publish"].includes(process.env.npm_command ?? "") || process.argv.includes("--declarations")
 if (packing) {
   const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc")

@@ -1,0 +1,110 @@
+// Bundles the CLI into dist/bundle/cli/: one entry (main.js) whose subcommands are separate lazy
+// chunks (esbuild code splitting follows src/cli/commands.ts's dynamic imports), plus the
+// processes and threads the CLI starts (a --loops serving loop, a loadgen thread). A bundle
+// loads as a few large modules instead of effect's hundreds of small ones: measured from dist/
+// vs this bundle, `talon --help` costs ~1/3 of the CPU and ~70 MiB less RSS (BENCHMARKS.md,
+// "Footprint"). What a process rarely needs stays a dynamic import and so a chunk of its own
+// (the etcd store, the FUSE binding); etcd3 stays external (CommonJS with gRPC, loaded only with
+// the etcd store).
+//
+// dist/bundle/cli sits at the same depth as dist/<component>/<folder>/, so a module's
+// `new URL("../../../build/…", import.meta.url)` means the same file from both; URLs naming a
+// sibling process entry (*.mjs) are pointed at the bundled entry instead.
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { build } from "esbuild"
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..")
+const src = path.join(root, "src")
+const outdir = path.join(root, "dist", "bundle", "cli")
+
+/** Process/thread entries (src-relative *.mjs) → the bundled entry that replaces them. */
+const entries = {
+  "worker/loops/child-entry.mjs": { name: "loop-child", from: "worker/loops/child.ts" },
+  "loadgen/worker-entry.mjs": { name: "loadgen-thread", from: "loadgen/worker.ts" }
+}
+
+const relativeUrl = (to) => {
+  const rel = path.relative(outdir, to).split(path.sep).join("/")
+  return rel.startsWith(".") ? rel : `./${rel}`
+}
+
+const rewriteUrls = {
+  name: "talon-bundle-urls",
+  setup(b) {
+    b.onLoad({ filter: /\.ts$/ }, async (args) => {
+      if (!args.path.startsWith(src + path.sep)) return undefined
+      let text = await fs.promises.readFile(args.path, "utf8")
+      const dir = path.dirname(args.path)
+      const target = (spec) => {
+        const abs = path.resolve(dir, spec)
+        const entry = entries[path.relative(src, abs).split(path.sep).join("/")]
+        if (entry !== undefined) return `./${entry.name}.js`
+        // Outside src/ (build/Release/*.node): resolve as dist/<same place> does.
+        if (!abs.startsWith(src + path.sep)) return relativeUrl(path.resolve(root, "dist", path.relative(src, dir), spec))
+        // Inside src/: the transpiled mirror in dist/.
+        return relativeUrl(path.join(root, "dist", path.relative(src, abs)))
+      }
+      if (text.includes("import.meta.url")) {
+        text = text.replace(/new URL\("(\.{1,2}\/[^"]+)", import\.meta\.url\)/g, (_, spec) => `new URL(${JSON.stringify(target(spec))}, import.meta.url)`)
+      }
+      // The FUSE binding is imported through a variable so nothing resolves it before a mount;
+      // the bundle keeps it that way and points it at dist/'s copy (it imports nothing but node:).
+      text = text.replace(/^(const NATIVE_MODULE = )"(\.\/[^"]+)"$/m, (_, decl, spec) => `${decl}${JSON.stringify(target(spec))}`)
+      return { contents: text, loader: "ts" }
+    })
+  }
+}
+
+// CommonJS libraries that a dependency imports at the top but calls only in paths a process
+// rarely runs: @effect/cli's file parsers (yaml, toml: `Args.fileParse`, which talon never uses)
+// and undici (@effect/platform-node's HttpServer imports its HttpClient, which talon never
+// provides). CommonJS cannot be tree-shaken, so each would be compiled into every process
+// (~1.4 MiB of source); here each becomes a stub that requires the real package on first call.
+const lazyCommonJs = {
+  toml: { match: /[\\/]@effect[\\/]cli[\\/]/, names: ["parse"] },
+  yaml: { match: /[\\/]@effect[\\/]cli[\\/]/, names: ["parse"] },
+  undici: { match: /[\\/]@effect[\\/]platform-node[\\/]/, names: ["getGlobalDispatcher"], classes: ["Agent"] }
+}
+const lazyModules = {
+  name: "talon-lazy-commonjs",
+  setup(b) {
+    b.onResolve({ filter: /^(toml|yaml|undici)$/ }, (args) => {
+      const lazy = lazyCommonJs[args.path]
+      return lazy.match.test(args.importer) ? { path: args.path, namespace: "talon-lazy" } : undefined
+    })
+    b.onLoad({ filter: /.*/, namespace: "talon-lazy" }, (args) => {
+      const { names = [], classes = [] } = lazyCommonJs[args.path]
+      const lines = [
+        `let real`,
+        `const load = () => (real ??= require(${JSON.stringify(args.path)}))`,
+        ...names.map((n) => `export const ${n} = (...a) => load().${n}(...a)`),
+        ...classes.map((n) => `export const ${n} = function (...a) { return new (load().${n})(...a) }`),
+        `export default new Proxy({}, { get: (_, k) => load()[k] })`
+      ]
+      return { contents: lines.join("\n"), loader: "js", resolveDir: root }
+    })
+  }
+}
+
+fs.rmSync(outdir, { recursive: true, force: true })
+const result = await build({
+  entryPoints: {
+    main: path.join(src, "cli", "main.ts"),
+    ...Object.fromEntries(Object.values(entries).map((e) => [e.name, path.join(src, e.from)]))
+  },
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  chunkNames: "chunk-[hash]",
+  external: ["etcd3", "tsx", "tsx/*"],
+  // Bundled CommonJS dependencies call require() for node: built-ins.
+  banner: { js: 'import { createRequire as __talonRequire } from "node:module"; const require = __talonRequire(import.meta.url);' },
+  plugins: [rewriteUrls, lazyModules],
+  metafile: true,
+  logLevel: "warning"
+})
+if (process.argv.includes("--meta")) fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile))
