@@ -2,9 +2,13 @@
  * `just mount-bench`: reads through `talon mount` against the same bytes read by TalonClient
  * in this process and through the gateway, over one `talon up` cluster on this machine.
  *
- *   npx tsx bench/mount-bench.ts [--quick] [--out bench/data/raw/mount.json]
+ *   npx tsx bench/mount-bench.ts [--quick] [--out bench/data/mount.json]
  *
- * Scenarios (each arm run twice per round, in A B C then C B A order, and averaged):
+ * Writes bench/data/mount.json (bench/lib/chartsData.ts's shape; `npx tsx bench/bench-charts.ts`
+ * renders its chart and BENCHMARKS.md tables). Each round runs every arm twice, in A B C then
+ * C B A order; each of those passes is paired for the ratios to TalonClient.
+ *
+ * Scenarios:
  *   seq-cold   1 MiB sequential reads of a fresh object (1 GiB; 256 MiB with --quick): the
  *              mount with `dd bs=1M`, the client with readStream, the gateway with one GET
  *   seq-warm   the same object again (worker caches hold it): the mount with
@@ -23,10 +27,12 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Effect, Exit, Scope, Stream } from "effect"
 import { makeTalonClient, type TalonClientShape } from "../src/client/TalonClient.js"
+import { markdownTable } from "./lib/charts.js"
+import { benchData, type Sample } from "./lib/mountData.js"
 
 const args = process.argv.slice(2)
 const quick = args.includes("--quick")
-const outFile = args.includes("--out") ? args[args.indexOf("--out") + 1]! : path.join("bench", "data", "raw", "mount.json")
+const outFile = args.includes("--out") ? args[args.indexOf("--out") + 1]! : path.join("bench", "data", "mount.json")
 const SIZE = (quick ? 256 : 1024) * 1024 * 1024
 const RANDOM_SECONDS = quick ? 2 : 4
 const ROUNDS = quick ? 1 : 2
@@ -66,17 +72,6 @@ const started = (child: ChildProcess, pattern: RegExp, what: string) =>
     child.once("exit", (code) => reject(new Error(`${what} exited ${code}:\n${out}`)))
   })
 
-interface Sample {
-  readonly scenario: string
-  readonly arm: string
-  readonly mibPerSec: number
-  readonly bytes: number
-  readonly seconds: number
-  /** Reader-side CPU seconds per MiB (the mount process, or this process for the client); undefined for the gateway (inside talon up). */
-  readonly readerCpuMsPerMiB: number | undefined
-  readonly clusterCpuMsPerMiB: number
-}
-
 const main = async () => {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), "talon-mount-bench-"))
   const children: Array<ChildProcess> = []
@@ -108,7 +103,7 @@ const main = async () => {
     const client: TalonClientShape = await Effect.runPromise(Scope.extend(makeTalonClient({ coordinator }), scope))
 
     const samples: Array<Sample> = []
-    const measure = async (scenario: string, arm: string, readerPid: number | "self" | undefined, body: () => Promise<number>) => {
+    const measure = async (scenario: string, pass: number, position: number, arm: string, readerPid: number | "self" | undefined, body: () => Promise<number>) => {
       const c0 = cpuSeconds(up.pid!)
       const r0 = readerPid === "self" ? selfCpu() : readerPid === undefined ? 0 : cpuSeconds(readerPid)
       const t0 = performance.now()
@@ -118,6 +113,8 @@ const main = async () => {
       const r1 = readerPid === "self" ? selfCpu() : readerPid === undefined ? 0 : cpuSeconds(readerPid)
       const sample: Sample = {
         scenario,
+        pass,
+        position,
         arm,
         mibPerSec: mib / seconds,
         bytes,
@@ -155,10 +152,10 @@ const main = async () => {
     for (let round = 0; round < ROUNDS; round++) {
       for (const order of [0, 1]) {
         const arms = order === 0 ? seqArms(false) : [...seqArms(false)].reverse()
-        for (const [arm, pid, f] of arms) {
+        for (const [position, [arm, pid, f]] of arms.entries()) {
           const key = `bench/cold-${round}-${order}-${arm.split(" ")[0]}.bin`
           await makeObject(key)
-          await measure("seq-cold", arm, pid, () => f(key))
+          await measure("seq-cold", round * 2 + order + 1, position, arm, pid, () => f(key))
         }
       }
     }
@@ -168,7 +165,9 @@ const main = async () => {
     for (let round = 0; round < ROUNDS; round++) {
       for (const order of [0, 1]) {
         const arms: ReadonlyArray<Arm> = [...seqArms(true), ["mount (dd, page cache)", mount.pid!, (k) => dd(k, false)]]
-        for (const [arm, pid, f] of order === 0 ? arms : [...arms].reverse()) await measure("seq-warm", arm, pid, () => f(warm))
+        for (const [position, [arm, pid, f]] of (order === 0 ? arms : [...arms].reverse()).entries()) {
+          await measure("seq-warm", round * 2 + order + 1, position, arm, pid, () => f(warm))
+        }
       }
     }
 
@@ -234,33 +233,18 @@ const main = async () => {
       for (const readers of [1, 8]) {
         for (const order of [0, 1]) {
           const arms = randomArms(bs, readers)
-          for (const [arm, pid, f] of order === 0 ? arms : [...arms].reverse()) await measure(`rand-${bs / 1024}K-${readers}`, arm, pid, () => f(warm))
+          for (const [position, [arm, pid, f]] of (order === 0 ? arms : [...arms].reverse()).entries()) {
+            await measure(`rand-${bs / 1024}K-${readers}`, order + 1, position, arm, pid, () => f(warm))
+          }
         }
       }
     }
 
-    const scenarios = [...new Set(samples.map((s) => s.scenario))]
-    const table = ["| scenario | arm | MiB/s | reader CPU ms/MiB | cluster CPU ms/MiB |", "|---|---|---:|---:|---:|"]
-    const summary: Array<Record<string, unknown>> = []
-    for (const sc of scenarios) {
-      for (const arm of [...new Set(samples.filter((s) => s.scenario === sc).map((s) => s.arm))]) {
-        const xs = samples.filter((s) => s.scenario === sc && s.arm === arm)
-        const mean = (f: (s: Sample) => number | undefined) => {
-          const v = xs.map(f).filter((x): x is number => x !== undefined)
-          return v.length === 0 ? undefined : v.reduce((a, b) => a + b, 0) / v.length
-        }
-        const row = { scenario: sc, arm, mibPerSec: mean((s) => s.mibPerSec)!, readerCpuMsPerMiB: mean((s) => s.readerCpuMsPerMiB), clusterCpuMsPerMiB: mean((s) => s.clusterCpuMsPerMiB)!, runs: xs.length }
-        summary.push(row)
-        table.push(`| ${sc} | ${arm} | ${row.mibPerSec.toFixed(0)} | ${row.readerCpuMsPerMiB?.toFixed(2) ?? "n/a"} | ${row.clusterCpuMsPerMiB.toFixed(2)} |`)
-      }
-    }
-    console.log(table.join("\n"))
     await fsp.mkdir(path.dirname(outFile), { recursive: true })
-    await fsp.writeFile(
-      outFile,
-      `${JSON.stringify({ bench: "mount", when: new Date().toISOString(), quick, objectBytes: SIZE, cpus: os.cpus().length, note: "shared machine; compare arms within this run", summary, samples }, null, 2)}\n`
-    )
-    console.log(`wrote ${outFile}`)
+    const data = benchData(samples, { quick, objectBytes: SIZE, rounds: ROUNDS, randomSeconds: RANDOM_SECONDS, command: `npx tsx bench/mount-bench.ts${quick ? " --quick" : ""}` })
+    await fsp.writeFile(outFile, `${JSON.stringify(data, null, 2)}\n`)
+    for (const t of data.tables) console.log(`\n${markdownTable(data, t)}`)
+    console.log(`wrote ${outFile}; run \`npx tsx bench/bench-charts.ts\` to render the chart and BENCHMARKS.md tables`)
   } finally {
     await Effect.runPromise(Scope.close(scope, Exit.void))
     const mount = children[1]
