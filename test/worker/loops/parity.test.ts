@@ -5,7 +5,7 @@
  * and the portable plane's backpressure both run mid-stream. The stream mixes
  * 1 MiB ranges across block and page boundaries, small hits, pings and every
  * kind of error a worker answers on an open connection (unknown object, range
- * out of bounds, malformed body, zero-length range, Delete, Control other
+ * out of bounds, malformed body, zero-length range, StatObject, Control other
  * than StatObject, StatObject of a missing object), cold and then warm.
  *
  * - pipelined: the whole reply stream is byte-identical across planes;
