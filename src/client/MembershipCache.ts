@@ -77,7 +77,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
             : Effect.fail(coordinators.unexpected("MembershipQuery", reply))
         )
         if (options.zone === "" || (v2RefusedAt !== undefined && Date.now() - v2RefusedAt < V2_COOLDOWN_MS)) return v1
-        const v2 = Effect.flatMap(coordinators.ask({ _tag: "MembershipQueryV2" }), (reply) =>
+        const v2 = Effect.flatMap(coordinators.ask({ _tag: "MembershipQueryV2" }, true), (reply) =>
           reply._tag === "MembershipListV2"
             ? Effect.succeed({ nodes: reply.nodes.map((n) => n.info), zones: new Map(reply.nodes.map((n) => [n.info.id, n.zone])) })
             : Effect.fail(coordinators.unexpected("MembershipQueryV2", reply))

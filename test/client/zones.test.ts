@@ -17,8 +17,12 @@ import * as Router from "../../src/backend/Router.js"
 import { createTalonClient, makeTalonClient } from "../../src/client/TalonClient.js"
 import { preferZone } from "../../src/client/zones.js"
 import { LocalCluster } from "../../src/cluster/LocalCluster.js"
+import { NodeRole } from "../../src/core/ids.js"
+import { encodeControlFrame, type ControlMessage } from "../../src/protocol/index.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { WorkerConfig } from "../../src/worker/config.js"
+import { scopedFakeWorker } from "./fixtures/registeredWorker.js"
+import { scriptedControl } from "./fixtures/scriptedControl.js"
 
 const KiB = 1024
 const BLOCK = 256 * KiB
@@ -43,6 +47,37 @@ describe("preferZone", () => {
     )
     expect(preferZone(["x", "y"], () => "b", "")).toEqual(["x", "y"])
   })
+})
+
+describe("zoned membership against a coordinator without MembershipQueryV2", () => {
+  it.scopedLive("falls back to MembershipQuery, reads, and does not ask V2 again within the cooldown", () =>
+    Effect.gen(function* () {
+      const data = bytesOf(5000, 4)
+      const worker = yield* scopedFakeWorker(new Map([["/s3/bucket/o.bin", { bytes: data, version: "v1" }]]))
+      let v2Asked = 0
+      // An older coordinator drops the connection on a message of a schema it does not know.
+      const { address } = yield* scriptedControl((message, requestId, socket) => {
+        if (message._tag === "MembershipQueryV2") {
+          v2Asked++
+          return socket.destroy()
+        }
+        const reply: ControlMessage =
+          message._tag === "MembershipQuery"
+            ? { _tag: "MembershipList", nodes: [{ id: "only", address: worker.address, role: NodeRole.Worker }] }
+            : { _tag: "ObjectStat", size: data.length, version: "v1" }
+        socket.write(encodeControlFrame(requestId, reply))
+      })
+      const client = yield* makeTalonClient({ coordinator: address, blockSize: BLOCK, zone: "a", membershipTtlMs: 1 })
+      expect(Buffer.compare(Buffer.from(yield* client.read("s3://bucket/o.bin", 0, data.length)), data)).toBe(0)
+      const asked = v2Asked
+      expect(asked).toBeGreaterThan(0)
+      expect(yield* client.members(true)).toHaveLength(1)
+      expect(yield* client.members(true)).toHaveLength(1)
+      expect(v2Asked).toBe(asked)
+      // The worker reported no zone: its reads count as unknown, not cross-zone.
+      expect(client.zones()).toMatchObject({ crossZoneReads: 0, sameZoneReads: 0, unknownZoneReads: 1 })
+    })
+  )
 })
 
 describe("zones on a local cluster", () => {
