@@ -10,6 +10,9 @@
  * shorter or longer than declared makes the client drop the connection before the worker has
  * the whole body, and the worker then aborts the upload (the origin keeps nothing).
  *
+ * `admit` (Talon's AdmitCachedBlock) rides the same one-shot exchange: a block header, the raw
+ * block, one reply.
+ *
  * A put or delete is sent once: after its first byte reaches a worker the outcome is
  * ambiguous, so only a worker that cannot be connected to is skipped for the next owner.
  */
