@@ -125,6 +125,8 @@ const delayedClient = (version: string): TalonClientShape => {
     readStream: (_t, offset, length) => Stream.fromEffect(piece(offset, length)),
     list: () => Effect.succeed([]),
     readCached: (_t, offset, length) => piece(offset, length),
+    admit: () => Effect.void,
+    zones: () => ({ zone: "", sameZoneReads: 0, crossZoneReads: 0, crossZoneBytes: 0, unknownZoneReads: 0 }),
     members: () => Effect.succeed([]),
     readAhead: () => ({
       fetchedBytes: 0,

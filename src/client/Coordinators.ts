@@ -106,8 +106,12 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
         )
       })
 
-    /** One request, to the entry in use and then to the others in turn until one answers. */
-    const ask = (message: ControlMessage): Effect.Effect<ControlMessage, CoordinatorUnavailable> =>
+    /**
+     * One request, to the entry in use and then to the others in turn until one answers. A
+     * `probe` (a message an older coordinator may not know) that none answers is not counted
+     * or logged as an outage: the caller asks something else next.
+     */
+    const ask = (message: ControlMessage, probe = false): Effect.Effect<ControlMessage, CoordinatorUnavailable> =>
       Effect.suspend(() => {
         const start = active
         const problems: Array<string> = []
@@ -123,7 +127,8 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
               problems.push(addresses.length > 1 ? `${addresses[index]}: ${e.message}` : e.message)
               if (i + 1 < addresses.length) return attempt(i + 1)
               const cause = "_tag" in e ? (e as ControlError) : undefined
-              return Effect.zipRight(noneAnswered(problems), Effect.fail(unavailable(problems.join("; "), cause)))
+              const failed = Effect.fail(unavailable(problems.join("; "), cause))
+              return probe ? failed : Effect.zipRight(noneAnswered(problems), failed)
             })
           )
         }

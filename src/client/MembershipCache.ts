@@ -32,7 +32,12 @@ export interface Membership {
   readonly fetchedAt: number
   /** Replica order per block key, for this membership only. */
   readonly ranks: Map<string, ReadonlyArray<string>>
+  /** Worker id → the zone it reports (asked for only by a client with a `zone`, see zones.ts). */
+  readonly zones: ReadonlyMap<string, string | null>
 }
+
+/** How long a coordinator that did not answer MembershipQueryV2 is asked the old query instead. */
+const V2_COOLDOWN_MS = 60_000
 
 export interface MembershipCounters {
   /** Age of the membership in use (since a coordinator last confirmed it). */
@@ -60,10 +65,34 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
     let warnedEmpty = false
     let staleMembershipUses = 0
     let emptyMembershipsIgnored = 0
+    let v2RefusedAt: number | undefined
+
+    // Zones ride Talon's schema-5 query; a coordinator that predates it (drops the connection or
+    // answers something else) is asked the old one, and not asked V2 again for a while.
+    const listing: Effect.Effect<{ nodes: ReadonlyArray<NodeInfo>; zones: ReadonlyMap<string, string | null> }, TalonClientError> =
+      Effect.suspend(() => {
+        const v1 = Effect.flatMap(coordinators.ask({ _tag: "MembershipQuery" }), (reply) =>
+          reply._tag === "MembershipList"
+            ? Effect.succeed({ nodes: reply.nodes, zones: new Map<string, string | null>() })
+            : Effect.fail(coordinators.unexpected("MembershipQuery", reply))
+        )
+        if (options.zone === "" || (v2RefusedAt !== undefined && Date.now() - v2RefusedAt < V2_COOLDOWN_MS)) return v1
+        const v2 = Effect.flatMap(coordinators.ask({ _tag: "MembershipQueryV2" }, true), (reply) =>
+          reply._tag === "MembershipListV2"
+            ? Effect.succeed({ nodes: reply.nodes.map((n) => n.info), zones: new Map(reply.nodes.map((n) => [n.info.id, n.zone])) })
+            : Effect.fail(coordinators.unexpected("MembershipQueryV2", reply))
+        )
+        return Effect.catchAll(v2, () =>
+          Effect.tap(v1, () =>
+            Effect.sync(() => {
+              v2RefusedAt = Date.now()
+            })
+          )
+        )
+      })
 
     const fetchMembership: Effect.Effect<Membership, TalonClientError> = Effect.gen(function* () {
-      const reply = yield* coordinators.ask({ _tag: "MembershipQuery" })
-      if (reply._tag !== "MembershipList") return yield* Effect.fail(coordinators.unexpected("MembershipQuery", reply))
+      const reply = yield* listing
       const previous = membership
       const listed = reply.nodes.filter((n) => n.role === NodeRole.Worker)
       const now = Date.now()
@@ -83,7 +112,8 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
         placement: Maglev.build(listed),
         addresses: new Map(listed.map((n) => [n.id, n.address])),
         fetchedAt: now,
-        ranks: new Map()
+        ranks: new Map(),
+        zones: reply.zones
       }
       if (previous !== undefined) {
         const live = new Set(reply.nodes.map((n) => n.address))

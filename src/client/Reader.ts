@@ -38,6 +38,7 @@ import { type ObjectInfo, StatCache } from "./StatCache.js"
 import { type ObjectTarget, parseTarget } from "./target.js"
 import type { CancelFetch } from "./WorkerPool.js"
 import { Workers } from "./Workers.js"
+import { ZoneAffinity } from "./zones.js"
 
 export type { RawRead } from "./ReadAheadCache.js"
 
@@ -59,6 +60,7 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
     const membership = yield* MembershipCache
     const stats = yield* StatCache
     const { pool } = yield* Workers
+    const zones = yield* ZoneAffinity
     const run = yield* FiberSet.makeRuntime<never>()
 
     /** The membership without a runtime call while it is usable; otherwise fetched on a fiber of the client's scope. */
@@ -77,13 +79,13 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
       })
     }
 
-    // Replica order per block, remembered per membership (hashing a block id is most of a small read's CPU).
+    // Replica order per block (in-zone owners first, zones.ts), remembered per membership (hashing a block id is most of a small read's CPU).
     const owners = (m: Membership, block: BlockId): ReadonlyArray<string> => {
       const key = `${objectIdToPath(block.object)}\0${block.offset}\0${block.blockSize}\0${block.version}`
       const hit = m.ranks.get(key)
       if (hit !== undefined) return hit
       if (m.ranks.size >= MAX_RANK_ENTRIES) m.ranks.clear()
-      const ranked = m.placement.rank(block, options.replicas)
+      const ranked = zones.order(m.placement.rank(block, options.replicas), (id) => m.zones.get(id))
       m.ranks.set(key, ranked)
       return ranked
     }
@@ -121,7 +123,10 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
               if (r.ok) r.payload.release()
               return
             }
-            if (r.ok) return done(r)
+            if (r.ok) {
+              zones.served(m.zones.get(id), r.payload.length)
+              return done(r)
+            }
             if (r.error._tag === "WorkerRejected" && r.error.code === DataErrorCode.VersionMismatch) {
               // The worker asked the origin: another replica cannot have bytes of a version the origin dropped.
               return fail(

@@ -12,6 +12,7 @@
  *   StatCache       size and version per object: coordinators, then workers, then the last stat
  *   Reader          placement, version-pinned requests, replica fallback
  *   CachedReads     cache-only reads of a named version (Talon's GetCachedRange), never the origin
+ *   ZoneAffinity    in-zone owners tried first, and reads counted by zone (zones.ts)
  *
  * Every fiber the client starts (background refreshes, shared fetches) belongs
  * to that scope: closing it stops them, and they log through the logger the
@@ -32,6 +33,7 @@ import type { CancelFetch } from "./WorkerPool.js"
 import { Workers } from "./Workers.js"
 import { type PutBody, type PutResult, type WriteFailed, Writer } from "./Writer.js"
 import { type CachedReadError, CachedReads } from "./cachedReads.js"
+import { ZoneAffinity, type ZoneStats } from "./zones.js"
 
 export type { ObjectInfo } from "./StatCache.js"
 export type { RawRead } from "./Reader.js"
@@ -39,6 +41,7 @@ export type { ReadAheadStats } from "./ReadAheadCache.js"
 export type { ReadRequestPiece } from "./plan.js"
 export { type ObjectTarget, parseTarget, toListPrefix } from "./target.js"
 export { type PutBody, type PutResult, WriteFailed } from "./Writer.js"
+export type { ZoneStats } from "./zones.js"
 
 export interface ListEntry {
   /** Namespace path form, e.g. `/s3/bucket/key`. */
@@ -94,12 +97,28 @@ export interface TalonClientShape {
    * is never asked. A range past that version's end is a miss too.
    */
   readonly readCached: (target: ObjectTarget, offset: number, length: number, version: string) => Effect.Effect<Uint8Array, CachedReadError>
+  /**
+   * Stores block `blockIndex` of `version` (all of it: `blockSize` bytes, or the object's tail)
+   * on a worker without the origin (Talon's AdmitCachedBlock), to the first reachable owner in
+   * read order; `objectSize` is the object's whole length, which the worker checks the block's
+   * geometry against. `readCached` and `read` of that version then serve it.
+   */
+  readonly admit: (
+    target: ObjectTarget,
+    blockIndex: number,
+    version: string,
+    bytes: Uint8Array,
+    objectSize: number
+  ) => Effect.Effect<void, TalonClientError | WriteFailed>
+  /** The client's zone and its reads counted same-zone, cross-zone (with bytes) and unknown. */
+  readonly zones: () => ZoneStats
 }
 
 const facade = Effect.gen(function* () {
   const [options, coordinators, membership, stats, reader] = yield* Effect.all([ClientConfig, Coordinators, MembershipCache, StatCache, Reader])
   const writer = yield* Writer
   const cached = yield* CachedReads
+  const zones = yield* ZoneAffinity
   const list = (prefix: string): Effect.Effect<ReadonlyArray<ListEntry>, TalonClientError> =>
     coordinators.ask({ _tag: "ListObjects", prefix: toListPrefix(prefix) }).pipe(
       Effect.flatMap((reply): Effect.Effect<ReadonlyArray<ListEntry>, TalonClientError> =>
@@ -123,14 +142,16 @@ const facade = Effect.gen(function* () {
     readAhead: reader.readAhead,
     put: writer.put,
     delete: writer.delete,
-    readCached: cached.readCached
+    readCached: cached.readCached,
+    admit: writer.admit,
+    zones: zones.stats
   } satisfies TalonClientShape
 })
 
 /** The client's parts over its settings, each built once and shared. */
 const parts = (options: Partial<TalonClientOptions>) => {
   const config = ClientConfig.layer(options)
-  const base = Layer.mergeAll(Coordinators.Default, Workers.Default).pipe(Layer.provideMerge(config))
+  const base = Layer.mergeAll(Coordinators.Default, Workers.Default, ZoneAffinity.Default).pipe(Layer.provideMerge(config))
   const members = MembershipCache.Default.pipe(Layer.provideMerge(base))
   const statCache = StatCache.Default.pipe(Layer.provideMerge(members))
   return Layer.mergeAll(Reader.Default, Writer.Default, CachedReads.Default).pipe(Layer.provideMerge(statCache))
@@ -162,6 +183,9 @@ export interface TalonClientPromise {
   readonly delete: (target: ObjectTarget) => Promise<void>
   /** `readCached`: rejects with the typed `CacheMiss` when the range is not resident. */
   readonly readCached: (target: ObjectTarget, offset: number, length: number, version: string) => Promise<Uint8Array>
+  /** `admit`: rejects with the typed `WriteFailed` (the worker's refusal) or `InvalidRequest`. */
+  readonly admit: (target: ObjectTarget, blockIndex: number, version: string, bytes: Uint8Array, objectSize: number) => Promise<void>
+  readonly zones: () => Promise<ZoneStats>
   readonly close: () => Promise<void>
 }
 
@@ -189,6 +213,8 @@ export const createTalonClient = (options: Partial<TalonClientOptions> = {}): Ta
     put: (target, body) => run((c) => c.put(target, body)),
     delete: (target) => run((c) => c.delete(target)),
     readCached: (target, offset, length, version) => run((c) => c.readCached(target, offset, length, version)),
+    admit: (target, blockIndex, version, bytes, objectSize) => run((c) => c.admit(target, blockIndex, version, bytes, objectSize)),
+    zones: () => run((c) => Effect.sync(() => c.zones())),
     close: () => runtime.dispose()
   }
 }

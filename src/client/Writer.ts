@@ -10,6 +10,9 @@
  * shorter or longer than declared makes the client drop the connection before the worker has
  * the whole body, and the worker then aborts the upload (the origin keeps nothing).
  *
+ * `admit` (Talon's AdmitCachedBlock) rides the same one-shot exchange: a block header, the raw
+ * block, one reply.
+ *
  * A put or delete is sent once: after its first byte reaches a worker the outcome is
  * ambiguous, so only a worker that cannot be connected to is skipped for the next owner.
  */
@@ -22,6 +25,7 @@ import {
   DataErrorCode,
   dataErrorCodeName,
   decodeErrorPayload,
+  encodeAdmitCachedBlockHeader,
   encodeDeleteFrame,
   encodePutFrame,
   Flags,
@@ -34,6 +38,7 @@ import { InvalidRequest, NoWorkers, type TalonClientError } from "./errors.js"
 import { MembershipCache } from "./MembershipCache.js"
 import { StatCache } from "./StatCache.js"
 import { type ObjectTarget, parseTarget } from "./target.js"
+import { ZoneAffinity } from "./zones.js"
 
 /** What a put sends: bytes, a file (read as it is sent), or a stream of exactly `length` bytes. */
 export type PutBody =
@@ -50,7 +55,7 @@ export interface PutResult {
 /** A worker or the origin refused a put or delete, or the body did not match its declared length. */
 export class WriteFailed extends Data.TaggedError("WriteFailed")<{
   readonly object: string
-  readonly operation: "put" | "delete"
+  readonly operation: "put" | "delete" | "admit"
   /** The worker that answered, when one did. */
   readonly address?: string | undefined
   /** Talon's error code when the worker sent one. */
@@ -79,6 +84,7 @@ export class Writer extends Effect.Service<Writer>()("talon/client/Writer", {
     const options = yield* ClientConfig
     const membership = yield* MembershipCache
     const stats = yield* StatCache
+    const zones = yield* ZoneAffinity
 
     /** Owners of the object's first block, in placement order. */
     const owners = (object: ObjectId) =>
@@ -89,12 +95,13 @@ export class Writer extends Effect.Service<Writer>()("talon/client/Writer", {
 
     const exchange = (
       object: ObjectId,
-      operation: "put" | "delete",
-      send: (socket: net.Socket, signal: AbortSignal) => Promise<void>
+      operation: "put" | "delete" | "admit",
+      send: (socket: net.Socket, signal: AbortSignal) => Promise<void>,
+      to: Effect.Effect<ReadonlyArray<string>, TalonClientError> = owners(object)
     ): Effect.Effect<Buffer, TalonClientError | WriteFailed> =>
       Effect.gen(function* () {
         const uri = objectIdToUri(object)
-        const addresses = yield* owners(object)
+        const addresses = yield* to
         if (addresses.length === 0) return yield* Effect.fail(new NoWorkers({ coordinator: options.coordinator }))
         const tried: Array<string> = []
         for (const address of addresses) {
@@ -141,7 +148,53 @@ export class Writer extends Effect.Service<Writer>()("talon/client/Writer", {
         )
       })
 
-    return { put, delete: remove }
+    /**
+     * Talon's AdmitCachedBlock: block `blockIndex` of `version`, whole, to the first owner that
+     * can be connected to, in the order reads try them (in-zone first), like Talon's client,
+     * which admits to the primary only. An admission seeds the cache, it is not a copy for
+     * durability: one owner holding the block serves every read and readCached, which ask
+     * each owner in turn. A refusal (wrong length or geometry) would be the same on any
+     * owner, so it fails at once with the worker's code.
+     */
+    const admit = (
+      target: ObjectTarget,
+      blockIndex: number,
+      version: string,
+      bytes: Uint8Array,
+      objectSize: number
+    ): Effect.Effect<void, TalonClientError | WriteFailed> =>
+      Effect.gen(function* () {
+        const object = yield* parseTarget(target)
+        const bs = options.blockSize
+        if (!Number.isSafeInteger(blockIndex) || blockIndex < 0 || !Number.isSafeInteger(objectSize) || objectSize < 0) {
+          return yield* new InvalidRequest({ detail: `blockIndex and objectSize must be non-negative integers (got ${blockIndex}, ${objectSize})` })
+        }
+        if (version.length === 0) return yield* new InvalidRequest({ detail: "an admission needs the version (ETag) its bytes are of" })
+        const offset = blockIndex * bs
+        const want = Math.min(bs, objectSize - offset)
+        if (want <= 0 || bytes.length !== want) {
+          return yield* new InvalidRequest({
+            detail: want <= 0
+              ? `block ${blockIndex} starts at ${offset}, past the end of a ${objectSize}-byte object`
+              : `block ${blockIndex} of a ${objectSize}-byte object is ${want} bytes with ${bs}-byte blocks, got ${bytes.length}`
+          })
+        }
+        const block: BlockId = { object, offset, blockSize: bs, version }
+        const to = Effect.map(membership.get(false), (m) =>
+          zones.order(m.placement.rank(block, Math.max(options.replicas, 1)), (id) => m.zones.get(id)).map((id) => m.addresses.get(id) ?? id)
+        )
+        yield* exchange(
+          object,
+          "admit",
+          async (socket) => {
+            await write(socket, encodeAdmitCachedBlockHeader(1, { block, objectLen: objectSize, bodyLen: bytes.length }))
+            await write(socket, bytes)
+          },
+          to
+        )
+      })
+
+    return { put, delete: remove, admit }
   })
 }) {}
 

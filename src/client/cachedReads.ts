@@ -15,6 +15,7 @@ import { MembershipCache } from "./MembershipCache.js"
 import { type ObjectTarget, parseTarget } from "./target.js"
 import { type WorkerRequestError } from "./WorkerPool.js"
 import { Workers } from "./Workers.js"
+import { ZoneAffinity } from "./zones.js"
 
 export type CachedReadError = TalonClientError | CacheMiss
 
@@ -36,6 +37,7 @@ export class CachedReads extends Effect.Service<CachedReads>()("talon/client/Cac
     const options = yield* ClientConfig
     const membership = yield* MembershipCache
     const { pool } = yield* Workers
+    const zones = yield* ZoneAffinity
 
     /** One piece from the first replica that holds it; CacheMiss when none does, ReadFailed when none answered. */
     const piece = (object: ObjectId, version: string, offset: number, length: number) =>
@@ -43,13 +45,16 @@ export class CachedReads extends Effect.Service<CachedReads>()("talon/client/Cac
         const m = yield* membership.get(false)
         const blockSize = options.blockSize
         const block: BlockId = { object, offset: Math.floor(offset / blockSize) * blockSize, blockSize, version }
-        const ranked = m.placement.rank(block, options.replicas)
+        const ranked = zones.order(m.placement.rank(block, options.replicas), (id) => m.zones.get(id))
         const attempts: Array<FailedAttempt> = []
         let misses = 0
         for (const id of ranked) {
           const address = m.addresses.get(id) ?? id
           const got = yield* Effect.either(fetchCached(address, object, version, offset, length))
-          if (got._tag === "Right") return got.right
+          if (got._tag === "Right") {
+            zones.served(m.zones.get(id), got.right.length)
+            return got.right
+          }
           const e = got.left
           attempts.push({ address, detail: e.message })
           if (e._tag === "WorkerRejected" && e.code === DataErrorCode.CacheMiss) misses++

@@ -44,6 +44,8 @@ export interface TalonClientOptions {
   readonly readAheadCacheBytes: number
   /** Tenant every read is attributed to (sent as GetRangeTenant / GetCachedRangeTenant); empty = none. */
   readonly tenant: string
+  /** This client's deployment zone: a block's owners in it are tried first (zones.ts); empty = no preference. */
+  readonly zone: string
 }
 
 export const ClientSchema = component<TalonClientOptions>({
@@ -76,6 +78,10 @@ export const ClientSchema = component<TalonClientOptions>({
       shownDefault: "none",
       example: "team-a",
       check: (t) => (new TextEncoder().encode(t).length > 256 ? "must be at most 256 bytes (Talon's tenant id limit)" : undefined)
+    }),
+    zone: S.text("", "This client's deployment zone: among a block's owners, workers reporting the same zone are read first, others only when none of those answers (placement is unchanged); empty = no preference", {
+      shownDefault: "none",
+      example: "us-east-1a"
     })
   }
 })

@@ -24,3 +24,4 @@ export { Prefetch, LISTING_CAP, type PrefetchFailure, type PrefetchProgress, typ
 export { clusterCapacity, type ClusterCapacity } from "./prefetchCapacity.js"
 export { CapacityUnknown, NothingToPrefetch, PrefetchIncomplete, PrefetchTooLarge } from "./prefetchErrors.js"
 export { Writer, WriteFailed, type PutBody, type PutResult } from "./Writer.js"
+export { ZoneAffinity, preferZone, type ZoneStats } from "./zones.js"

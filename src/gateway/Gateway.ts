@@ -13,6 +13,7 @@ import * as Router from "../backend/Router.js"
 import { TalonClient } from "../client/TalonClient.js"
 import type { TalonClientOptions } from "../client/config.js"
 import type { ReadAheadStats } from "../client/ReadAheadCache.js"
+import type { ZoneStats } from "../client/zones.js"
 import { type GatewayOptions, parseListen, resolveGatewayOptions, type RouteName } from "./config.js"
 import type { GatewayCounters, Services } from "./context.js"
 import * as OriginHttpModule from "./OriginHttp.js"
@@ -31,6 +32,8 @@ export interface GatewayStats extends GatewayCounters, RouteCounters {
   readonly route: RouteName
   /** Cache route: what its client read ahead of sequential responses (see ReadAheadCache.ts). */
   readonly readAhead?: ReadAheadStats
+  /** Cache route: its client's reads by zone (same, cross with bytes, unknown; see client/zones.ts). */
+  readonly zones?: ZoneStats
 }
 
 export interface GatewayShape {
@@ -106,7 +109,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       route: route.name,
       options,
       authSummary: describeAuth(services),
-      stats: () => ({ route: route.name, ...services.counters, ...route.counters, ...(route.readAhead === undefined ? {} : { readAhead: route.readAhead() }) })
+      stats: () => ({ route: route.name, ...services.counters, ...route.counters, ...(route.readAhead === undefined ? {} : { readAhead: route.readAhead() }), ...(route.zones === undefined ? {} : { zones: route.zones() }) })
     } satisfies GatewayShape
   })
 

@@ -8,6 +8,7 @@
 import { Context, Data, type Effect } from "effect"
 import type { ObjectStat } from "../backend/BackendStore.js"
 import type { ReadAheadStats } from "../client/ReadAheadCache.js"
+import type { ZoneStats } from "../client/zones.js"
 import type { Payload } from "../client/SlabPool.js"
 import type { ObjectId } from "../core/ids.js"
 
@@ -61,6 +62,8 @@ export interface RouteShape {
   readonly counters: RouteCounters
   /** The cache route's client read-ahead (its pieces of one response are a sequential run). */
   readonly readAhead?: () => ReadAheadStats
+  /** The cache route's client reads by zone. */
+  readonly zones?: () => ZoneStats
   /** Cache route: workers in the cluster's membership now (0 when the coordinator does not answer). */
   readonly workers?: Effect.Effect<number>
 }

@@ -200,7 +200,7 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
       Effect.map((m) => m.length),
       Effect.orElseSucceed(() => 0)
     )
-    return { name: "cache", counters, open, readAhead: client.readAhead, workers } satisfies RouteShape
+    return { name: "cache", counters, open, readAhead: client.readAhead, zones: client.zones, workers } satisfies RouteShape
   })
 
 export const CacheRoute = (options: Partial<CacheRouteOptions> = {}): Layer.Layer<Route, never, TalonClient | BackendStore> =>
