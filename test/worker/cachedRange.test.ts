@@ -4,49 +4,24 @@
  * resident bytes of the named version as a GetRange reply, else a typed CacheMiss, and never a
  * request to the origin (the backend's own counters, stats included, stay where they were).
  */
-import { createHash } from "node:crypto"
 import { afterEach, describe, expect, it } from "vitest"
-import { Backend, type ObjectId } from "../../src/core/ids.js"
 import {
   DataErrorCode,
-  decodeErrorPayload,
   encodeFrame,
   encodeGetCachedRangeFrame,
   encodeGetPinnedRangeFrame,
   encodeGetRangeFrame,
-  Flags,
   MsgType,
-  type Frame
 } from "../../src/protocol/index.js"
-import { Sendfile } from "../../src/worker/plane/Sendfile.js"
-import { ServeMode } from "../../src/worker/server/ServeMode.js"
 import { pattern, startDirWorker } from "./support/dirBackend.js"
 import { makeCleanup } from "./support/harness.js"
+import { bytesOf, KiB, md5, obj, PLANES, typed } from "./support/typedReplies.js"
 import { connect } from "./support/rawClient.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
 
-const KiB = 1024
-const obj = (key: string): ObjectId => ({ backend: Backend.S3, bucket: "bkt", objectPath: key })
-const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex")
-const typed = (f: Frame) => {
-  expect(f.header.type).toBe(MsgType.GetRange)
-  expect(f.header.flags & Flags.Error).toBe(Flags.Error)
-  return decodeErrorPayload(f.payload)
-}
-const bytesOf = (f: Frame, want: Uint8Array) => {
-  expect(f.header.type).toBe(MsgType.GetRange)
-  expect(f.header.flags & Flags.Error, f.payload.toString()).toBe(0)
-  expect(f.payload.length).toBe(want.length)
-  expect(Buffer.compare(f.payload, Buffer.from(want))).toBe(0)
-}
-
-describe.each([
-  ["portable", "pipelined", Sendfile.Portable, ServeMode.Pipelined],
-  ["auto", "pipelined", Sendfile.Auto, ServeMode.Pipelined],
-  ["auto", "multiplexed", Sendfile.Auto, ServeMode.Multiplexed]
-] as const)("GetCachedRange (cache-only) on the %s plane, %s mode", (_plane, _mode, plane, mode) => {
+describe.each(PLANES)("GetCachedRange (cache-only) on the %s plane, %s mode", (_plane, _mode, plane, mode) => {
   it("answers CacheMiss cold with no origin request, the bytes warm, CacheMiss for another version", async () => {
     const { w, put, origin } = await startDirWorker(cleanup, { blockSize: 64 * KiB, pageSize: 16 * KiB, versionTtlMs: 600_000 }, mode, plane)
     const v1 = pattern(200 * KiB, 7)

@@ -6,39 +6,17 @@
  * longer has is a typed VersionMismatch; bad bodies get typed errors and the connection keeps
  * serving.
  */
-import { createHash } from "node:crypto"
 import { afterEach, describe, expect, it } from "vitest"
-import { Backend, type ObjectId } from "../../src/core/ids.js"
-import { DataErrorCode, decodeErrorPayload, encodeFrame, encodeGetPinnedRangeFrame, encodeGetRangeFrame, Flags, MsgType, type Frame } from "../../src/protocol/index.js"
-import { Sendfile } from "../../src/worker/plane/Sendfile.js"
-import { ServeMode } from "../../src/worker/server/ServeMode.js"
+import { DataErrorCode, encodeFrame, encodeGetPinnedRangeFrame, encodeGetRangeFrame, MsgType } from "../../src/protocol/index.js"
 import { pattern, startDirWorker } from "./support/dirBackend.js"
 import { makeCleanup } from "./support/harness.js"
+import { bytesOf, KiB, md5, obj, PLANES, typed } from "./support/typedReplies.js"
 import { connect } from "./support/rawClient.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
 
-const KiB = 1024
-const obj = (key: string): ObjectId => ({ backend: Backend.S3, bucket: "bkt", objectPath: key })
-const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex")
-const typed = (f: Frame) => {
-  expect(f.header.type).toBe(MsgType.GetRange)
-  expect(f.header.flags & Flags.Error).toBe(Flags.Error)
-  return decodeErrorPayload(f.payload)
-}
-const bytesOf = (f: Frame, want: Uint8Array) => {
-  expect(f.header.type).toBe(MsgType.GetRange)
-  expect(f.header.flags & Flags.Error, f.payload.toString()).toBe(0)
-  expect(f.payload.length).toBe(want.length)
-  expect(Buffer.compare(f.payload, Buffer.from(want))).toBe(0)
-}
-
-describe.each([
-  ["portable", "pipelined", Sendfile.Portable, ServeMode.Pipelined],
-  ["auto", "pipelined", Sendfile.Auto, ServeMode.Pipelined],
-  ["auto", "multiplexed", Sendfile.Auto, ServeMode.Multiplexed]
-] as const)("GetPinnedRange on the %s plane, %s mode", (_plane, _mode, plane, mode) => {
+describe.each(PLANES)("GetPinnedRange on the %s plane, %s mode", (_plane, _mode, plane, mode) => {
   it("serves exactly the named version, refuses a gone one, and keeps the connection", async () => {
     const settings = { blockSize: 64 * KiB, pageSize: 16 * KiB, versionTtlMs: 600_000 }
     const { w, put, origin } = await startDirWorker(cleanup, settings, mode, plane)
