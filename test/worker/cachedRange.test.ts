@@ -11,7 +11,7 @@ import {
   encodeGetCachedRangeFrame,
   encodeGetPinnedRangeFrame,
   encodeGetRangeFrame,
-  MsgType,
+  MsgType
 } from "../../src/protocol/index.js"
 import { pattern, startDirWorker } from "./support/dirBackend.js"
 import { makeCleanup } from "./support/harness.js"
