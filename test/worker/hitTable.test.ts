@@ -210,16 +210,22 @@ describe.runIf(native)("native hit table", () => {
   })
 
   it("serves a changed object new once its version TTL has passed, never the table's old bytes", async () => {
-    const { put, big, w } = await setup({ versionTtlMs: 300 })
+    const { put, big, w } = await setup({ versionTtlMs: 1000 })
     const c = await connect(w.worker.dataPort)
     const r: [number, number] = [1000, 20_000]
     for (let i = 0; i < 3; i++) expectRange((await roundTrip(c, [get("big", ...r)]))[0]!, big, ...r)
-    const before = counters()
-    expectRange((await roundTrip(c, [get("big", ...r)]))[0]!, big, ...r)
-    expect(counters().fastHits - before.fastHits).toBe(1)
+    // The old bytes are in the table: a read answered natively. On a loaded machine the version may
+    // lapse between reads (the table then drops it and JS republishes), so ask until one is.
+    let fast = false
+    for (let i = 0; i < 20 && !fast; i++) {
+      const before = counters()
+      expectRange((await roundTrip(c, [get("big", ...r)]))[0]!, big, ...r)
+      fast = counters().fastHits - before.fastHits === 1
+    }
+    expect(fast).toBe(true)
     const changed = pattern(SIZE, 42)
     await put("big", changed)
-    await new Promise((resolve) => setTimeout(resolve, 350))
+    await new Promise((resolve) => setTimeout(resolve, 1100))
     for (let i = 0; i < 4; i++) expectRange((await roundTrip(c, [get("big", ...r)]))[0]!, changed, ...r)
     c.close()
   })
