@@ -240,33 +240,3 @@ const streamBody = async (
     reader.close()
   }
 }
-
-const NOT_DISPATCHED = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|could not sign/
-
-/**
- * The answer to a write/delete the origin did not confirm. With an HTTP status the origin
- * decided; without one (a transport failure, a deadline) the write may or may not have
- * happened, and the client is told so.
- */
-export const answerWriteError = async (
-  ctx: GwCtx,
-  d: Dialect,
-  e: BackendError | Aborted,
-  object: ObjectId
-): Promise<void> => {
-  ctx.g.stats.written(object)
-  const indeterminate =
-    e instanceof Aborted || (e._tag === "BackendRequestError" && e.status === undefined && !NOT_DISPATCHED.test(e.detail))
-  if (!indeterminate) return answerBackendError(ctx, d, e, object)
-  ctx.g.counters.errors++
-  if (!respondable(ctx)) return
-  const headers = { [COMMIT_STATE]: "indeterminate" }
-  if (e instanceof Aborted) return answerAborted(ctx, d, headers)
-  d.error(
-    ctx,
-    503,
-    d.codes.unavailable,
-    `The origin connection failed after the request was sent; the write may or may not have been applied (read the object to find out): ${e.message}`,
-    headers
-  )
-}

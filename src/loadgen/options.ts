@@ -2,12 +2,7 @@
 import { Either } from "effect"
 import type { ObjectId } from "../core/ids.js"
 import { objectIdFromUri } from "../core/objectId.js"
-import { parseSize } from "../core/size.js"
 import { decodeHostPort, type HostPort } from "../transport/address.js"
-
-/** A size flag (core/size.ts rules), its error naming the flag. */
-export const parseSizeFlag = (flag: string, s: string): Either.Either<number, string> =>
-  Either.mapLeft(parseSize(s), (why) => `${flag}: ${why}`)
 
 /** `1,64,256,1024` → [1, 64, 256, 1024]. */
 export const parseIntList = (flag: string, s: string): Either.Either<ReadonlyArray<number>, string> => {

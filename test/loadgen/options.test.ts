@@ -1,24 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
-import * as fc from "fast-check"
 import { Backend } from "../../src/core/ids.js"
-import { parseAddr, parseIntList, parseObject, parseSizeFlag } from "../../src/loadgen/options.js"
+import { parseAddr, parseIntList, parseObject } from "../../src/loadgen/options.js"
 import { parseRssKb, parseStat } from "../../src/loadgen/procSampler.js"
 import { table } from "../../src/loadgen/report.js"
 
 describe("loadgen flag parsers", () => {
-  it("reads sizes with binary suffixes like pound", () => {
-    expect(parseSizeFlag("--range", "65536")).toEqual(Either.right(65536))
-    expect(parseSizeFlag("--range", "64K")).toEqual(Either.right(65536))
-    expect(parseSizeFlag("--size", "64MiB")).toEqual(Either.right(64 * 2 ** 20))
-    expect(parseSizeFlag("--size", "2g")).toEqual(Either.right(2 * 2 ** 30))
-    expect(Either.getLeft(parseSizeFlag("--size", "12Q"))._tag).toBe("Some")
-  })
-
-  it("never throws on arbitrary size text", () => {
-    fc.assert(fc.property(fc.string(), (s) => void parseSizeFlag("--size", s)))
-  })
-
   it("reads conns lists, addresses and object names", () => {
     expect(parseIntList("--conns", "1,64, 256,1024")).toEqual(Either.right([1, 64, 256, 1024]))
     expect(Either.isLeft(parseIntList("--conns", "1,0"))).toBe(true)

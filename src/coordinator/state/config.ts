@@ -39,20 +39,6 @@ export interface StateStoreSettings extends StateTiming {
   readonly tokenCheck: TokenCheck
 }
 
-export const STATE_DEFAULTS: StateStoreSettings = {
-  backend: "memory",
-  heartbeatIntervalMs: 5_000,
-  unhealthyAfterMs: 15_000,
-  leaseTtlMs: 30_000,
-  requestTimeoutMs: 3_000,
-  etcdEndpoints: [],
-  etcdPrefix: "/talon",
-  etcdUsername: undefined,
-  etcdPassword: undefined,
-  clusterToken: undefined,
-  tokenCheck: "every-write"
-}
-
 /** Why a settings value is unusable, or null. */
 export const settingsProblem = (s: StateStoreSettings): { readonly path: string; readonly message: string } | null => {
   const timings: Array<[string, number]> = [
