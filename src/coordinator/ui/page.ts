@@ -60,7 +60,7 @@ export const PAGE = `<!doctype html>
     <div class="card"><div class="label">Hit ratio (last min)</div><div class="value" id="c-hit">–</div><div class="sub">hits ÷ (hits + misses)</div></div>
   </div>
   <section>
-    <h2>Last <span id="span">10</span> minutes</h2>
+    <h2>Last <span id="span">10</span> min</h2>
     <svg id="chart" viewBox="0 0 1000 160" preserveAspectRatio="none" aria-label="request rate and hit ratio"></svg>
     <div class="legend"><b style="background:var(--accent)"></b>requests/s (max <span id="maxrate">0</span>)<b style="background:var(--ok)"></b>hit ratio (0–100 %)</div>
   </section>
