@@ -13,6 +13,8 @@ const noControlChannel = (talon: string) =>
 export const TALON_COORDINATOR_REFUSED: ReadonlyArray<RefusedName> = [
   ignoredName("TALON_COORDINATOR_HA_ENABLED", "with TALON_STATE_BACKEND=etcd every coordinator is active; with memory there is one"),
   ignoredName("TALON_COORDINATOR_REPLICAS", "coordinators sharing an etcd state store need not know their count"),
+  // Talon's file spells the same setting coordinator_replicas.
+  ignoredName("TALON_COORDINATOR_COORDINATOR_REPLICAS", "coordinators sharing an etcd state store need not know their count"),
   ignoredName("TALON_COORDINATOR_NODE_ID", "a coordinator is known by its control address here"),
   refuse("ADMIN_ADVERTISE", "node status does not carry the admin address here; remove it"),
   noControlChannel("CONTROL_LISTEN"),

@@ -7,13 +7,15 @@ import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Either } from "effect"
 import fc from "fast-check"
-import { flattenConfig, layered, providerOf, readConfigFile } from "../../src/cli/configFile.js"
+import { flatSectionFrom, flattenConfig, layered, providerOf, readConfigFile } from "../../src/cli/configFile.js"
+import { resolveStateStoreSettings } from "../../src/coordinator/state/config.js"
 import { ALL_COMPONENTS } from "../../src/config/registry.js"
 import { type Component, messagesOf, resolve, type Setting } from "../../src/config/Setting.js"
 import { resolveWorkerSettings, WorkerSchema } from "../../src/worker/config.js"
 import { CoordinatorSchema } from "../../src/coordinator/config.js"
 
 const FIXTURE = path.join(__dirname, "fixtures/talon-worker.toml")
+const COORDINATOR_FIXTURE = path.join(__dirname, "fixtures/talon-coordinator.toml")
 
 const run = <A, E>(effect: Effect.Effect<A, E>, env: Record<string, string>, file: ConfigProvider.ConfigProvider = providerOf(new Map())) =>
   Effect.runSync(Effect.either(Effect.withConfigProvider(effect, layered(ConfigProvider.fromMap(new Map(Object.entries(env))), file))))
@@ -122,6 +124,22 @@ describe("Talon's names", () => {
       expect(s.rateLimits.enabled).toBe(true)
     })
   )
+
+  it.effect("Talon's runbook coordinator file loads as `talon --config FILE coordinator` reads it", () =>
+    Effect.gen(function* () {
+      const file = yield* readConfigFile(COORDINATOR_FIXTURE, "coordinator")
+      expect(errorText(run(resolve(CoordinatorSchema, {}), {}, file))).toBe("resolved without error")
+      const state = run(resolveStateStoreSettings(), {}, file)
+      if (Either.isLeft(state)) throw new Error(errorText(state))
+      expect(state.right).toMatchObject({ backend: "etcd", etcdEndpoints: ["https://etcd-0:2379", "https://etcd-1:2379"], etcdPrefix: "/talon" })
+    })
+  )
+
+  it("the command after the leading options names the component a flat file is read as", () => {
+    expect(flatSectionFrom(["--config", "w.toml", "worker", "--loops", "2"])).toBe("worker")
+    expect(flatSectionFrom(["--config=c.toml", "coordinator"])).toBe("coordinator")
+    expect(flatSectionFrom(["--config", "u.toml", "up"])).toBeUndefined()
+  })
 
   it.effect("the same file without a component to read it as names the way to load it", () =>
     Effect.gen(function* () {
