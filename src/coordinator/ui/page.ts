@@ -154,7 +154,7 @@ async function poll() {
     const res = await fetch("/ui/overview.json", { cache: "no-store", credentials: "same-origin" });
     if (!res.ok) throw new Error(res.status === 401 ? "unauthorized: reopen the page as /ui?token=<admin token>" : "HTTP " + res.status);
     const o = await res.json();
-    every = Math.max(1000, Math.min(5000, o.sampleIntervalMs));
+    every = Math.max(250, Math.min(5000, o.sampleIntervalMs));
     render(o);
     $("banner").style.display = "none";
   } catch (e) {
