@@ -32,12 +32,12 @@ export interface Rates {
 /** A counter that went down belongs to a restarted node: what it counts now all happened since. */
 const grown = (before: number, after: number) => (after >= before ? after - before : after)
 
-const ratesBetween = (a: NodeCounters | undefined, b: NodeCounters, seconds: number) => {
-  const requests = grown(a?.requests ?? b.requests, b.requests)
-  const hits = grown(a?.hits ?? b.hits, b.hits)
-  const misses = grown(a?.misses ?? b.misses, b.misses)
-  return { requests, hits, misses, seconds }
-}
+/** What a worker counted between two samples; one first seen in `b` counted nothing yet. */
+const growth = (a: NodeCounters | undefined, b: NodeCounters): NodeCounters => ({
+  requests: grown(a?.requests ?? b.requests, b.requests),
+  hits: grown(a?.hits ?? b.hits, b.hits),
+  misses: grown(a?.misses ?? b.misses, b.misses)
+})
 
 const ratesOf = (requests: number, hits: number, misses: number, seconds: number): Rates => ({
   requestsPerSec: seconds > 0 ? requests / seconds : 0,
@@ -68,7 +68,7 @@ export class History {
       let hits = 0
       let misses = 0
       for (const [id, now] of b.nodes) {
-        const d = ratesBetween(a.nodes.get(id), now, 0)
+        const d = growth(a.nodes.get(id), now)
         requests += d.requests
         hits += d.hits
         misses += d.misses
@@ -89,7 +89,7 @@ export class History {
       if (last.atMs - s.atMs > windowMs || !s.nodes.has(id)) break
       first = s
     }
-    const d = ratesBetween(first.nodes.get(id), now, 0)
+    const d = growth(first.nodes.get(id), now)
     return ratesOf(d.requests, d.hits, d.misses, (last.atMs - first.atMs) / 1000)
   }
 }
