@@ -47,7 +47,7 @@ if (configPath !== undefined) {
 
 cli(process.argv).pipe(
   asksForHelp(process.argv.slice(2)) ? withOwnOptionHelp : (self) => self,
-  configPath === undefined ? (self) => self : Effect.provide(ConfigFile.layer(configPath)),
+  configPath === undefined ? (self) => self : Effect.provide(ConfigFile.layer(configPath, ConfigFile.flatSectionFrom(process.argv.slice(2)))),
   Effect.tapErrorCause(report),
   Effect.provide(NodeContext.layer),
   NodeRuntime.runMain({ disableErrorReporting: true })

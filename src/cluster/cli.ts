@@ -44,6 +44,7 @@ export const up = Command.make("up", upOptions, (flags) =>
         "talon up: a local cache cluster is running (Ctrl-C stops it)",
         `  origin stub   ${cluster.origin.url}  (S3 path-style; Azure at ${cluster.origin.azureUrl})`,
         `  coordinator   control ${coord}, admin http://${cluster.coordinator.adminAddress}`,
+        `                management page http://${cluster.coordinator.adminAddress}/ui`,
         ...(cluster.gateway === undefined
           ? []
           : [

@@ -25,6 +25,11 @@ export interface Setting<A> {
   readonly example: string
   /** A rule on the value: undefined when it holds, else what is wrong ("must be positive"). */
   readonly check?: ((value: A) => string | undefined) | undefined
+  /**
+   * Talon's names for this setting, where the meaning is the same (its variable; the file
+   * key derives from it like ours): an operator's existing environment and files keep working.
+   */
+  readonly aliases?: ReadonlyArray<string> | undefined
 }
 
 export const setting = <A>(kind: Kind<A>, spec: Omit<Setting<A>, "kind">): Setting<A> => ({ kind, ...spec })
@@ -53,7 +58,22 @@ export interface Component<T> {
   readonly settings: Schema<T>
   /** Rules across settings: the first broken one, with the setting to blame. */
   readonly check?: ((settings: T) => { readonly key: keyof T; readonly message: string } | undefined) | undefined
+  /** Settings computed from others once all are known (a total split per directory), before the checks. */
+  readonly derive?: ((settings: T) => T) | undefined
+  /** Talon's names whose meaning differs here: setting one stops the component with what to use instead. */
+  readonly refused?: ReadonlyArray<RefusedName> | undefined
 }
+
+/** A Talon variable (or file key) this project reads differently or not at all, and what to set instead. */
+export interface RefusedName {
+  readonly env: string
+  readonly use: string
+  /** Accepted whatever its value, as it changes no reply here (a tuning knob); `use` says why. */
+  readonly ignored?: boolean | undefined
+}
+
+/** Accepted whatever its value: a Talon tuning knob with no counterpart here, which changes no reply. */
+export const ignoredName = (env: string, why: string): RefusedName => ({ env, use: why, ignored: true })
 
 export interface ComponentDeclaration<T> extends Omit<Component<T>, "settings"> {
   /** `TALON_WORKER`: a setting's variable is this and its name, unless it gives its own. */
@@ -106,23 +126,64 @@ export const messagesOf = (e: ConfigError.ConfigError): ReadonlyArray<string> =>
     unsupportedCase: (_, path, message) => [`${path.join(".")}: ${message}`]
   })
 
-/** The setting as an Effect `Config`: parsed and checked, failures naming it. */
-export const configOf = <A>(s: Setting<A>): Config.Config<A> =>
-  Config.string(s.env).pipe(
-    Config.mapOrFail((raw) =>
-      Either.flatMap(
-        // mapOrFail prefixes the variable's name to the path itself.
-        Either.mapLeft(s.kind.parse(raw), (why) => invalid(s, why, [])),
-        (value) => {
-          const problem = s.check?.(value)
-          return problem === undefined ? Either.right(value) : Either.left(invalid(s, `${problem}, got ${JSON.stringify(raw)}`, []))
-        }
-      )
+const parsed = <A>(s: Setting<A>, raw: string): Either.Either<A, ConfigError.ConfigError> =>
+  Either.flatMap(
+    // mapOrFail prefixes the variable's name to the path itself.
+    Either.mapLeft(s.kind.parse(raw), (why) => invalid(s, why, [])),
+    (value) => {
+      const problem = s.check?.(value)
+      return problem === undefined ? Either.right(value) : Either.left(invalid(s, `${problem}, got ${JSON.stringify(raw)}`, []))
+    }
+  )
+
+/**
+ * Our name and Talon's for one setting, as given: both set with different values is
+ * refused, whichever sources they came from, so a half-migrated deployment cannot run on
+ * the value its operator did not mean.
+ */
+const givenOnce = (s: Setting<any>, given: ReadonlyArray<readonly [string, string]>): Either.Either<string, ConfigError.ConfigError> => {
+  const [first, ...rest] = given
+  if (first === undefined) return Either.left(ConfigError.MissingData([], `${s.env} is not set`))
+  const other = rest.find(([, raw]) => raw !== first[1])
+  if (other === undefined) return Either.right(first[1])
+  return Either.left(
+    invalid(
+      s,
+      `set twice with different values, ${first[0]}=${JSON.stringify(first[1])} and ${other[0]}=${JSON.stringify(other[1])} (Talon's name is an alias of ours); remove one`,
+      []
     )
+  )
+}
+
+/** The setting as an Effect `Config`: read under our name or Talon's, parsed and checked, failures naming it. */
+export const configOf = <A>(s: Setting<A>): Config.Config<A> => {
+  const aliases = s.aliases ?? []
+  if (aliases.length === 0) return Config.string(s.env).pipe(Config.mapOrFail((raw) => parsed(s, raw)))
+  const names = [s.env, ...aliases]
+  return Config.all(names.map((name) => Config.option(Config.string(name)))).pipe(
+    Config.mapOrFail((values) => {
+      const given = names.flatMap((name, i) => Option.match(values[i]!, { onNone: () => [], onSome: (raw) => [[name, raw] as const] }))
+      return Either.flatMap(givenOnce(s, given), (raw) => parsed(s, raw))
+    })
+  )
+}
+
+/** The first of `c`'s refused Talon names that is set, as the error saying what to use instead. */
+const refusedName = <T>(c: Component<T>): Effect.Effect<void, ConfigError.ConfigError> =>
+  Effect.forEach(
+    c.refused ?? [],
+    (r) =>
+      Effect.flatMap(Config.option(Config.string(r.env)), (value) =>
+        Option.isSome(value) && r.ignored !== true
+          ? Effect.fail(ConfigError.InvalidData([], `${r.env} (Talon's name) is not read here: ${r.use}`))
+          : Effect.void
+      ),
+    { discard: true }
   )
 
 /** Checks every setting's own rule, then the component's cross-setting rules. */
-export const validate = <T>(c: Component<T>, values: T): Either.Either<T, ConfigError.ConfigError> => {
+export const validate = <T>(c: Component<T>, given: T): Either.Either<T, ConfigError.ConfigError> => {
+  const values = c.derive === undefined ? given : c.derive(given)
   for (const key of keysOf(c.settings)) {
     const s = c.settings[key]
     const problem = s.check?.(values[key])
@@ -159,6 +220,7 @@ export const defaultsOf = <T>(c: Component<T>): T => {
 /** explicit > `TALON_*` (environment, then file) > default, validated. */
 export const resolve = <T>(c: Component<T>, explicit: Partial<T> = {}): Effect.Effect<T, ConfigError.ConfigError> =>
   Effect.gen(function* () {
+    yield* refusedName(c)
     const out: Partial<T> = {}
     for (const key of keysOf(c.settings)) {
       const given = explicit[key]

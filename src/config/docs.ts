@@ -36,6 +36,39 @@ const section = (c: Component<any>): string =>
     ""
   ].join("\n")
 
+/** Talon's key in its own one-component file (`TALON_WORKER_CAPACITY_BYTES` → `capacity_bytes`). */
+const talonFileKey = (env: string): string =>
+  env
+    .replace(/^TALON_(WORKER|COORDINATOR|GATEWAY)_/, "")
+    .toLowerCase()
+    .replace(/^(control_tls|etcd)_/, "$1.")
+
+const talonNames = (components: ReadonlyArray<Component<any>>): ReadonlyArray<string> => {
+  const rows = components.flatMap((c) => [
+    ...Object.values(c.settings as Record<string, Setting<any>>).flatMap((s) =>
+      (s.aliases ?? []).map((a) => `| ${code(a)} | ${code(talonFileKey(a))} | same as ${code(s.env)}${s.flag === undefined ? "" : ` (${code(`--${s.flag}`)})`} |`)
+    ),
+    ...(c.refused ?? []).map(
+      (r) => `| ${code(r.env)} | ${code(talonFileKey(r.env))} | ${r.ignored === true ? "accepted and ignored" : "refused"}: ${cell(r.use)} |`
+    )
+  ])
+  return [
+    "## Talon's names",
+    "",
+    "Talon's environment variables, and the keys of its one-component TOML files, are read where the meaning is the same.",
+    "A Talon file (keys at the top level, e.g. `listen = \"0.0.0.0:7001\"`) loads as `talon --config FILE worker` (or `coordinator`, `gateway`);",
+    "a key no setting reads is refused. Talon's names that match ours already (`TALON_WORKER_BLOCK_SIZE`, `TALON_WORKER_CACHE_DIRS` with",
+    "`:`-separated dirs, `TALON_COORDINATOR_LISTEN`, …) need no alias. Where both our name and Talon's are set (in the environment or the",
+    "file) they must agree, else the command stops naming both: a half-migrated deployment never runs on the value its operator did not mean.",
+    "A flag still overrides both. Talon's names whose meaning differs here stop the command with what to set instead.",
+    "",
+    "| Talon variable | Talon file key | Here |",
+    "|---|---|---|",
+    ...rows,
+    ""
+  ]
+}
+
 export const renderConfigurationDocs = (components: ReadonlyArray<Component<any>>): string =>
   [
     "# Configuration",
@@ -50,5 +83,6 @@ export const renderConfigurationDocs = (components: ReadonlyArray<Component<any>
     "flag, what was wrong, and an example. Secrets are never flags. Origin endpoints and credentials",
     "(`TALON_S3_*`, `TALON_AZURE_*`) are described in the backend docs.",
     "",
-    ...components.map(section)
+    ...components.map(section),
+    ...talonNames(components)
   ].join("\n")

@@ -11,6 +11,7 @@ import { formatHostPort } from "../transport/address.js"
 import type { ClusterStatus } from "../protocol/clusterStatus.js"
 import { OBJECT_LISTING_PATH } from "../protocol/objectListing.js"
 import type { ObjectListingAnswer, ObjectListingQuery } from "./objectListing.js"
+import { type UiSource, uiRouter } from "./ui/routes.js"
 
 export interface AdminSource {
   readonly cluster: Effect.Effect<ClusterStatus>
@@ -18,6 +19,8 @@ export interface AdminSource {
   readonly ready: Effect.Effect<boolean>
   /** The paginated JSON object listing (./objectListing.ts); absent = no route. */
   readonly listObjects?: (query: ObjectListingQuery) => Effect.Effect<ObjectListingAnswer>
+  /** The management page at /ui (./ui/routes.ts); absent = no page. */
+  readonly ui?: UiSource
 }
 
 const listingRoute = (list: (query: ObjectListingQuery) => Effect.Effect<ObjectListingAnswer>) =>
@@ -51,7 +54,8 @@ export const adminRouter = (source: AdminSource) => {
       )
     )
   )
-  return source.listObjects === undefined ? router : router.pipe(HttpRouter.get(OBJECT_LISTING_PATH, listingRoute(source.listObjects)))
+  const listed = source.listObjects === undefined ? router : router.pipe(HttpRouter.get(OBJECT_LISTING_PATH, listingRoute(source.listObjects)))
+  return source.ui === undefined ? listed : HttpRouter.concat(listed, uiRouter(source.ui))
 }
 
 /** Binds the admin server; returns the `host:port` it listens on (port 0 resolved). */
@@ -70,7 +74,7 @@ export const serveAdmin = (
       adminRouter(source).pipe(
         Effect.catchTag("RouteNotFound", () =>
           Effect.succeed(
-            HttpServerResponse.text("not found; try /healthz, /readyz, /api/v1/cluster, /api/v1/objects?prefix=/s3/<bucket>/, /metrics\n", { status: 404 })
+            HttpServerResponse.text("not found; try /healthz, /readyz, /api/v1/cluster, /api/v1/objects?prefix=/s3/<bucket>/, /metrics, /ui\n", { status: 404 })
           )
         )
       )

@@ -16,6 +16,7 @@ import type { ControlMessage } from "../protocol/index.js"
 import { DEFAULT_CAPS } from "../protocol/frame.js"
 import { parseHostPort } from "../transport/address.js"
 import { serveAdmin } from "./AdminHttp.js"
+import { makeUi, sampleIntervalFor } from "./ui/overview.js"
 import type { ClusterMember, ClusterStatus } from "../protocol/clusterStatus.js"
 import { COORDINATOR_CAPS, serveControl, type ControlListenError, type ControlServer } from "./ControlServer.js"
 import { resolveCoordinatorOptions, resolveCoordinatorState, type CoordinatorOptions } from "./config.js"
@@ -265,10 +266,11 @@ export const makeCoordinatorOn = (
     )
 
     const ready = Effect.map(view, (v) => v.ready)
+    const ui = yield* makeUi(view, cluster, sampleIntervalFor(options.heartbeatIntervalMs))
     const adminAddress = yield* serveAdmin(
       adminListen.host,
       adminListen.port,
-      { cluster, metrics, ready, listObjects: (query) => objectListingPage(backend, query, control.address) },
+      { cluster, metrics, ready, listObjects: (query) => objectListingPage(backend, query, control.address), ui },
       options.adminTlsCert === undefined ? undefined : { cert: options.adminTlsCert, key: options.adminTlsKey ?? "" }
     )
 

@@ -9,6 +9,7 @@ import * as S from "../config/declare.js"
 import { component, defaultsOf, resolve } from "../config/Setting.js"
 import { resolveStateStoreSettings, type StateStoreSettings, type StateTiming } from "./state/config.js"
 import { notBlank, positive } from "../config/checks.js"
+import { TALON_COORDINATOR_REFUSED } from "./talonNames.js"
 
 /** The coordinator's own settings (one declaration each in CoordinatorSchema). */
 export interface CoordinatorSettings {
@@ -60,6 +61,7 @@ export const CoordinatorSchema = component<CoordinatorSettings>({
     ),
     adminTlsKey: S.unset(K.text, "PEM private key of --admin-tls-cert", { example: "/etc/talon/admin-key.pem" })
   },
+  refused: TALON_COORDINATOR_REFUSED,
   check: (o) =>
     (o.adminTlsCert === undefined) !== (o.adminTlsKey === undefined)
       ? {

@@ -87,7 +87,7 @@ export const GatewaySchema = component<GatewaySettings>({
   summary: "`talon gateway`: S3 and Azure Blob endpoints over the cache.",
   prefix: "TALON_GATEWAY",
   settings: {
-    listen: S.of(listenKind, "127.0.0.1:9000", "host:port to serve S3 and Azure on", { example: "0.0.0.0:9000" }),
+    listen: S.of(listenKind, "127.0.0.1:9000", "host:port to serve S3 and Azure on", { example: "0.0.0.0:9000", aliases: ["TALON_GATEWAY_BIND"] }),
     adminListen: S.of(
       optionalListenKind,
       "",
@@ -129,13 +129,22 @@ export const GatewaySchema = component<GatewaySettings>({
     maxListKeys: S.integer(1000, "Largest listing page asked of the origin (S3's limit is 1000)", {
       check: (n) => (Number.isSafeInteger(n) && n > 0 && n <= 1000 ? undefined : "must be in 1..1000 (S3's page limit)")
     }),
-    clockSkewMs: S.integer(15 * 60 * 1000, "Allowed clock difference for signed requests, in ms", positiveInteger),
+    clockSkewMs: S.integer(15 * 60 * 1000, "Allowed clock difference for signed requests, in ms", {
+      check: positiveInteger,
+      aliases: ["TALON_GATEWAY_S3_MAX_CLOCK_SKEW_MS", "TALON_GATEWAY_AZURE_MAX_CLOCK_SKEW_MS"]
+    }),
     tlsCert: S.unset(K.text, "PEM certificate (chain) file: serve HTTPS; re-read on SIGHUP or when the file changes (needs --tls-key)", {
       shownDefault: "none: plain HTTP",
-      example: "/etc/talon/gateway.pem"
+      example: "/etc/talon/gateway.pem",
+      aliases: ["TALON_GATEWAY_TLS_CERT_PATH"]
     }),
-    tlsKey: S.unset(K.text, "PEM private key file for --tls-cert", { example: "/etc/talon/gateway-key.pem" })
+    tlsKey: S.unset(K.text, "PEM private key file for --tls-cert", { example: "/etc/talon/gateway-key.pem", aliases: ["TALON_GATEWAY_TLS_KEY_PATH"] })
   },
+  refused: [
+    { env: "TALON_GATEWAY_S3_REGION", use: "Talon's is the origin's region; here that is TALON_S3_REGION (TALON_GATEWAY_REGION is the region clients sign for)" },
+    { env: "TALON_GATEWAY_S3_ENDPOINT", use: "Talon's is the origin's endpoint; here that is TALON_S3_ENDPOINT" },
+    { env: "TALON_GATEWAY_AZURE_ENDPOINT", use: "Talon's is the origin's endpoint; here that is TALON_AZURE_ENDPOINT" }
+  ],
   check: (o) =>
     (o.tlsCert === undefined) !== (o.tlsKey === undefined)
       ? { key: o.tlsCert === undefined ? "tlsCert" : "tlsKey", message: "give both a TLS certificate and a key (--tls-cert and --tls-key), or neither" }

@@ -11,6 +11,7 @@ import { component, defaultsOf, envNamesOf, resolve, resolveOnly } from "../conf
 import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
 import { blockSizeRange, nonNegative, notBlank, positive, range } from "../config/checks.js"
 import { clusterTokenSetting } from "../config/clusterToken.js"
+import { TALON_WORKER_REFUSED } from "./talonNames.js"
 import { NO_RATE_LIMITS, parsePolicy, type RateLimitPolicy, showPolicy } from "./tenants/policy.js"
 
 const rateLimitsKind: K.Kind<RateLimitPolicy> = { type: "table", parse: parsePolicy, show: showPolicy }
@@ -36,6 +37,8 @@ export interface WorkerSettings {
   readonly cacheDirs: ReadonlyArray<string>
   /** Bytes per cache dir. */
   readonly capacity: number
+  /** Bytes across all cache dirs (Talon's `capacity_bytes`): when set, each dir gets an equal share and `capacity` is that share. */
+  readonly capacityTotal?: number | undefined
   readonly blockSize: number
   /** 0 = whole blocks. */
   readonly pageSize: number
@@ -79,12 +82,17 @@ export const WorkerSchema = component<WorkerSettings>({
   summary: "`talon worker`: the block cache, its miss path and data plane.",
   prefix: "TALON_WORKER",
   settings: {
-    id: S.text("", "Node id registered with the coordinator", { shownDefault: "worker-<data address>", example: "worker-1" }),
+    id: S.text("", "Node id registered with the coordinator", { shownDefault: "worker-<data address>", example: "worker-1", aliases: ["TALON_WORKER_NODE_ID"] }),
     dataAddress: S.listen("127.0.0.1:7001", "Data listener host:port serving GetRange, Get and Ping (port 0 = any free port)", {
       name: "data-addr",
-      example: "0.0.0.0:7001"
+      example: "0.0.0.0:7001",
+      aliases: ["TALON_WORKER_LISTEN"]
     }),
-    adminAddress: S.listen("127.0.0.1:8001", "Admin HTTP host:port serving /healthz, /readyz and /metrics", { name: "admin-addr", example: "0.0.0.0:8001" }),
+    adminAddress: S.listen("127.0.0.1:8001", "Admin HTTP host:port serving /healthz, /readyz and /metrics", {
+      name: "admin-addr",
+      example: "0.0.0.0:8001",
+      aliases: ["TALON_WORKER_ADMIN_LISTEN"]
+    }),
     coordinator: S.of(
       K.coordinatorList({ standalone: true }),
       "127.0.0.1:7000",
@@ -106,7 +114,7 @@ export const WorkerSchema = component<WorkerSettings>({
     cacheDirs: S.of(
       K.list("directories", /[,:]/),
       [path.join(os.tmpdir(), "talon-worker-cache")],
-      "Cache directory; repeat the flag for several (each has its own --capacity). The variable and file separate dirs with commas",
+      "Cache directory; repeat the flag for several (each has its own --capacity). The variable separates dirs with commas or colons (Talon's form)",
       {
         flag: "cache-dir",
         shownDefault: "$TMPDIR/talon-worker-cache",
@@ -115,11 +123,19 @@ export const WorkerSchema = component<WorkerSettings>({
       }
     ),
     capacity: S.size(8 * 1024 ** 3, "Bytes of blocks kept per cache dir before LRU eviction (K/M/G/T suffixes)", { example: "100G", check: positive }),
+    capacityTotal: S.unset(
+      K.size,
+      "Bytes of blocks kept across all cache dirs, split equally among them (Talon's capacity_bytes); when set it replaces --capacity",
+      { example: "400G", check: (n) => (n === undefined || n > 0 ? undefined : "must be positive"), aliases: ["TALON_WORKER_CAPACITY_BYTES"] }
+    ),
     blockSize: S.size(DEFAULT_BLOCK_SIZE, "Block size; every client and worker of a cluster must agree on it, as placement is per block", {
       example: "8M",
       check: blockSizeRange
     }),
-    pageSize: S.size(DEFAULT_PAGE_SIZE, "Page size of paged blocks, so a cold point read fetches one page; 0 = whole blocks as Talon does by default", nonNegative),
+    pageSize: S.size(DEFAULT_PAGE_SIZE, "Page size of paged blocks, so a cold point read fetches one page; 0 = whole blocks as Talon does by default", {
+      check: nonNegative,
+      aliases: ["TALON_WORKER_L2_PAGE_SIZE_BYTES"]
+    }),
     versionTtlMs: S.integer(
       2000,
       "How long an object's version (ETag) from a HEAD is trusted; a changed object is served new after at most this long, in ms",
@@ -196,6 +212,8 @@ export const WorkerSchema = component<WorkerSettings>({
     ),
     maxPutBytes: S.size(5 * 1024 ** 3, "Largest object a Put on the data port may write through to the origin (K/M/G suffixes; S3's single-PUT limit by default); a longer Put is refused before any byte reaches the origin; 0 = this worker refuses Put and Delete", { name: "max-put-size", example: "1G", check: nonNegative })
   },
+  derive: (s) => (s.capacityTotal === undefined ? s : { ...s, capacity: Math.floor(s.capacityTotal / Math.max(1, s.cacheDirs.length)) }),
+  refused: TALON_WORKER_REFUSED,
   check: (s) => {
     if (s.pageSize > s.blockSize) return { key: "pageSize", message: `must be 0 (whole blocks) or at most the block size ${s.blockSize}, got ${s.pageSize}` }
     if ((s.adminTlsCert === "") !== (s.adminTlsKey === "")) {

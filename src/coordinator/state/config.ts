@@ -88,6 +88,7 @@ export const StateStoreSchema = component<StateStoreInput>({
       flag: "state",
       default: undefined,
       shownDefault: "etcd when endpoints are set, else memory",
+      aliases: ["TALON_COORDINATOR_STATE_BACKEND"],
       help: "memory: state lives in this coordinator only; etcd: shared by every coordinator of the cluster (active-active)",
       example: "etcd"
     }),
@@ -106,7 +107,8 @@ export const StateStoreSchema = component<StateStoreInput>({
       shownDefault: "the coordinator's heartbeat interval x missed heartbeats",
       help: "A node whose last accepted write is older than this is reported unhealthy and leaves placement, in ms",
       example: "15000",
-      check: positiveMs
+      check: positiveMs,
+      aliases: ["TALON_COORDINATOR_UNHEALTHY_AFTER_MS"]
     }),
     leaseTtlMs: setting(K.integer, {
       env: "TALON_STATE_LEASE_TTL_MS",
@@ -115,7 +117,8 @@ export const StateStoreSchema = component<StateStoreInput>({
       shownDefault: "twice unhealthy-after",
       help: "A node whose last accepted write is older than this disappears (lease expiry; etcd rounds up to whole seconds), in ms",
       example: "30000",
-      check: positiveMs
+      check: positiveMs,
+      aliases: ["TALON_COORDINATOR_LEASE_TTL_MS"]
     }),
     requestTimeoutMs: setting(K.integer, {
       env: "TALON_STATE_REQUEST_TIMEOUT_MS",
@@ -123,7 +126,8 @@ export const StateStoreSchema = component<StateStoreInput>({
       default: 3_000,
       help: "Deadline for one state-store operation, in ms",
       example: "3000",
-      check: positiveMs
+      check: positiveMs,
+      aliases: ["TALON_COORDINATOR_REQUEST_TIMEOUT_MS"]
     }),
     etcdEndpoints: setting(K.list("URLs"), {
       env: "TALON_ETCD_ENDPOINTS",
@@ -131,7 +135,8 @@ export const StateStoreSchema = component<StateStoreInput>({
       default: [],
       shownDefault: "none",
       help: "etcd client URLs, comma-separated; a bare host:port gets http://",
-      example: "http://10.0.0.1:2379,http://10.0.0.2:2379"
+      example: "http://10.0.0.1:2379,http://10.0.0.2:2379",
+      aliases: ["TALON_COORDINATOR_ETCD_ENDPOINTS"]
     }),
     etcdPrefix: setting(K.text, {
       env: "TALON_ETCD_PREFIX",
@@ -146,14 +151,16 @@ export const StateStoreSchema = component<StateStoreInput>({
       default: undefined,
       shownDefault: "none",
       help: "etcd password authentication: the user (with TALON_ETCD_PASSWORD)",
-      example: "talon"
+      example: "talon",
+      aliases: ["TALON_COORDINATOR_ETCD_USERNAME"]
     }),
     etcdPassword: setting(K.optional(K.secret), {
       env: "TALON_ETCD_PASSWORD",
       default: undefined,
       shownDefault: "none",
       help: "etcd password authentication: the password (with TALON_ETCD_USERNAME)",
-      example: "<password>"
+      example: "<password>",
+      aliases: ["TALON_COORDINATOR_ETCD_PASSWORD"]
     }),
     clusterToken: clusterTokenSetting,
     tokenCheck: setting(K.oneOf("every-write", "takeover-only"), {
