@@ -37,6 +37,7 @@ import { loadavg } from "./gateway-proxy/client.js"
 import { type ColdResult, coldResult, judge, MiB, type Piece, sequentialSlices, shuffledRanges, targetsFor, type TargetVerdict, type Workload, workloadName } from "./cold/plan.js"
 import { clientRead, clientStream, ColdBenchFailed, oneGet, partedGet, type ReadPiece, runReaders } from "./cold/readers.js"
 import { originSettled, type OriginCounters } from "./cold/origin.js"
+import { cpuDelta, cpuSnapshot } from "./cold/cpu.js"
 
 const flags = await parseFlags("cold-bench", "Cold and warm reads through TalonClient and the gateway against the origin directly, paired order-swapped rounds.", {
   quick: Flag.bool("quick", "A few minutes: 256 MiB only, 1 and 8 readers, 2 rounds (explicit flags still win)."),
@@ -47,8 +48,11 @@ const flags = await parseFlags("cold-bench", "Cold and warm reads through TalonC
   latencyMs: Flag.number("latency-ms", 30, "Origin first-byte latency per request, ms."),
   bandwidth: Flag.size("bandwidth", "100M", "Origin bandwidth cap per response, bytes/s."),
   workers: Flag.number("workers", 2, "Workers in the cluster."),
+  arms: Flag.text("arms", "", "Only these arms, comma-separated (default: all; origin is always kept as the baseline)."),
   cooldown: Flag.number("cooldown", 1, "Pause between runs, seconds."),
   runTimeout: Flag.number("run-timeout", 0, "Seconds one run may take before the bench fails (default: at 5 MB/s, plus 60 s)."),
+  profile: Flag.text("profile", "", "Write V8 CPU profiles (.cpuprofile) of the origin stub, workers and gateway into this directory."),
+  workerNodeFlags: Flag.text("worker-node-flags", "", "Extra node flags for the workers, space-separated (e.g. --trace-gc)."),
   noWrite: Flag.bool("no-write", "Print only; do not write bench/data/cold.json."),
   machine: Flag.machine()
 })
@@ -78,10 +82,12 @@ const BUCKET = "coldbench"
 const sizeLabel = (n: number) => (n >= 1024 * MiB ? `${n / (1024 * MiB)} GiB` : `${n / MiB} MiB`)
 
 /** Arms of a workload: the parted ones only where one reader streams the whole object. */
+const onlyArms = flags.arms === "" ? undefined : new Set(["origin", ...flags.arms.split(",").map((a) => a.trim())])
 const armsOf = (w: Workload): ReadonlyArray<string> =>
-  w.pattern === "seq" && w.readers === 1
+  (w.pattern === "seq" && w.readers === 1
     ? ["origin", "origin-8x", "client-cold", "client-warm", "gateway-cold", "gateway-warm", "gateway-par-cold", "gateway-par-warm"]
     : ["origin", "client-cold", "client-warm", "gateway-cold", "gateway-warm"]
+  ).filter((a) => onlyArms === undefined || onlyArms.has(a))
 
 const getJson = <A>(url: string): Promise<A> =>
   new Promise((resolve, reject) => {
@@ -106,8 +112,10 @@ const main = Effect.gen(function* () {
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   buildDist()
   const talon = talonBin()
+  const profiling = (name: string) => (flags.profile === "" ? [] : ["--cpu-prof", `--cpu-prof-dir=${flags.profile}`, `--cpu-prof-name=${name}.cpuprofile`])
+  const nodeFlags = (name: string) => [...profiling(name), ...(name.startsWith("worker") ? flags.workerNodeFlags.split(" ").filter((f) => f !== "") : [])]
   const start = (name: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-    Proc.spawn(name, [...talon, ...args], { env, grace: "3 seconds" })
+    Proc.spawn(name, [talon[0]!, ...nodeFlags(name), ...talon.slice(1), ...args], { env, grace: "3 seconds" })
 
   // The expected content: one deterministic stream; the object of each size is its prefix.
   const maxSize = Math.max(...sizes)
@@ -158,6 +166,7 @@ const main = Effect.gen(function* () {
     }
   })
 
+  const roles = { origin: [origin.pid], workers: workers.map((w) => w.pid), gateway: [gateway.pid], coordinator: [coordinator.pid] }
   const counters = (): Promise<OriginCounters> => getJson<OriginCounters>(`${originUrl}/_talon/stats`)
   const settle = originSettled(counters)
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
@@ -205,6 +214,7 @@ const main = Effect.gen(function* () {
           Effect.gen(function* () {
             const { key, read } = reader(arm)
             const before = yield* Effect.promise(() => settle())
+            const cpu0 = cpuSnapshot(roles)
             const out = yield* runReaders(pieces, readers, read).pipe(
               Effect.timeoutFail({
                 duration: timeout,
@@ -213,7 +223,9 @@ const main = Effect.gen(function* () {
             )
             // Read-ahead may still be fetching: its bytes belong to this run.
             const after = yield* Effect.promise(() => settle())
+            const cpu = cpuDelta(cpu0, cpuSnapshot(roles))
             return coldResult({
+              cpu,
               bytes: out.bytes,
               seconds: out.seconds,
               originBytes: after.bytesServed - before.bytesServed,
@@ -233,7 +245,8 @@ const main = Effect.gen(function* () {
             Effect.sync(() =>
               console.log(
                 `${sizeLabel(size).padEnd(8)} ${wname.padEnd(8)} round ${r.round} ${r.arm.padEnd(17)} ${r.result.mb_s.toFixed(1).padStart(7)} MB/s  ` +
-                  `origin ${r.result.origin_ratio.toFixed(3)}× (${r.result.origin_gets} GETs, ${r.result.origin_heads} HEADs)  first byte ${r.result.first_byte_ms.toFixed(0)} ms  load ${r.result.load1}`
+                  `origin ${r.result.origin_ratio.toFixed(3)}× (${r.result.origin_gets} GETs, ${r.result.origin_heads} HEADs)  first byte ${r.result.first_byte_ms.toFixed(0)} ms  load ${r.result.load1}  ` +
+                  `cpu s: origin ${r.result.cpu_origin_s} workers ${r.result.cpu_workers_s} gateway ${r.result.cpu_gateway_s} client ${r.result.cpu_client_s}`
               )
             )
         })
@@ -267,6 +280,14 @@ const main = Effect.gen(function* () {
     }
   }
 
+  if (flags.workerNodeFlags.includes("--trace-gc")) {
+    for (const w of workers) {
+      const out = yield* w.stdout
+      const count = (re: RegExp) => out.split("\n").filter((l) => re.test(l)).length
+      console.log(`${w.name}: ${count(/Mark-Compact/)} mark-compact, ${count(/Scavenge/)} scavenges (--trace-gc)`)
+      console.log(out.split("\n").filter((l) => /Mark-Compact/.test(l)).slice(-5).join("\n"))
+    }
+  }
   console.log("\n| size | workload | target | measure | value | per round | bound | verdict |")
   console.log("|---|---|---|---|--:|---|---|---|")
   for (const v of verdicts) console.log(`| ${v.size} | ${v.workload} | ${v.target} | ${v.measure} | ${v.median ?? "-"} | ${v.per_round} | ${v.bound} | ${v.verdict} |`)
