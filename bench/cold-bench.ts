@@ -34,7 +34,7 @@ import { buildDist, stubBackendEnv, talonBin } from "./lib/build.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
 import { loadavg } from "./gateway-proxy/client.js"
-import { type ColdResult, coldResult, judge, MiB, type Piece, sequentialSlices, shuffledRanges, targetsFor, type TargetVerdict, type Workload, workloadName } from "./cold/plan.js"
+import { type ColdResult, coldResult, cpuPerByte, judge, MiB, type Piece, sequentialSlices, shuffledRanges, targetsFor, type TargetVerdict, type Workload, workloadName } from "./cold/plan.js"
 import { clientRead, clientStream, ColdBenchFailed, oneGet, partedGet, type ReadPiece, runReaders } from "./cold/readers.js"
 import { originSettled, type OriginCounters } from "./cold/origin.js"
 import { cpuDelta, cpuSnapshot } from "./cold/cpu.js"
@@ -271,6 +271,10 @@ const main = Effect.gen(function* () {
             per_round: q.perRound.map((v) => (Number.isFinite(v) ? v.toFixed(3) : "-")).join(" ")
           })
         }
+        for (const arm of report.arms) {
+          const cpu = cpuPerByte(report.byArm[arm] ?? [])
+          if (cpu !== undefined) ratios.push({ ...common, kind: "cpu", arm, ...cpu })
+        }
         for (const t of targetsFor([wname], () => report.arms)) {
           const v = judge(t, report.byArm)
           verdicts.push({ ...v, size: sizeLabel(size) })
@@ -309,7 +313,8 @@ const main = Effect.gen(function* () {
       "All processes (origin stub, coordinator, workers, gateway) and the readers with the in-process TalonClient share the same two cores: the origin stub's own CPU caps what any arm can reach, the direct arms included.",
       "Cold = a key the cluster never saw (a fresh hard link to the same file per cold run); warm = one object read through TalonClient before the rounds, then read by the warm arms of every round.",
       "origin_ratio counts the origin's response body bytes from the run's start until its GETs drained after the run (read-ahead still in flight belongs to the run that caused it); direct arms read 1.0 by construction.",
-      "Speed targets are judged on the median of per-round ratios; fetch targets on the worst round."
+      "Speed targets are judged on the median of per-round ratios; fetch targets on the worst round.",
+      "CPU per byte: utime+stime from /proc/PID/stat of each server process (with its children) and process.cpuUsage() of the bench process (readers, checks, TalonClient), from the run's start until the origin drained, over the bytes read."
     ],
     command: `npx tsx bench/cold-bench.ts${flags.quick ? " --quick" : ""} --sizes ${sizes.map((s) => (s >= 1024 * MiB ? `${s / (1024 * MiB)}G` : `${s / MiB}M`)).join(",")} --readers ${readerCounts.join(",")} --rounds ${rounds} --latency-ms ${flags.latencyMs} --bandwidth ${flags.bandwidth} --workers ${flags.workers}`,
     date: today(),
@@ -384,6 +389,16 @@ const main = Effect.gen(function* () {
           ...tableColumns({ size: "size", workload: "workload", arm: "arm" }),
           ...tableColumns({ median: "median", min: "min", max: "max" }, 3),
           ...tableColumns({ per_round: "per round" })
+        ]
+      },
+      {
+        id: "cpu",
+        title: "CPU ns per byte read, by process (median over rounds; all on the same 2 cores)",
+        data: "ratios",
+        filter: { kind: "cpu" },
+        columns: [
+          ...tableColumns({ size: "size", workload: "workload", arm: "arm" }),
+          ...tableColumns({ origin: "origin stub", workers: "workers", gateway: "gateway", client: "reader + TalonClient", total: "total" }, 2)
         ]
       },
       {

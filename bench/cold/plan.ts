@@ -219,7 +219,7 @@ export interface TargetVerdict {
   readonly verdict: "met" | "not met" | "no data"
 }
 
-const nearestRankMedian = (xs: ReadonlyArray<number>): number => {
+export const nearestRankMedian = (xs: ReadonlyArray<number>): number => {
   const s = [...xs].sort((a, b) => a - b)
   return s[Math.max(1, Math.ceil(0.5 * s.length)) - 1]!
 }
@@ -257,4 +257,20 @@ export const judge = (t: Target, byArm: Readonly<Record<string, ReadonlyArray<Co
     bound: `≤ ${t.atMost}`,
     verdict: worst === null ? "no data" : worst <= t.atMost ? "met" : "not met"
   }
+}
+
+const CPU_ROLES = ["origin", "workers", "gateway", "client"] as const
+
+/**
+ * CPU nanoseconds per byte read, per role and in total, median over an arm's rounds: where the
+ * CPU of a run went (origin stub, workers, gateway, the reader process with its TalonClient and
+ * checks). Undefined when the runs carry no CPU figures.
+ */
+export const cpuPerByte = (runs: ReadonlyArray<ColdResult>): Record<string, number> | undefined => {
+  if (runs.length === 0 || runs.some((r) => r.cpu_workers_s === undefined || r.bytes === 0)) return undefined
+  const per = (r: ColdResult, role: (typeof CPU_ROLES)[number]): number => ((r[`cpu_${role}_s`] ?? 0) * 1e9) / r.bytes
+  const out: Record<string, number> = {}
+  for (const role of CPU_ROLES) out[role] = Math.round(nearestRankMedian(runs.map((r) => per(r, role))) * 100) / 100
+  out["total"] = Math.round(nearestRankMedian(runs.map((r) => CPU_ROLES.reduce((n, role) => n + per(r, role), 0))) * 100) / 100
+  return out
 }

@@ -10,6 +10,7 @@ import * as fc from "fast-check"
 import {
   type ColdResult,
   coldResult,
+  cpuPerByte,
   firstMismatch,
   judge,
   MiB,
@@ -240,6 +241,23 @@ describe("cold-bench targets", () => {
       cpu: { origin: 0.4, workers: 2.5, gateway: 0.01, coordinator: 0, client: 1.2 }
     })
     expect([r.cpu_origin_s, r.cpu_workers_s, r.cpu_gateway_s, r.cpu_coordinator_s, r.cpu_client_s]).toEqual([0.4, 2.5, 0.01, 0, 1.2])
+  })
+})
+
+describe("cpuPerByte", () => {
+  const run = (workers: number | undefined) =>
+    coldResult({
+      bytes: 1e9, seconds: 1, originBytes: 1e9, originGets: 1, originHeads: 0, firstByteMs: 1, load1: 0,
+      ...(workers === undefined ? {} : { cpu: { origin: 1, workers, gateway: 0, coordinator: 0, client: 2 } })
+    })
+
+  it("gives ns per byte read per role and in total, median over rounds", () => {
+    expect(cpuPerByte([run(3), run(5), run(4)])).toEqual({ origin: 1, workers: 4, gateway: 0, client: 2, total: 7 })
+  })
+
+  it("is undefined when a run carries no CPU figures", () => {
+    expect(cpuPerByte([run(3), run(undefined)])).toBeUndefined()
+    expect(cpuPerByte([])).toBeUndefined()
   })
 })
 
