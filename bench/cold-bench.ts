@@ -14,10 +14,12 @@
  * the cluster before the rounds. Paired, order-swapped rounds per workload (bench/lib/rounds.ts).
  *
  *   npx tsx bench/cold-bench.ts [--quick] [--sizes 256M,1G] [--readers 1,8,32] [--rounds 3]
- *       [--latency-ms 30] [--bandwidth 100M] [--workers 2] [--no-write]
+ *       [--latency-ms 30] [--bandwidth 100M] [--workers 2] [--arms client-cold,origin-8x]
+ *       [--profile DIR] [--worker-node-flags "--trace-gc"] [--no-write]
  *
  * Writes bench/data/cold.json (unless --no-write): runs, medians, per-round ratios to the direct
- * origin read, and each target of the issue stated as met / not met from the data.
+ * origin read, CPU ns per byte read by process (origin stub, workers, gateway, this process), and
+ * each target of the issue stated as met / not met from the data.
  */
 import { linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
