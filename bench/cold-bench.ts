@@ -83,8 +83,8 @@ const rounds = flags.rounds || (flags.quick ? 2 : 3)
 const BUCKET = "coldbench"
 const sizeLabel = (n: number) => (n >= 1024 * MiB ? `${n / (1024 * MiB)} GiB` : `${n / MiB} MiB`)
 
-/** Arms of a workload: the parted ones only where one reader streams the whole object. */
 const onlyArms = flags.arms === "" ? undefined : new Set(["origin", ...flags.arms.split(",").map((a) => a.trim())])
+/** Arms of a workload (those of --arms, if given): the parted ones only where one reader streams the whole object. */
 const armsOf = (w: Workload): ReadonlyArray<string> =>
   (w.pattern === "seq" && w.readers === 1
     ? ["origin", "origin-8x", "client-cold", "client-warm", "gateway-cold", "gateway-warm", "gateway-par-cold", "gateway-par-warm"]
