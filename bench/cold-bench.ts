@@ -14,10 +14,12 @@
  * the cluster before the rounds. Paired, order-swapped rounds per workload (bench/lib/rounds.ts).
  *
  *   npx tsx bench/cold-bench.ts [--quick] [--sizes 256M,1G] [--readers 1,8,32] [--rounds 3]
- *       [--latency-ms 30] [--bandwidth 100M] [--workers 2] [--no-write]
+ *       [--latency-ms 30] [--bandwidth 100M] [--workers 2] [--arms client-cold,origin-8x]
+ *       [--profile DIR] [--worker-node-flags "--trace-gc"] [--no-write]
  *
  * Writes bench/data/cold.json (unless --no-write): runs, medians, per-round ratios to the direct
- * origin read, and each target of the issue stated as met / not met from the data.
+ * origin read, CPU ns per byte read by process (origin stub, workers, gateway, this process), and
+ * each target of the issue stated as met / not met from the data.
  */
 import { linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
@@ -34,9 +36,10 @@ import { buildDist, stubBackendEnv, talonBin } from "./lib/build.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
 import { loadavg } from "./gateway-proxy/client.js"
-import { type ColdResult, coldResult, judge, MiB, type Piece, sequentialSlices, shuffledRanges, targetsFor, type TargetVerdict, type Workload, workloadName } from "./cold/plan.js"
+import { type ColdResult, coldResult, cpuPerByte, judge, MiB, type Piece, sequentialSlices, shuffledRanges, targetsFor, type TargetVerdict, type Workload, workloadName } from "./cold/plan.js"
 import { clientRead, clientStream, ColdBenchFailed, oneGet, partedGet, type ReadPiece, runReaders } from "./cold/readers.js"
 import { originSettled, type OriginCounters } from "./cold/origin.js"
+import { cpuDelta, cpuSnapshot } from "./cold/cpu.js"
 
 const flags = await parseFlags("cold-bench", "Cold and warm reads through TalonClient and the gateway against the origin directly, paired order-swapped rounds.", {
   quick: Flag.bool("quick", "A few minutes: 256 MiB only, 1 and 8 readers, 2 rounds (explicit flags still win)."),
@@ -47,8 +50,11 @@ const flags = await parseFlags("cold-bench", "Cold and warm reads through TalonC
   latencyMs: Flag.number("latency-ms", 30, "Origin first-byte latency per request, ms."),
   bandwidth: Flag.size("bandwidth", "100M", "Origin bandwidth cap per response, bytes/s."),
   workers: Flag.number("workers", 2, "Workers in the cluster."),
+  arms: Flag.text("arms", "", "Only these arms, comma-separated (default: all; origin is always kept as the baseline)."),
   cooldown: Flag.number("cooldown", 1, "Pause between runs, seconds."),
   runTimeout: Flag.number("run-timeout", 0, "Seconds one run may take before the bench fails (default: at 5 MB/s, plus 60 s)."),
+  profile: Flag.text("profile", "", "Write V8 CPU profiles (.cpuprofile) of the origin stub, workers and gateway into this directory."),
+  workerNodeFlags: Flag.text("worker-node-flags", "", "Extra node flags for the workers, space-separated (e.g. --trace-gc)."),
   noWrite: Flag.bool("no-write", "Print only; do not write bench/data/cold.json."),
   machine: Flag.machine()
 })
@@ -77,11 +83,13 @@ const rounds = flags.rounds || (flags.quick ? 2 : 3)
 const BUCKET = "coldbench"
 const sizeLabel = (n: number) => (n >= 1024 * MiB ? `${n / (1024 * MiB)} GiB` : `${n / MiB} MiB`)
 
-/** Arms of a workload: the parted ones only where one reader streams the whole object. */
+const onlyArms = flags.arms === "" ? undefined : new Set(["origin", ...flags.arms.split(",").map((a) => a.trim())])
+/** Arms of a workload (those of --arms, if given): the parted ones only where one reader streams the whole object. */
 const armsOf = (w: Workload): ReadonlyArray<string> =>
-  w.pattern === "seq" && w.readers === 1
+  (w.pattern === "seq" && w.readers === 1
     ? ["origin", "origin-8x", "client-cold", "client-warm", "gateway-cold", "gateway-warm", "gateway-par-cold", "gateway-par-warm"]
     : ["origin", "client-cold", "client-warm", "gateway-cold", "gateway-warm"]
+  ).filter((a) => onlyArms === undefined || onlyArms.has(a))
 
 const getJson = <A>(url: string): Promise<A> =>
   new Promise((resolve, reject) => {
@@ -106,8 +114,10 @@ const main = Effect.gen(function* () {
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
   buildDist()
   const talon = talonBin()
+  const profiling = (name: string) => (flags.profile === "" ? [] : ["--cpu-prof", `--cpu-prof-dir=${flags.profile}`, `--cpu-prof-name=${name}.cpuprofile`])
+  const nodeFlags = (name: string) => [...profiling(name), ...(name.startsWith("worker") ? flags.workerNodeFlags.split(" ").filter((f) => f !== "") : [])]
   const start = (name: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-    Proc.spawn(name, [...talon, ...args], { env, grace: "3 seconds" })
+    Proc.spawn(name, [talon[0]!, ...nodeFlags(name), ...talon.slice(1), ...args], { env, grace: "3 seconds" })
 
   // The expected content: one deterministic stream; the object of each size is its prefix.
   const maxSize = Math.max(...sizes)
@@ -158,6 +168,7 @@ const main = Effect.gen(function* () {
     }
   })
 
+  const roles = { origin: [origin.pid], workers: workers.map((w) => w.pid), gateway: [gateway.pid], coordinator: [coordinator.pid] }
   const counters = (): Promise<OriginCounters> => getJson<OriginCounters>(`${originUrl}/_talon/stats`)
   const settle = originSettled(counters)
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 })
@@ -205,6 +216,7 @@ const main = Effect.gen(function* () {
           Effect.gen(function* () {
             const { key, read } = reader(arm)
             const before = yield* Effect.promise(() => settle())
+            const cpu0 = cpuSnapshot(roles)
             const out = yield* runReaders(pieces, readers, read).pipe(
               Effect.timeoutFail({
                 duration: timeout,
@@ -213,7 +225,9 @@ const main = Effect.gen(function* () {
             )
             // Read-ahead may still be fetching: its bytes belong to this run.
             const after = yield* Effect.promise(() => settle())
+            const cpu = cpuDelta(cpu0, cpuSnapshot(roles))
             return coldResult({
+              cpu,
               bytes: out.bytes,
               seconds: out.seconds,
               originBytes: after.bytesServed - before.bytesServed,
@@ -233,7 +247,8 @@ const main = Effect.gen(function* () {
             Effect.sync(() =>
               console.log(
                 `${sizeLabel(size).padEnd(8)} ${wname.padEnd(8)} round ${r.round} ${r.arm.padEnd(17)} ${r.result.mb_s.toFixed(1).padStart(7)} MB/s  ` +
-                  `origin ${r.result.origin_ratio.toFixed(3)}× (${r.result.origin_gets} GETs, ${r.result.origin_heads} HEADs)  first byte ${r.result.first_byte_ms.toFixed(0)} ms  load ${r.result.load1}`
+                  `origin ${r.result.origin_ratio.toFixed(3)}× (${r.result.origin_gets} GETs, ${r.result.origin_heads} HEADs)  first byte ${r.result.first_byte_ms.toFixed(0)} ms  load ${r.result.load1}  ` +
+                  `cpu s: origin ${r.result.cpu_origin_s} workers ${r.result.cpu_workers_s} gateway ${r.result.cpu_gateway_s} client ${r.result.cpu_client_s}`
               )
             )
         })
@@ -258,6 +273,10 @@ const main = Effect.gen(function* () {
             per_round: q.perRound.map((v) => (Number.isFinite(v) ? v.toFixed(3) : "-")).join(" ")
           })
         }
+        for (const arm of report.arms) {
+          const cpu = cpuPerByte(report.byArm[arm] ?? [])
+          if (cpu !== undefined) ratios.push({ ...common, kind: "cpu", arm, ...cpu })
+        }
         for (const t of targetsFor([wname], () => report.arms)) {
           const v = judge(t, report.byArm)
           verdicts.push({ ...v, size: sizeLabel(size) })
@@ -267,6 +286,14 @@ const main = Effect.gen(function* () {
     }
   }
 
+  if (flags.workerNodeFlags.includes("--trace-gc")) {
+    for (const w of workers) {
+      const out = yield* w.stdout
+      const count = (re: RegExp) => out.split("\n").filter((l) => re.test(l)).length
+      console.log(`${w.name}: ${count(/Mark-Compact/)} mark-compact, ${count(/Scavenge/)} scavenges (--trace-gc)`)
+      console.log(out.split("\n").filter((l) => /Mark-Compact/.test(l)).slice(-5).join("\n"))
+    }
+  }
   console.log("\n| size | workload | target | measure | value | per round | bound | verdict |")
   console.log("|---|---|---|---|--:|---|---|---|")
   for (const v of verdicts) console.log(`| ${v.size} | ${v.workload} | ${v.target} | ${v.measure} | ${v.median ?? "-"} | ${v.per_round} | ${v.bound} | ${v.verdict} |`)
@@ -288,7 +315,8 @@ const main = Effect.gen(function* () {
       "All processes (origin stub, coordinator, workers, gateway) and the readers with the in-process TalonClient share the same two cores: the origin stub's own CPU caps what any arm can reach, the direct arms included.",
       "Cold = a key the cluster never saw (a fresh hard link to the same file per cold run); warm = one object read through TalonClient before the rounds, then read by the warm arms of every round.",
       "origin_ratio counts the origin's response body bytes from the run's start until its GETs drained after the run (read-ahead still in flight belongs to the run that caused it); direct arms read 1.0 by construction.",
-      "Speed targets are judged on the median of per-round ratios; fetch targets on the worst round."
+      "Speed targets are judged on the median of per-round ratios; fetch targets on the worst round.",
+      "CPU per byte: utime+stime from /proc/PID/stat of each server process (with its children) and process.cpuUsage() of the bench process (readers, checks, TalonClient), from the run's start until the origin drained, over the bytes read."
     ],
     command: `npx tsx bench/cold-bench.ts${flags.quick ? " --quick" : ""} --sizes ${sizes.map((s) => (s >= 1024 * MiB ? `${s / (1024 * MiB)}G` : `${s / MiB}M`)).join(",")} --readers ${readerCounts.join(",")} --rounds ${rounds} --latency-ms ${flags.latencyMs} --bandwidth ${flags.bandwidth} --workers ${flags.workers}`,
     date: today(),
@@ -363,6 +391,16 @@ const main = Effect.gen(function* () {
           ...tableColumns({ size: "size", workload: "workload", arm: "arm" }),
           ...tableColumns({ median: "median", min: "min", max: "max" }, 3),
           ...tableColumns({ per_round: "per round" })
+        ]
+      },
+      {
+        id: "cpu",
+        title: "CPU ns per byte read, by process (median over rounds; all on the same 2 cores)",
+        data: "ratios",
+        filter: { kind: "cpu" },
+        columns: [
+          ...tableColumns({ size: "size", workload: "workload", arm: "arm" }),
+          ...tableColumns({ origin: "origin stub", workers: "workers", gateway: "gateway", client: "reader + TalonClient", total: "total" }, 2)
         ]
       },
       {

@@ -135,6 +135,12 @@ export interface ColdResult {
   /** The slowest reader's time to its first byte, ms. */
   readonly first_byte_ms: number
   readonly load1: number
+  /** CPU seconds over the run (until the origin drained) per role: origin, workers, gateway, coordinator, client (the bench process). */
+  readonly cpu_origin_s?: number
+  readonly cpu_workers_s?: number
+  readonly cpu_gateway_s?: number
+  readonly cpu_coordinator_s?: number
+  readonly cpu_client_s?: number
 }
 
 const r3 = (x: number): number => Math.round(x * 1000) / 1000
@@ -147,6 +153,7 @@ export const coldResult = (m: {
   readonly originHeads: number
   readonly firstByteMs: number
   readonly load1: number
+  readonly cpu?: Readonly<Record<string, number>>
 }): ColdResult => ({
   mb_s: r3(m.bytes / 1e6 / m.seconds),
   seconds: r3(m.seconds),
@@ -155,7 +162,16 @@ export const coldResult = (m: {
   origin_gets: m.originGets,
   origin_heads: m.originHeads,
   first_byte_ms: r3(m.firstByteMs),
-  load1: m.load1
+  load1: m.load1,
+  ...(m.cpu === undefined
+    ? {}
+    : {
+        cpu_origin_s: m.cpu["origin"] ?? 0,
+        cpu_workers_s: m.cpu["workers"] ?? 0,
+        cpu_gateway_s: m.cpu["gateway"] ?? 0,
+        cpu_coordinator_s: m.cpu["coordinator"] ?? 0,
+        cpu_client_s: m.cpu["client"] ?? 0
+      })
 })
 
 /** A target of the issue, as a ratio of two arms' MB/s (per round) or a bound on one arm's origin ratio. */
@@ -203,7 +219,7 @@ export interface TargetVerdict {
   readonly verdict: "met" | "not met" | "no data"
 }
 
-const nearestRankMedian = (xs: ReadonlyArray<number>): number => {
+export const nearestRankMedian = (xs: ReadonlyArray<number>): number => {
   const s = [...xs].sort((a, b) => a - b)
   return s[Math.max(1, Math.ceil(0.5 * s.length)) - 1]!
 }
@@ -241,4 +257,20 @@ export const judge = (t: Target, byArm: Readonly<Record<string, ReadonlyArray<Co
     bound: `≤ ${t.atMost}`,
     verdict: worst === null ? "no data" : worst <= t.atMost ? "met" : "not met"
   }
+}
+
+const CPU_ROLES = ["origin", "workers", "gateway", "client"] as const
+
+/**
+ * CPU nanoseconds per byte read, per role and in total, median over an arm's rounds: where the
+ * CPU of a run went (origin stub, workers, gateway, the reader process with its TalonClient and
+ * checks). Undefined when the runs carry no CPU figures.
+ */
+export const cpuPerByte = (runs: ReadonlyArray<ColdResult>): Record<string, number> | undefined => {
+  if (runs.length === 0 || runs.some((r) => r.cpu_workers_s === undefined || r.bytes === 0)) return undefined
+  const per = (r: ColdResult, role: (typeof CPU_ROLES)[number]): number => ((r[`cpu_${role}_s`] ?? 0) * 1e9) / r.bytes
+  const out: Record<string, number> = {}
+  for (const role of CPU_ROLES) out[role] = Math.round(nearestRankMedian(runs.map((r) => per(r, role))) * 100) / 100
+  out["total"] = Math.round(nearestRankMedian(runs.map((r) => CPU_ROLES.reduce((n, role) => n + per(r, role), 0))) * 100) / 100
+  return out
 }

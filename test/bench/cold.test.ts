@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -9,6 +10,7 @@ import * as fc from "fast-check"
 import {
   type ColdResult,
   coldResult,
+  cpuPerByte,
   firstMismatch,
   judge,
   MiB,
@@ -20,6 +22,7 @@ import {
   targetsFor
 } from "../../bench/cold/plan.js"
 import { originSettled, type OriginCounters } from "../../bench/cold/origin.js"
+import { cpuDelta, cpuSnapshot } from "../../bench/cold/cpu.js"
 import { oneGet, partedGet, runReaders } from "../../bench/cold/readers.js"
 import { checkBenchData } from "../../bench/lib/chartsData.js"
 
@@ -229,6 +232,80 @@ describe("cold-bench targets", () => {
     expect(r.mb_s).toBe(134.218)
     expect(r.origin_ratio).toBe(1.25)
     expect(r.first_byte_ms).toBe(31.235)
+    expect(r.cpu_workers_s).toBeUndefined()
+  })
+
+  it("carries CPU seconds per role when measured", () => {
+    const r = coldResult({
+      bytes: MiB, seconds: 1, originBytes: MiB, originGets: 1, originHeads: 0, firstByteMs: 1, load1: 0,
+      cpu: { origin: 0.4, workers: 2.5, gateway: 0.01, coordinator: 0, client: 1.2 }
+    })
+    expect([r.cpu_origin_s, r.cpu_workers_s, r.cpu_gateway_s, r.cpu_coordinator_s, r.cpu_client_s]).toEqual([0.4, 2.5, 0.01, 0, 1.2])
+  })
+})
+
+describe("cpuPerByte", () => {
+  const run = (workers: number | undefined) =>
+    coldResult({
+      bytes: 1e9, seconds: 1, originBytes: 1e9, originGets: 1, originHeads: 0, firstByteMs: 1, load1: 0,
+      ...(workers === undefined ? {} : { cpu: { origin: 1, workers, gateway: 0, coordinator: 0, client: 2 } })
+    })
+
+  it("gives ns per byte read per role and in total, median over rounds", () => {
+    expect(cpuPerByte([run(3), run(5), run(4)])).toEqual({ origin: 1, workers: 4, gateway: 0, client: 2, total: 7 })
+  })
+
+  it("is undefined when a run carries no CPU figures", () => {
+    expect(cpuPerByte([run(3), run(undefined)])).toBeUndefined()
+    expect(cpuPerByte([])).toBeUndefined()
+  })
+})
+
+describe("cpuSnapshot", () => {
+  const spin = "const t = Date.now(); while (Date.now() - t < 5000) {}"
+  /** Snapshots of `roles` until `role` has used `seconds` of CPU since the first (a busy process gets there in well under a second). */
+  const until = async (roles: Record<string, ReadonlyArray<number>>, role: string, seconds: number) => {
+    const first = cpuSnapshot(roles)
+    let last = first
+    for (let i = 0; i < 250 && cpuDelta(first, last)[role]! < seconds; i++) {
+      await new Promise((r) => setTimeout(r, 20))
+      last = cpuSnapshot(roles)
+    }
+    return cpuDelta(first, last)
+  }
+  const stop = (pid: number) => {
+    try {
+      process.kill(-pid, "SIGKILL")
+    } catch {
+      // already gone
+    }
+  }
+
+  it("counts a busy process's CPU, none for a pid that does not exist, and this process's own", async () => {
+    const child = spawn(process.execPath, ["-e", spin], { stdio: "ignore", detached: true })
+    try {
+      const d = await until({ busy: [child.pid!], gone: [2 ** 22 + 1] }, "busy", 0.1)
+      expect(d["busy"]).toBeGreaterThanOrEqual(0.1)
+      expect(d["gone"]).toBe(0)
+      expect(d["client"]).toBeGreaterThanOrEqual(0)
+    } finally {
+      stop(child.pid!)
+    }
+  })
+
+  it("sums a process and its descendants", async () => {
+    // The parent only waits; CPU that piles up is its busy child's.
+    const parent = spawn(
+      process.execPath,
+      ["-e", `require("node:child_process").spawn(process.execPath, ["-e", ${JSON.stringify(spin)}], { stdio: "ignore" }); setTimeout(() => {}, 5000)`],
+      { stdio: "ignore", detached: true }
+    )
+    try {
+      const d = await until({ tree: [parent.pid!] }, "tree", 0.2)
+      expect(d["tree"]).toBeGreaterThanOrEqual(0.2)
+    } finally {
+      stop(parent.pid!)
+    }
   })
 })
 
