@@ -80,8 +80,11 @@ export const cachedTokens = <A>(source: TokenSource<A>): Effect.Effect<CachedTok
             held = Option.none()
           }
           if (!force && Option.isSome(held) && now < held.value.refreshAtMs) return [held.value.value, held] as const
-          const next = yield* fetchNew
-          return [next.value, Option.some(next)] as const
+          const next = yield* Effect.either(fetchNew)
+          if (next._tag === "Right") return [next.right.value, Option.some(next.right)] as const
+          // The endpoint is down, but the held value has not expired: keep using it.
+          if (!force && Option.isSome(held) && now < held.value.expiresAtMs) return [held.value.value, held] as const
+          return yield* Effect.fail(next.left)
         })
       )
 
