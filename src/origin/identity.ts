@@ -6,12 +6,24 @@
  *  - Google's OAuth token endpoint for the JWT bearer grant: `POST /_talon/oauth2/token`
  *    (a service-account key file's `token_uri`). The assertion must be a well-formed RS256
  *    JWT whose `aud` is this endpoint and whose `exp` is in the future; the signature is
- *    not checked (the stub holds no keys).
+ *    not checked (the stub holds no keys);
+ *  - AWS STS `AssumeRoleWithWebIdentity`: `POST /_talon/sts` (the STS endpoint), form-encoded,
+ *    with a role ARN and a non-empty web-identity token (not verified);
+ *  - EC2 instance metadata, IMDSv2 only: `PUT /latest/api/token` with
+ *    `X-aws-ec2-metadata-token-ttl-seconds`, then `GET /latest/meta-data/iam/security-credentials/[role]`
+ *    with `X-aws-ec2-metadata-token` (401 without one, as IMDSv2 requires), reached by pointing
+ *    `AWS_EC2_METADATA_SERVICE_ENDPOINT` at the stub.
+ * AWS session tokens are checked on S3 requests that carry one the stub issued (s3.ts is
+ * otherwise signature-blind): an expired one gets S3's 400 ExpiredToken.
  */
 import type { Ctx } from "./context.js"
 import { header } from "../http/context.js"
 import { readBounded } from "./upload.js"
 
+export const STS_PATH = "/_talon/sts"
+export const IMDS_ROLE = "talon-node-role"
+const IMDS_TOKEN_PATH = "/latest/api/token"
+const IMDS_CREDENTIALS_PATH = "/latest/meta-data/iam/security-credentials/"
 export const METADATA_TOKEN_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
 export const OAUTH_TOKEN_PATH = "/_talon/oauth2/token"
 
@@ -21,9 +33,103 @@ const sendJson = (ctx: Ctx, status: number, value: unknown, headers: Record<stri
   ctx.res.end(body)
 }
 
-/** Whether the request is for an identity endpoint (routed before any storage protocol). */
-export const isIdentityPath = (pathname: string): boolean =>
-  pathname.startsWith("/computeMetadata/") || pathname === OAUTH_TOKEN_PATH
+/**
+ * Whether the request is for an identity endpoint (routed before any storage protocol). The
+ * IMDS paths are also valid S3 keys, so they count only with IMDSv2's headers.
+ */
+export const isIdentityRequest = (pathname: string, headers: Record<string, unknown>): boolean =>
+  pathname.startsWith("/computeMetadata/") ||
+  pathname === OAUTH_TOKEN_PATH ||
+  pathname === STS_PATH ||
+  pathname === `${STS_PATH}/` ||
+  (pathname.startsWith("/latest/") &&
+    (headers["x-aws-ec2-metadata-token-ttl-seconds"] !== undefined || headers["x-aws-ec2-metadata-token"] !== undefined))
+
+const sendXml = (ctx: Ctx, status: number, body: string, headers: Record<string, string> = {}) => {
+  const buf = Buffer.from(body)
+  ctx.res.writeHead(status, { ...headers, "Content-Type": "text/xml", "Content-Length": buf.length })
+  ctx.res.end(buf)
+}
+
+const sendText = (ctx: Ctx, status: number, body: string) => {
+  const buf = Buffer.from(body)
+  ctx.res.writeHead(status, { "Content-Type": "text/plain", "Content-Length": buf.length })
+  ctx.res.end(buf)
+}
+
+const stsError = (ctx: Ctx, status: number, code: string, message: string) =>
+  sendXml(
+    ctx,
+    status,
+    `<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type><Code>${code}</Code><Message>${message}</Message></Error><RequestId>${ctx.requestId}</RequestId></ErrorResponse>`
+  )
+
+/** An access key id, a secret and a session token the stub will honour for the token's lifetime. */
+const sessionCredentials = (ctx: Ctx, flow: "sts" | "imds") => {
+  const { token, expiresIn } = ctx.state.tokens.issue(flow)
+  const suffix = token.slice(-16).toUpperCase().replace(/[^A-Z0-9]/g, "X")
+  return {
+    accessKeyId: `ASIA${suffix}`,
+    secret: `stub-secret-${token.slice(-24)}`,
+    token,
+    expiration: new Date(Date.now() + expiresIn * 1000).toISOString()
+  }
+}
+
+const assumeRoleWithWebIdentity = async (ctx: Ctx) => {
+  const body = await readBounded(ctx.req, 64 * 1024)
+  const form = new URLSearchParams(body?.toString("utf8") ?? "")
+  for (const [k, v] of ctx.query) if (!form.has(k)) form.set(k, v)
+  if (form.get("Action") !== "AssumeRoleWithWebIdentity") return stsError(ctx, 400, "InvalidAction", "The origin stub's STS answers only AssumeRoleWithWebIdentity.")
+  const role = form.get("RoleArn") ?? ""
+  if (!/^arn:aws[\w-]*:iam::\d{12}:role\/.+/.test(role)) return stsError(ctx, 400, "ValidationError", "RoleArn must be an IAM role ARN.")
+  if ((form.get("WebIdentityToken") ?? "") === "") return stsError(ctx, 400, "InvalidIdentityToken", "No web identity token was given.")
+  if ((form.get("RoleSessionName") ?? "") === "") return stsError(ctx, 400, "ValidationError", "RoleSessionName is required.")
+  if (ctx.state.tokens.settings.refuse) {
+    ctx.state.tokens.refused++
+    return stsError(ctx, 403, "AccessDenied", "Not authorized to perform sts:AssumeRoleWithWebIdentity (refused by the origin stub).")
+  }
+  const c = sessionCredentials(ctx, "sts")
+  sendXml(
+    ctx,
+    200,
+    `<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleWithWebIdentityResult>` +
+      `<Credentials><AccessKeyId>${c.accessKeyId}</AccessKeyId><SecretAccessKey>${c.secret}</SecretAccessKey><SessionToken>${c.token}</SessionToken><Expiration>${c.expiration}</Expiration></Credentials>` +
+      `<AssumedRoleUser><Arn>${role}/${form.get("RoleSessionName")}</Arn></AssumedRoleUser>` +
+      `</AssumeRoleWithWebIdentityResult><ResponseMetadata><RequestId>${ctx.requestId}</RequestId></ResponseMetadata></AssumeRoleWithWebIdentityResponse>`
+  )
+}
+
+/** IMDSv2 session tokens are separate from the credentials they unlock; kept per stub process. */
+const imdsSessions = new Map<string, number>()
+
+const instanceMetadata = (ctx: Ctx, pathname: string) => {
+  ctx.req.resume()
+  if (pathname === IMDS_TOKEN_PATH) {
+    if (ctx.method !== "PUT") return sendText(ctx, 405, "IMDSv2 session tokens are made with PUT")
+    const ttl = Number(header(ctx, "x-aws-ec2-metadata-token-ttl-seconds"))
+    if (!Number.isInteger(ttl) || ttl < 1 || ttl > 21600) return sendText(ctx, 400, "X-aws-ec2-metadata-token-ttl-seconds must be 1..21600")
+    const session = `imds-session-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`
+    imdsSessions.set(session, Date.now() + ttl * 1000)
+    return sendText(ctx, 200, session)
+  }
+  const session = header(ctx, "x-aws-ec2-metadata-token") ?? ""
+  if ((imdsSessions.get(session) ?? 0) <= Date.now()) return sendText(ctx, 401, "")
+  if (pathname === IMDS_CREDENTIALS_PATH) {
+    if (ctx.state.tokens.settings.refuse) return sendText(ctx, 404, "")
+    return sendText(ctx, 200, IMDS_ROLE)
+  }
+  if (pathname === `${IMDS_CREDENTIALS_PATH}${IMDS_ROLE}`) {
+    if (ctx.state.tokens.settings.refuse) {
+      ctx.state.tokens.refused++
+      return sendText(ctx, 404, "")
+    }
+    const c = sessionCredentials(ctx, "imds")
+    const body = { Code: "Success", LastUpdated: new Date().toISOString(), Type: "AWS-HMAC", AccessKeyId: c.accessKeyId, SecretAccessKey: c.secret, Token: c.token, Expiration: c.expiration }
+    return sendJson(ctx, 200, body)
+  }
+  return sendText(ctx, 404, "")
+}
 
 const grant = (ctx: Ctx, flow: "metadata" | "jwt") => {
   const issuer = ctx.state.tokens
@@ -69,6 +175,11 @@ const jwtGrant = async (ctx: Ctx) => {
 }
 
 export const handleIdentity = async (ctx: Ctx, pathname: string): Promise<void> => {
+  if (pathname === STS_PATH || pathname === `${STS_PATH}/`) {
+    if (ctx.method !== "POST" && ctx.method !== "GET") return stsError(ctx, 405, "InvalidAction", "POST an STS request")
+    return assumeRoleWithWebIdentity(ctx)
+  }
+  if (pathname.startsWith("/latest/")) return instanceMetadata(ctx, pathname)
   if (pathname === OAUTH_TOKEN_PATH) {
     if (ctx.method !== "POST") return sendJson(ctx, 405, { error: "invalid_request", error_description: "POST a token request" })
     return jwtGrant(ctx)

@@ -22,7 +22,7 @@ import { s3Error } from "../http/s3Errors.js"
 import { listenHttp, type RunningServer } from "../http/server.js"
 import { handleAzure } from "./azure.js"
 import { gcsError, gcsKind, handleGcs, isGcsPath } from "./gcs.js"
-import { handleIdentity, isIdentityPath } from "./identity.js"
+import { handleIdentity, isIdentityRequest } from "./identity.js"
 import { TokenSettingsPatch } from "./tokens.js"
 import type { Ctx, StubState } from "./context.js"
 import { FaultsPatch, type RequestKind } from "./faults.js"
@@ -124,7 +124,7 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
   const target = targetOrReject(req, res)
   if (target === undefined) return
   // Identity endpoints are not storage: never faulted or counted, like the admin routes.
-  if (isIdentityPath(target.pathname)) {
+  if (isIdentityRequest(target.pathname, req.headers)) {
     const ctx: Ctx = { req, res, method, query: target.query, requestId: randomUUID(), state, kind: "other" }
     return handleIdentity(ctx, target.pathname).catch((e) => internalError(ctx, false, "the origin stub", e))
   }
@@ -185,6 +185,11 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
           ? azureError(ctx, 503, "ServerBusy", "The server is busy (injected fault).")
           : s3Error(ctx, 503, "SlowDown", "Please reduce your request rate. (injected fault)")
       }
+    }
+    // Session credentials the stub issued (STS, IMDS) stop working when they expire, as AWS's do.
+    const session = !gcs && !azure ? req.headers["x-amz-security-token"] : undefined
+    if (typeof session === "string" && state.tokens.issuedHere(session) && state.tokens.checkToken(session) !== "ok") {
+      return s3Error(ctx, 400, "ExpiredToken", "The provided token has expired.")
     }
     await run(ctx)
   } catch (e) {

@@ -22,11 +22,15 @@ export type TokenSettingsPatch = typeof TokenSettingsPatch.Type
 
 export type TokenCheck = "ok" | "missing" | "unknown" | "expired"
 
-export type Flow = "metadata" | "jwt"
+export type Flow = "metadata" | "jwt" | "sts" | "imds"
+
+/** Google's tokens start "ya29."; AWS session tokens get a prefix of their own. Either way, recognisably the stub's. */
+const prefixOf = (flow: Flow) => (flow === "metadata" || flow === "jwt" ? `ya29.stub-${flow}-` : `stub-session-${flow}-`)
+const isStubToken = (token: string) => token.startsWith("ya29.stub-") || token.startsWith("stub-session-")
 
 export class TokenIssuer {
   settings: TokenSettings = { ttlSeconds: 3600, refuse: false }
-  readonly issued: Record<Flow, number> = { metadata: 0, jwt: 0 }
+  readonly issued: Record<Flow, number> = { metadata: 0, jwt: 0, sts: 0, imds: 0 }
   refused = 0
   /** Requests turned away for a missing, unknown or expired token. */
   rejected = 0
@@ -40,7 +44,7 @@ export class TokenIssuer {
   issue(flow: Flow, now: number = Date.now()): { readonly token: string; readonly expiresIn: number } {
     // Expired entries are dropped as new ones come, so the map stays as big as the live set.
     for (const [token, until] of this.tokens) if (until <= now) this.tokens.delete(token)
-    const token = `ya29.stub-${flow}-${randomBytes(18).toString("base64url")}`
+    const token = `${prefixOf(flow)}${randomBytes(18).toString("base64url")}`
     const honour = this.settings.honourSeconds ?? this.settings.ttlSeconds
     this.tokens.set(token, now + honour * 1000)
     this.issued[flow]++
@@ -49,14 +53,24 @@ export class TokenIssuer {
 
   check(authorization: string | undefined, now: number = Date.now()): TokenCheck {
     const m = authorization === undefined ? null : /^Bearer\s+(\S+)$/i.exec(authorization)
-    const verdict: TokenCheck = m === null ? "missing" : this.verdict(m[1]!, now)
+    return this.checkToken(m === null ? undefined : m[1], now)
+  }
+
+  /** A bare token (an AWS session token); `missing` when there is none. */
+  checkToken(token: string | undefined, now: number = Date.now()): TokenCheck {
+    const verdict: TokenCheck = token === undefined ? "missing" : this.verdict(token, now)
     if (verdict !== "ok") this.rejected++
     return verdict
   }
 
+  /** Whether a session token is one the stub issued (only those are checked on S3 requests). */
+  issuedHere(token: string): boolean {
+    return isStubToken(token)
+  }
+
   private verdict(token: string, now: number): TokenCheck {
     const until = this.tokens.get(token)
-    if (until === undefined) return token.startsWith("ya29.stub-") ? "expired" : "unknown"
+    if (until === undefined) return isStubToken(token) ? "expired" : "unknown"
     return until > now ? "ok" : "expired"
   }
 
