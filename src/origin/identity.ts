@@ -13,7 +13,11 @@
  *    `X-aws-ec2-metadata-token-ttl-seconds`, then `GET /latest/meta-data/iam/security-credentials/[role]`
  *    with `X-aws-ec2-metadata-token` (401 without one, as IMDSv2 requires), reached by pointing
  *    `AWS_EC2_METADATA_SERVICE_ENDPOINT` at the stub.
- * AWS session tokens are checked on S3 requests that carry one the stub issued (s3.ts is
+ *  - Entra ID's token endpoint for a federated client assertion (AKS workload identity):
+ *    `POST /_talon/entra/<tenant>/oauth2/v2.0/token` (set `AZURE_AUTHORITY_HOST` to `<stub>/_talon/entra`);
+ *  - Azure's managed identity endpoint: `GET /metadata/identity/oauth2/token` with `Metadata: true`.
+ * Entra bearer tokens are checked on Azure requests that carry one the stub issued (an expired one
+ * gets 401 InvalidAuthenticationInfo); AWS session tokens are checked on S3 requests that carry one the stub issued (s3.ts is
  * otherwise signature-blind): an expired one gets S3's 400 ExpiredToken.
  */
 import type { Ctx } from "./context.js"
@@ -21,6 +25,8 @@ import { header } from "../http/context.js"
 import { readBounded } from "./upload.js"
 
 export const STS_PATH = "/_talon/sts"
+export const ENTRA_PREFIX = "/_talon/entra/"
+const AZURE_MSI_PATH = "/metadata/identity/oauth2/token"
 export const IMDS_ROLE = "talon-node-role"
 const IMDS_TOKEN_PATH = "/latest/api/token"
 const IMDS_CREDENTIALS_PATH = "/latest/meta-data/iam/security-credentials/"
@@ -42,6 +48,8 @@ export const isIdentityRequest = (pathname: string, headers: Record<string, unkn
   pathname === OAUTH_TOKEN_PATH ||
   pathname === STS_PATH ||
   pathname === `${STS_PATH}/` ||
+  pathname.startsWith(ENTRA_PREFIX) ||
+  (pathname === AZURE_MSI_PATH && headers.metadata !== undefined) ||
   (pathname.startsWith("/latest/") &&
     (headers["x-aws-ec2-metadata-token-ttl-seconds"] !== undefined || headers["x-aws-ec2-metadata-token"] !== undefined))
 
@@ -174,7 +182,52 @@ const jwtGrant = async (ctx: Ctx) => {
   grant(ctx, "jwt")
 }
 
+const entraError = (ctx: Ctx, status: number, error: string, description: string) =>
+  sendJson(ctx, status, { error, error_description: description, error_codes: [], timestamp: new Date().toISOString() })
+
+const entra = async (ctx: Ctx, pathname: string) => {
+  const m = /^\/_talon\/entra\/([^/]+)\/oauth2\/v2\.0\/token$/.exec(pathname)
+  if (m === null || ctx.method !== "POST") return entraError(ctx, 404, "invalid_request", "POST /<tenant>/oauth2/v2.0/token")
+  const form = new URLSearchParams((await readBounded(ctx.req, 64 * 1024))?.toString("utf8") ?? "")
+  if (form.get("grant_type") !== "client_credentials") return entraError(ctx, 400, "unsupported_grant_type", "grant_type must be client_credentials")
+  if (form.get("client_assertion_type") !== "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" || (form.get("client_assertion") ?? "") === "") {
+    return entraError(ctx, 400, "invalid_client", "AADSTS700024: a federated client assertion (jwt-bearer) is required")
+  }
+  if ((form.get("client_id") ?? "") === "") return entraError(ctx, 400, "invalid_request", "AADSTS900144: client_id is required")
+  if (!(form.get("scope") ?? "").endsWith("/.default")) return entraError(ctx, 400, "invalid_scope", "scope must be <resource>/.default")
+  if (ctx.state.tokens.settings.refuse) {
+    ctx.state.tokens.refused++
+    return entraError(ctx, 401, "invalid_client", "AADSTS70021: no matching federated identity record (refused by the origin stub)")
+  }
+  const { token, expiresIn } = ctx.state.tokens.issue("entra")
+  sendJson(ctx, 200, { token_type: "Bearer", expires_in: expiresIn, ext_expires_in: expiresIn, access_token: token })
+}
+
+const managedIdentity = (ctx: Ctx) => {
+  ctx.req.resume()
+  if (header(ctx, "metadata") !== "true") return entraError(ctx, 400, "invalid_request", "Required metadata header not specified")
+  if ((ctx.query.get("resource") ?? "") === "" || ctx.query.get("api-version") === null) {
+    return entraError(ctx, 400, "invalid_request", "resource and api-version are required")
+  }
+  if (ctx.state.tokens.settings.refuse) {
+    ctx.state.tokens.refused++
+    return entraError(ctx, 400, "invalid_request", "Identity not found (refused by the origin stub)")
+  }
+  const { token, expiresIn } = ctx.state.tokens.issue("msi")
+  const now = Math.floor(Date.now() / 1000)
+  sendJson(ctx, 200, {
+    access_token: token,
+    expires_in: String(expiresIn),
+    expires_on: String(now + expiresIn),
+    not_before: String(now),
+    resource: ctx.query.get("resource"),
+    token_type: "Bearer"
+  })
+}
+
 export const handleIdentity = async (ctx: Ctx, pathname: string): Promise<void> => {
+  if (pathname.startsWith(ENTRA_PREFIX)) return entra(ctx, pathname)
+  if (pathname === AZURE_MSI_PATH) return managedIdentity(ctx)
   if (pathname === STS_PATH || pathname === `${STS_PATH}/`) {
     if (ctx.method !== "POST" && ctx.method !== "GET") return stsError(ctx, 405, "InvalidAction", "POST an STS request")
     return assumeRoleWithWebIdentity(ctx)

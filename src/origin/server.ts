@@ -191,6 +191,10 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
     if (typeof session === "string" && state.tokens.issuedHere(session) && state.tokens.checkToken(session) !== "ok") {
       return s3Error(ctx, 400, "ExpiredToken", "The provided token has expired.")
     }
+    const bearer = azure ? /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1] : undefined
+    if (bearer !== undefined && state.tokens.issuedHere(bearer) && state.tokens.checkToken(bearer) !== "ok") {
+      return azureError(ctx, 401, "InvalidAuthenticationInfo", "Server failed to authenticate the request. Lifetime validation failed. The token is expired.")
+    }
     await run(ctx)
   } catch (e) {
     internalError(ctx, azure, "the origin stub", e)

@@ -22,15 +22,16 @@ export type TokenSettingsPatch = typeof TokenSettingsPatch.Type
 
 export type TokenCheck = "ok" | "missing" | "unknown" | "expired"
 
-export type Flow = "metadata" | "jwt" | "sts" | "imds"
+export type Flow = "metadata" | "jwt" | "sts" | "imds" | "entra" | "msi"
 
 /** Google's tokens start "ya29."; AWS session tokens get a prefix of their own. Either way, recognisably the stub's. */
-const prefixOf = (flow: Flow) => (flow === "metadata" || flow === "jwt" ? `ya29.stub-${flow}-` : `stub-session-${flow}-`)
-const isStubToken = (token: string) => token.startsWith("ya29.stub-") || token.startsWith("stub-session-")
+const prefixOf = (flow: Flow) =>
+  flow === "metadata" || flow === "jwt" ? `ya29.stub-${flow}-` : flow === "entra" || flow === "msi" ? `stub-aad-${flow}-` : `stub-session-${flow}-`
+const isStubToken = (token: string) => token.startsWith("ya29.stub-") || token.startsWith("stub-session-") || token.startsWith("stub-aad-")
 
 export class TokenIssuer {
   settings: TokenSettings = { ttlSeconds: 3600, refuse: false }
-  readonly issued: Record<Flow, number> = { metadata: 0, jwt: 0, sts: 0, imds: 0 }
+  readonly issued: Record<Flow, number> = { metadata: 0, jwt: 0, sts: 0, imds: 0, entra: 0, msi: 0 }
   refused = 0
   /** Requests turned away for a missing, unknown or expired token. */
   rejected = 0
