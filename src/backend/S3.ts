@@ -2,7 +2,6 @@ import { createHash } from "node:crypto"
 import type { Readable } from "node:stream"
 import { Sha256 } from "@aws-crypto/sha256-js"
 import { SignatureV4 } from "@smithy/signature-v4"
-import type { AwsCredentialIdentity, Provider } from "@smithy/types"
 import { Cause, Config, ConfigError, Effect, Either, Layer, Option, Redacted, Runtime, type Scope } from "effect"
 import { type AwsIdentity, awsCredentialSource, DEFAULT_IMDS_ENDPOINT } from "./awsIdentity.js"
 import { cachedTokens, CredentialError } from "./bearerTokens.js"
@@ -125,7 +124,10 @@ export interface S3RequestParts {
  * AWS's published examples). The path is encoded once, as S3 expects, and the exact string
  * signed is the string sent.
  */
-export const makeS3Signer = (options: S3Options, credentials?: Provider<AwsCredentialIdentity>) => {
+/** What the signer takes from a workload identity at each signature. */
+type SigningCredentials = () => Promise<{ readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken?: string }>
+
+export const makeS3Signer = (options: S3Options, credentials?: SigningCredentials) => {
   const { url: base, protocol, port, basePath } = originBase(options.endpoint ?? `https://s3.${options.region}.amazonaws.com`)
   const signer = new SignatureV4({
     credentials: credentials ?? {
