@@ -7,7 +7,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http"
 import type { Readable } from "node:stream"
-import { Config, ConfigError, type ConfigError as ConfigErrorT, Effect, Either, Layer, Option, type Scope } from "effect"
+import { Config, ConfigError, type ConfigError as ConfigErrorT, Effect, Either, Layer, Option, type Redacted, type Scope } from "effect"
 import type { ObjectId } from "../core/ids.js"
 import type { UserMetadata } from "../core/userMetadata.js"
 import { bearer, cachedTokens, type CachedTokens } from "./bearerTokens.js"
@@ -132,7 +132,7 @@ export const make = (options: GcsOptions): Effect.Effect<BackendStoreShape, neve
   Effect.gen(function* () {
     const { hostname, protocol, port, basePath } = originBase(options.endpoint ?? DEFAULT_GCS_ENDPOINT)
     const source = gcsTokenSource(yield* makeTransport(options.policy), options.credential)
-    const tokens: CachedTokens<import("effect").Redacted.Redacted<string>> | undefined =
+    const tokens: CachedTokens<Redacted.Redacted<string>> | undefined =
       source === undefined ? undefined : yield* cachedTokens(source)
 
     const request = (

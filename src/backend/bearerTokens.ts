@@ -37,8 +37,6 @@ export interface CachedTokens<A> {
   readonly get: Effect.Effect<A, CredentialError>
   /** Drops the cached value (the origin refused it), so the next `get` fetches. Safe from plain callbacks. */
   readonly invalidate: () => void
-  /** How many times the source was asked (for stats and tests). */
-  readonly fetches: () => number
 }
 
 /** Refresh when a quarter of the lifetime, at most 5 minutes, is left: long before expiry, yet not constantly for short-lived tokens. */
@@ -58,13 +56,11 @@ interface Slot<A> {
 export const cachedTokens = <A>(source: TokenSource<A>): Effect.Effect<CachedTokens<A>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const slot = yield* SynchronizedRef.make<Option.Option<Slot<A>>>(Option.none())
-    let fetched = 0
     let invalidated = false
 
     const fetchNew: Effect.Effect<Slot<A>, CredentialError> = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const got = yield* source.fetch
-      fetched++
       const lifetime = got.expiresAtMs - now
       yield* Effect.logDebug(`${source.name}: new credentials, valid for ${Math.round(lifetime / 1000)} s`)
       return { value: got.value, expiresAtMs: got.expiresAtMs, refreshAtMs: got.expiresAtMs - refreshMargin(lifetime) }
@@ -118,8 +114,7 @@ export const cachedTokens = <A>(source: TokenSource<A>): Effect.Effect<CachedTok
       get: Effect.tap(current(false), () => startRenewal),
       invalidate: () => {
         invalidated = true
-      },
-      fetches: () => fetched
+      }
     }
   })
 

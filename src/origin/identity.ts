@@ -20,6 +20,7 @@
  * gets 401 InvalidAuthenticationInfo); AWS session tokens are checked on S3 requests that carry one the stub issued (s3.ts is
  * otherwise signature-blind): an expired one gets S3's 400 ExpiredToken.
  */
+import { randomBytes } from "node:crypto"
 import type { Ctx } from "./context.js"
 import { header } from "../http/context.js"
 import { readBounded } from "./upload.js"
@@ -108,21 +109,20 @@ const assumeRoleWithWebIdentity = async (ctx: Ctx) => {
   )
 }
 
-/** IMDSv2 session tokens are separate from the credentials they unlock; kept per stub process. */
-const imdsSessions = new Map<string, number>()
-
 const instanceMetadata = (ctx: Ctx, pathname: string) => {
   ctx.req.resume()
   if (pathname === IMDS_TOKEN_PATH) {
     if (ctx.method !== "PUT") return sendText(ctx, 405, "IMDSv2 session tokens are made with PUT")
     const ttl = Number(header(ctx, "x-aws-ec2-metadata-token-ttl-seconds"))
     if (!Number.isInteger(ttl) || ttl < 1 || ttl > 21600) return sendText(ctx, 400, "X-aws-ec2-metadata-token-ttl-seconds must be 1..21600")
-    const session = `imds-session-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`
-    imdsSessions.set(session, Date.now() + ttl * 1000)
+    const session = `imds-session-${randomBytes(12).toString("base64url")}`
+    const sessions = ctx.state.tokens.imdsSessions
+    for (const [old, until] of sessions) if (until <= Date.now()) sessions.delete(old)
+    sessions.set(session, Date.now() + ttl * 1000)
     return sendText(ctx, 200, session)
   }
   const session = header(ctx, "x-aws-ec2-metadata-token") ?? ""
-  if ((imdsSessions.get(session) ?? 0) <= Date.now()) return sendText(ctx, 401, "")
+  if ((ctx.state.tokens.imdsSessions.get(session) ?? 0) <= Date.now()) return sendText(ctx, 401, "")
   if (pathname === IMDS_CREDENTIALS_PATH) {
     if (ctx.state.tokens.settings.refuse) return sendText(ctx, 404, "")
     return sendText(ctx, 200, IMDS_ROLE)

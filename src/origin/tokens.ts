@@ -36,6 +36,8 @@ export class TokenIssuer {
   /** Requests turned away for a missing, unknown or expired token. */
   rejected = 0
   private readonly tokens = new Map<string, number>()
+  /** IMDSv2 session tokens (which unlock credentials, and are not credentials themselves) → expiry. */
+  readonly imdsSessions = new Map<string, number>()
 
   update(patch: TokenSettingsPatch): TokenSettings {
     this.settings = { ...this.settings, ...patch }
