@@ -1,12 +1,15 @@
 import type { Readable } from "node:stream"
 import { Config, type ConfigError, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { type AzureIdentity, azureTokenSource, DEFAULT_AUTHORITY_HOST, DEFAULT_AZURE_IMDS_ENDPOINT } from "./azureIdentity.js"
+import { bearer, cachedTokens } from "./bearerTokens.js"
+import { BackendRequestError } from "./BackendStore.js"
 import type { ObjectId } from "../core/ids.js"
 import { sharedKeyAuthorization } from "./azureSharedKey.js"
 import type { BackendError, BackendStoreShape, ListOptions, ListPage, ObjectStat } from "./BackendStore.js"
 import { BackendStore } from "./BackendStore.js"
 import { normalizeEtag, quoteEtag } from "./etag.js"
 import { escapePath, listedDate, parseContentRange } from "./headers.js"
-import { header, type OriginRequest, type RequestLabel } from "./http.js"
+import { header, makeTransport, type OriginRequest, type RequestLabel } from "./http.js"
 import { listQuery, originBase, originCalls, type RequestOf } from "./originCalls.js"
 import { defaultPolicy, policyConfig, type RequestPolicy } from "./policy.js"
 import type { OpenRange } from "./ranged.js"
@@ -16,6 +19,8 @@ export type AzureCredential =
   | { readonly _tag: "SharedKey"; readonly key: Redacted.Redacted<string> }
   | { readonly _tag: "Sas"; readonly token: Redacted.Redacted<string> }
   | { readonly _tag: "Anonymous" }
+  /** Entra ID bearer tokens from a workload or managed identity (azureIdentity.ts). */
+  | { readonly _tag: "Identity"; readonly identity: AzureIdentity }
 
 export interface AzureOptions {
   readonly account: string
@@ -41,12 +46,18 @@ export const AzureConfig: Config.Config<AzureOptions> = Config.all({
   key: Config.option(Config.redacted("TALON_AZURE_KEY")),
   sas: Config.option(Config.redacted("TALON_AZURE_SAS")),
   endpoint: Config.option(Config.string("TALON_AZURE_ENDPOINT")),
-  policy: policyConfig("TALON_AZURE")
+  policy: policyConfig("TALON_AZURE"),
+  auth: Config.option(Config.literal("shared-key", "sas", "workload-identity", "managed-identity", "anonymous")("TALON_AZURE_AUTH")),
+  tokenFile: Config.option(Config.string("AZURE_FEDERATED_TOKEN_FILE")),
+  clientId: Config.option(Config.string("AZURE_CLIENT_ID")),
+  tenantId: Config.option(Config.string("AZURE_TENANT_ID")),
+  authorityHost: Config.string("AZURE_AUTHORITY_HOST").pipe(Config.withDefault(DEFAULT_AUTHORITY_HOST)),
+  imds: Config.string("TALON_AZURE_IMDS_ENDPOINT").pipe(Config.withDefault(DEFAULT_AZURE_IMDS_ENDPOINT))
 }).pipe(
   Config.map((c) => ({
     account: c.account,
     endpoint: Option.getOrUndefined(c.endpoint),
-    credential: Option.match(c.key, {
+    credential: identityOf(c) ?? Option.match(c.key, {
       onSome: (key): AzureCredential => ({ _tag: "SharedKey", key }),
       onNone: () =>
         Option.match(c.sas, {
@@ -57,6 +68,42 @@ export const AzureConfig: Config.Config<AzureOptions> = Config.all({
     policy: c.policy
   }))
 )
+
+/**
+ * A workload identity when asked for (`TALON_AZURE_AUTH=workload-identity`) or when AKS injected
+ * its variables (`AZURE_FEDERATED_TOKEN_FILE`, `AZURE_CLIENT_ID`, `AZURE_TENANT_ID`) and no key or
+ * SAS is set; a managed identity only when asked for.
+ */
+function identityOf(c: {
+  readonly auth: Option.Option<string>
+  readonly key: Option.Option<unknown>
+  readonly sas: Option.Option<unknown>
+  readonly tokenFile: Option.Option<string>
+  readonly clientId: Option.Option<string>
+  readonly tenantId: Option.Option<string>
+  readonly authorityHost: string
+  readonly imds: string
+}): AzureCredential | undefined {
+  const auth = Option.getOrUndefined(c.auth)
+  if (auth === "managed-identity") {
+    return { _tag: "Identity", identity: { _tag: "ManagedIdentity", endpoint: c.imds, clientId: Option.getOrUndefined(c.clientId) } }
+  }
+  const federated = Option.isSome(c.tokenFile) && Option.isSome(c.clientId) && Option.isSome(c.tenantId)
+  if (auth === "workload-identity" || (auth === undefined && federated && Option.isNone(c.key) && Option.isNone(c.sas))) {
+    return {
+      _tag: "Identity",
+      identity: {
+        _tag: "WorkloadIdentity",
+        tenantId: Option.getOrElse(c.tenantId, () => ""),
+        clientId: Option.getOrElse(c.clientId, () => ""),
+        tokenFile: Option.getOrElse(c.tokenFile, () => ""),
+        authorityHost: c.authorityHost
+      }
+    }
+  }
+  if (auth === "anonymous") return { _tag: "Anonymous" }
+  return undefined
+}
 
 const defaultApiVersion = "2021-12-02"
 
@@ -71,6 +118,10 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
     const apiVersion = options.apiVersion ?? defaultApiVersion
     const sas =
       options.credential._tag === "Sas" ? Redacted.value(options.credential.token).replace(/^\?/, "") : undefined
+    const tokens =
+      options.credential._tag === "Identity"
+        ? yield* cachedTokens(azureTokenSource(yield* makeTransport(options.policy), options.credential.identity))
+        : undefined
 
     /** Built when an attempt starts, so each retry carries its own x-ms-date (and signature). */
     const request = (
@@ -82,7 +133,14 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
       body?: Uint8Array,
       stream?: { readonly source: Readable; readonly length: number }
     ): RequestOf =>
-      Effect.sync(() => {
+      Effect.gen(function* () {
+        const token =
+          tokens === undefined
+            ? undefined
+            : yield* Effect.mapError(
+                tokens.get,
+                (e) => new BackendRequestError({ object: `az://${container}/${blob ?? ""}`, operation: method, retryable: e.retryable, detail: e.message })
+              )
         const path = `${basePath}/${escapeSegment(container)}${blob === undefined ? "" : `/${escapePath(blob, escapeSegment)}`}`
         const all: Record<string, string> = {
           ...headers,
@@ -91,6 +149,7 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
         }
         const length = stream?.length ?? body?.length
         if (length !== undefined) all["content-length"] = String(length)
+        if (token !== undefined) all.authorization = bearer(token)
         if (options.credential._tag === "SharedKey") {
           all.authorization = sharedKeyAuthorization(options.account, Redacted.value(options.credential.key), {
             method,
@@ -114,7 +173,18 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
       })
     const calls = yield* originCalls(options.policy, (label, res) => {
       const doc = errorDocument(res.body.toString("utf8"))
-      return statusError(label, res.status, doc.code ?? header(res.headers, "x-ms-error-code"), doc.message)
+      const code = doc.code ?? header(res.headers, "x-ms-error-code")
+      if (tokens !== undefined && res.status === 401) {
+        // Expired early or revoked: drop it, so the retry carries a fresh token.
+        tokens.invalidate()
+        return new BackendRequestError({
+          ...label,
+          status: 401,
+          retryable: true,
+          detail: `Azure refused the bearer token from ${tokens.source} (${code ?? "unauthorized"}); a fresh token is fetched for the next attempt — if this persists, check the identity's role assignment (Storage Blob Data Reader) and the clock`
+        })
+      }
+      return statusError(label, res.status, code, doc.message)
     })
 
     const labelOf = (object: ObjectId, operation: string): RequestLabel => ({

@@ -2,6 +2,7 @@ import { Config, type ConfigError, Effect, Layer, Option, Runtime, type Scope, S
 import { Backend, type ObjectId } from "../core/ids.js"
 import * as Azure from "./Azure.js"
 import { BackendRequestError, BackendStore, type BackendStoreShape, uploadStream } from "./BackendStore.js"
+import * as Gcs from "./Gcs.js"
 import { readerFromStream } from "./rangeReaders.js"
 import * as S3 from "./S3.js"
 
@@ -9,19 +10,17 @@ import * as S3 from "./S3.js"
 export interface RoutedStores {
   readonly s3?: BackendStoreShape | undefined
   readonly azure?: BackendStoreShape | undefined
+  readonly gcs?: BackendStoreShape | undefined
 }
 
-const schemeOf = (backend: Backend) => (backend === Backend.S3 ? "s3" : backend === Backend.Azure ? "az" : "gcs")
+const schemeOf = (backend: Backend) => (backend === Backend.S3 ? "s3" : backend === Backend.Azure ? "az" : "gs")
 
 const unconfigured = (backend: Backend, object: string, operation: string) =>
   new BackendRequestError({
     object,
     operation,
     retryable: false,
-    detail:
-      backend === Backend.Gcs
-        ? "GCS objects are not supported by this build"
-        : `no ${schemeOf(backend)} backend is configured (set ${backend === Backend.S3 ? "TALON_S3_*" : "TALON_AZURE_*"})`
+    detail: `no ${schemeOf(backend)} backend is configured (set ${backend === Backend.S3 ? "TALON_S3_*" : backend === Backend.Azure ? "TALON_AZURE_*" : "TALON_GCS_*"})`
   })
 
 const uri = (object: ObjectId) => `${schemeOf(object.backend)}://${object.bucket}/${object.objectPath}`
@@ -33,10 +32,11 @@ const uri = (object: ObjectId) => `${schemeOf(object.backend)}://${object.bucket
  */
 export const route = (stores: RoutedStores): BackendStoreShape => {
   const pick = (backend: Backend): BackendStoreShape | undefined =>
-    backend === Backend.S3 ? stores.s3 : backend === Backend.Azure ? stores.azure : undefined
+    backend === Backend.S3 ? stores.s3 : backend === Backend.Azure ? stores.azure : stores.gcs
   const configured: Array<Backend> = []
   if (stores.s3) configured.push(Backend.S3)
   if (stores.azure) configured.push(Backend.Azure)
+  if (stores.gcs) configured.push(Backend.Gcs)
   return {
     stat: (object) => {
       const store = pick(object.backend)
@@ -87,35 +87,42 @@ export const route = (stores: RoutedStores): BackendStoreShape => {
 export interface RouterOptions {
   readonly s3?: S3.S3Options | undefined
   readonly azure?: Azure.AzureOptions | undefined
+  readonly gcs?: Gcs.GcsOptions | undefined
 }
 
 export const make = (options: RouterOptions): Effect.Effect<BackendStoreShape, never, Scope.Scope> =>
   Effect.gen(function* () {
     const s3 = options.s3 === undefined ? undefined : yield* S3.make(options.s3)
     const azure = options.azure === undefined ? undefined : yield* Azure.make(options.azure)
-    return route({ s3, azure })
+    const gcs = options.gcs === undefined ? undefined : yield* Gcs.make(options.gcs)
+    return route({ s3, azure, gcs })
   })
 
 export const layer = (options: RouterOptions): Layer.Layer<BackendStore> => Layer.scoped(BackendStore, make(options))
 
 /**
- * Each provider whose settings are present (`TALON_S3_*` with credentials, `TALON_AZURE_ACCOUNT`);
+ * Each provider whose settings are present (`TALON_S3_*` with credentials, `TALON_AZURE_ACCOUNT`,
+ * any of `TALON_GCS_ENDPOINT`/`TALON_GCS_AUTH`/a key file/`STORAGE_EMULATOR_HOST`);
  * a provider with no settings is simply absent, a provider with invalid settings is an error.
  */
 export const RouterConfig: Config.Config<RouterOptions> = Config.all({
   s3: Config.option(S3.S3Config),
-  azure: Config.option(Azure.AzureConfig)
-}).pipe(Config.map((c) => ({ s3: Option.getOrUndefined(c.s3), azure: Option.getOrUndefined(c.azure) })))
+  azure: Config.option(Azure.AzureConfig),
+  gcs: Config.option(Gcs.GcsConfig)
+}).pipe(
+  Config.map((c) => ({ s3: Option.getOrUndefined(c.s3), azure: Option.getOrUndefined(c.azure), gcs: Option.getOrUndefined(c.gcs) }))
+)
 
 export const layerConfig: Layer.Layer<BackendStore, ConfigError.ConfigError> = Layer.scoped(
   BackendStore,
   Effect.flatMap(RouterConfig, make)
 )
 
-/** Both providers against one local origin (the stub serves S3 at `url` and Azure at `url/devstoreaccount1`). */
+/** Every provider against one local origin (the stub serves S3 at `url`, Azure at `url/devstoreaccount1`, GCS's JSON API at `url/storage/v1`). */
 export const localOptions = (url: string): RouterOptions => ({
   s3: S3.localOptions(url),
-  azure: Azure.localOptions(url)
+  azure: Azure.localOptions(url),
+  gcs: Gcs.localOptions(url)
 })
 
 export const layerLocal = (url: string): Layer.Layer<BackendStore> => layer(localOptions(url))

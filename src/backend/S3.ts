@@ -2,13 +2,15 @@ import { createHash } from "node:crypto"
 import type { Readable } from "node:stream"
 import { Sha256 } from "@aws-crypto/sha256-js"
 import { SignatureV4 } from "@smithy/signature-v4"
-import { Config, type ConfigError, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { Cause, Config, ConfigError, Effect, Either, Layer, Option, Redacted, Runtime, type Scope } from "effect"
+import { type AwsIdentity, awsCredentialSource, DEFAULT_IMDS_ENDPOINT } from "./awsIdentity.js"
+import { cachedTokens, CredentialError } from "./bearerTokens.js"
 import type { ObjectId } from "../core/ids.js"
 import type { BackendError, BackendStoreShape, ListOptions, ListPage, ObjectStat } from "./BackendStore.js"
 import { BackendRequestError, BackendStore } from "./BackendStore.js"
 import { normalizeEtag, quoteEtag } from "./etag.js"
 import { escapePath, escapeRfc3986, listedDate, parseContentRange, queryString } from "./headers.js"
-import { header, type OriginRequest, type RequestLabel } from "./http.js"
+import { header, makeTransport, type OriginRequest, type RequestLabel } from "./http.js"
 import { listQuery, originBase, originCalls, type RequestOf } from "./originCalls.js"
 import { defaultPolicy, policyConfig, type RequestPolicy } from "./policy.js"
 import type { OpenRange } from "./ranged.js"
@@ -24,6 +26,11 @@ export interface S3Options {
   /** `/<bucket>/<key>` instead of `<bucket>.<host>/<key>`. */
   readonly forcePathStyle: boolean
   readonly policy: RequestPolicy
+  /**
+   * Temporary credentials from a workload identity (awsIdentity.ts) instead of the static
+   * key pair above, which is then unused.
+   */
+  readonly identity?: AwsIdentity | undefined
 }
 
 const withAwsFallback = <A>(talon: Config.Config<A>, aws: Config.Config<A>) => talon.pipe(Config.orElse(() => aws))
@@ -39,27 +46,62 @@ export const S3Config: Config.Config<S3Options> = Config.all({
   region: withAwsFallback(Config.string("TALON_S3_REGION"), Config.string("AWS_REGION")).pipe(
     Config.withDefault("us-east-1")
   ),
-  accessKeyId: withAwsFallback(Config.string("TALON_S3_ACCESS_KEY_ID"), Config.string("AWS_ACCESS_KEY_ID")),
-  secretAccessKey: withAwsFallback(
-    Config.redacted("TALON_S3_SECRET_ACCESS_KEY"),
-    Config.redacted("AWS_SECRET_ACCESS_KEY")
+  keys: Config.option(
+    Config.all({
+      accessKeyId: withAwsFallback(Config.string("TALON_S3_ACCESS_KEY_ID"), Config.string("AWS_ACCESS_KEY_ID")),
+      secretAccessKey: withAwsFallback(Config.redacted("TALON_S3_SECRET_ACCESS_KEY"), Config.redacted("AWS_SECRET_ACCESS_KEY"))
+    })
   ),
   sessionToken: Config.option(
     withAwsFallback(Config.redacted("TALON_S3_SESSION_TOKEN"), Config.redacted("AWS_SESSION_TOKEN"))
   ),
   pathStyle: Config.option(Config.boolean("TALON_S3_PATH_STYLE")),
-  policy: policyConfig("TALON_S3")
+  policy: policyConfig("TALON_S3"),
+  auth: Config.option(Config.literal("static", "web-identity", "imds")("TALON_S3_AUTH")),
+  roleArn: Config.option(Config.string("AWS_ROLE_ARN")),
+  tokenFile: Config.option(Config.string("AWS_WEB_IDENTITY_TOKEN_FILE")),
+  sessionName: Config.string("AWS_ROLE_SESSION_NAME").pipe(Config.withDefault("talon")),
+  sts: Config.option(withAwsFallback(Config.string("TALON_S3_STS_ENDPOINT"), Config.string("AWS_ENDPOINT_URL_STS"))),
+  imds: Config.string("AWS_EC2_METADATA_SERVICE_ENDPOINT").pipe(Config.withDefault(DEFAULT_IMDS_ENDPOINT))
 }).pipe(
-  Config.map((c) => ({
-    endpoint: Option.getOrUndefined(c.endpoint),
-    region: c.region,
-    accessKeyId: c.accessKeyId,
-    secretAccessKey: c.secretAccessKey,
-    sessionToken: Option.getOrUndefined(c.sessionToken),
-    forcePathStyle: Option.getOrElse(c.pathStyle, () => Option.isSome(c.endpoint)),
-    policy: c.policy
-  }))
+  Config.mapOrFail((c) => {
+    // AWS's own order: static keys, then a web identity, then instance metadata (only when asked for).
+    const webIdentity = Option.isSome(c.roleArn) && Option.isSome(c.tokenFile)
+    const mode = Option.getOrElse(c.auth, () => (Option.isSome(c.keys) ? "static" : webIdentity ? "web-identity" : undefined))
+    if (mode === undefined) return Either.left(ConfigError.MissingData(["TALON_S3_ACCESS_KEY_ID"], "S3 is not configured"))
+    if (mode === "static" && Option.isNone(c.keys)) {
+      return Either.left(ConfigError.MissingData(["TALON_S3_ACCESS_KEY_ID"], "TALON_S3_AUTH=static needs TALON_S3_ACCESS_KEY_ID and TALON_S3_SECRET_ACCESS_KEY"))
+    }
+    if (mode === "web-identity" && !webIdentity) {
+      return Either.left(ConfigError.InvalidData(["TALON_S3_AUTH"], "TALON_S3_AUTH=web-identity needs AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE"))
+    }
+    const identity: AwsIdentity | undefined =
+      mode === "web-identity"
+        ? {
+            _tag: "WebIdentity",
+            roleArn: Option.getOrThrow(c.roleArn),
+            tokenFile: Option.getOrThrow(c.tokenFile),
+            sessionName: c.sessionName,
+            stsEndpoint: Option.getOrElse(c.sts, () => `https://sts.${c.region}.amazonaws.com`)
+          }
+        : mode === "imds"
+          ? { _tag: "Imds", endpoint: c.imds }
+          : undefined
+    return Either.right({
+      endpoint: Option.getOrUndefined(c.endpoint),
+      region: c.region,
+      accessKeyId: Option.match(c.keys, { onNone: () => "", onSome: (k) => k.accessKeyId }),
+      secretAccessKey: Option.match(c.keys, { onNone: () => Redacted.make(""), onSome: (k) => k.secretAccessKey }),
+      sessionToken: identity === undefined ? Option.getOrUndefined(c.sessionToken) : undefined,
+      forcePathStyle: Option.getOrElse(c.pathStyle, () => Option.isSome(c.endpoint)),
+      policy: c.policy,
+      identity
+    })
+  })
 )
+
+/** S3's answers to session credentials that no longer hold. */
+const expiredCodes = new Set(["ExpiredToken", "TokenRefreshRequired", "InvalidToken"])
 
 const emptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
@@ -82,10 +124,13 @@ export interface S3RequestParts {
  * AWS's published examples). The path is encoded once, as S3 expects, and the exact string
  * signed is the string sent.
  */
-export const makeS3Signer = (options: S3Options) => {
+/** What the signer takes from a workload identity at each signature. */
+type SigningCredentials = () => Promise<{ readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken?: string }>
+
+export const makeS3Signer = (options: S3Options, credentials?: SigningCredentials) => {
   const { url: base, protocol, port, basePath } = originBase(options.endpoint ?? `https://s3.${options.region}.amazonaws.com`)
   const signer = new SignatureV4({
-    credentials: {
+    credentials: credentials ?? {
       accessKeyId: options.accessKeyId,
       secretAccessKey: Redacted.value(options.secretAccessKey),
       ...(options.sessionToken === undefined ? {} : { sessionToken: Redacted.value(options.sessionToken) })
@@ -134,18 +179,50 @@ export const makeS3Signer = (options: S3Options) => {
 
 export const make = (options: S3Options): Effect.Effect<BackendStoreShape, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const sign = makeS3Signer(options)
+    const runtime = yield* Effect.runtime<never>()
+    const identity =
+      options.identity === undefined ? undefined : yield* cachedTokens(awsCredentialSource(yield* makeTransport(options.policy), options.identity))
+    // The signer asks for credentials at every signature; the cache answers from memory.
+    const sign = makeS3Signer(
+      options,
+      identity === undefined
+        ? undefined
+        : () =>
+            Runtime.runPromise(runtime)(
+              Effect.map(identity.get, (c) => ({
+                accessKeyId: c.accessKeyId,
+                secretAccessKey: Redacted.value(c.secretAccessKey),
+                sessionToken: Redacted.value(c.sessionToken)
+              }))
+            )
+    )
     const request = (
       label: RequestLabel,
       parts: Omit<S3RequestParts, "headers" | "query"> & Partial<Pick<S3RequestParts, "headers" | "query">>
     ): RequestOf =>
       Effect.tryPromise({
         try: () => sign({ query: {}, headers: {}, ...parts }),
-        catch: (error) =>
-          new BackendRequestError({ ...label, retryable: false, detail: `could not sign the request: ${String(error)}` })
+        catch: (error) => {
+          const cause = Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
+          return cause instanceof CredentialError
+            ? new BackendRequestError({ ...label, retryable: cause.retryable, detail: cause.message })
+            : new BackendRequestError({ ...label, retryable: false, detail: `could not sign the request: ${String(error)}` })
+        }
       })
     const calls = yield* originCalls(options.policy, (label, res) => {
       const doc = errorDocument(res.body.toString("utf8"))
+      // A HEAD's refusal has no body to name the reason: with temporary credentials, a bare 400/403 may be an expired token.
+      const maybeExpired = doc.code === undefined ? res.body.length === 0 && (res.status === 400 || res.status === 403) : expiredCodes.has(doc.code)
+      if (identity !== undefined && maybeExpired) {
+        // Refused before its expiry (revoked, or the clocks disagree): fetch new credentials for the retry.
+        identity.invalidate()
+        return new BackendRequestError({
+          ...label,
+          status: res.status,
+          retryable: true,
+          detail: `S3 refused the temporary credentials from ${identity.source} (${doc.code ?? `HTTP ${res.status} without a reason: expired, or not allowed`}); new ones are fetched for the next attempt`
+        })
+      }
       return statusError(label, res.status, doc.code, doc.message)
     })
 

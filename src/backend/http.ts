@@ -11,7 +11,7 @@ import type { RequestPolicy } from "./policy.js"
  * re-encodes it.
  */
 export interface OriginRequest {
-  readonly method: "GET" | "HEAD" | "PUT" | "DELETE"
+  readonly method: "GET" | "HEAD" | "PUT" | "POST" | "DELETE"
   readonly protocol: "http:" | "https:"
   readonly hostname: string
   readonly port: number

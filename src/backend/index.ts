@@ -1,6 +1,7 @@
 export * from "./BackendStore.js"
 export * as AzureBackend from "./Azure.js"
 export * as BackendRouter from "./Router.js"
+export * as GcsBackend from "./Gcs.js"
 export { normalizeEtag } from "./etag.js"
 export { defaultPolicy, policyConfig, type RequestPolicy } from "./policy.js"
 export * as S3Backend from "./S3.js"

@@ -75,8 +75,13 @@ export const listQuery = (
   return query
 }
 
+/** Which response header names the version a write stored or a read is serving: the ETag, unless the provider says otherwise (GCS: the generation). */
+export type VersionOf = (headers: IncomingHttpHeaders) => string
+
+const etagVersion: VersionOf = (headers) => normalizeEtag(header(headers, "etag"))
+
 /** The calls of one provider, over one keep-alive transport that lives as long as the scope. */
-export const originCalls = (policy: RequestPolicy, failure: Failure) =>
+export const originCalls = (policy: RequestPolicy, failure: Failure, versionOf: VersionOf = etagVersion) =>
   Effect.gen(function* () {
     const transport = yield* makeTransport(policy)
     const runtime = yield* Effect.runtime<never>()
@@ -114,7 +119,7 @@ export const originCalls = (policy: RequestPolicy, failure: Failure) =>
     ): Effect.Effect<ObjectStat, BackendError> =>
       call(label, request, (status) => status === 200 || status === 201, (res) => ({
         size,
-        version: normalizeEtag(header(res.headers, "etag"))
+        version: versionOf(res.headers)
       })).pipe(Effect.flatMap((s) => (s.version === "" ? restat : Effect.succeed(s))))
 
     /** `put` of a streamed body: one attempt, since the stream cannot be sent again. */
@@ -126,7 +131,7 @@ export const originCalls = (policy: RequestPolicy, failure: Failure) =>
     ): Effect.Effect<ObjectStat, BackendError> =>
       once(label, request, (status) => status === 200 || status === 201, (res) => ({
         size,
-        version: normalizeEtag(header(res.headers, "etag"))
+        version: versionOf(res.headers)
       })).pipe(Effect.flatMap((s) => (s.version === "" ? restat : Effect.succeed(s))))
 
     /** Deleting what is already gone is success, as S3 itself answers; Azure is made to agree. */
@@ -150,7 +155,7 @@ export const originCalls = (policy: RequestPolicy, failure: Failure) =>
           return {
             start: res.status === 206 ? (sent.start ?? range.from) : 0,
             size: res.status === 206 ? sent.size : contentLength(res.headers),
-            version: normalizeEtag(header(res.headers, "etag")) || undefined,
+            version: versionOf(res.headers) || undefined,
             body: res.body
           }
         }
@@ -172,5 +177,5 @@ export const originCalls = (policy: RequestPolicy, failure: Failure) =>
       stat: BackendStoreShape["stat"]
     ) => rangeOperations({ operation, labelOf, opener, stat, policy, runtime })
 
-    return { call, stat, put, putOnce, remove, openRange, ranges }
+    return { call, stat, put, putOnce, remove, openRange, ranges, transport }
   })

@@ -42,7 +42,7 @@ export const up = Command.make("up", upOptions, (flags) =>
       const coord = cluster.coordinator.controlAddress
       const lines = [
         "talon up: a local cache cluster is running (Ctrl-C stops it)",
-        `  origin stub   ${cluster.origin.url}  (S3 path-style; Azure at ${cluster.origin.azureUrl})`,
+        `  origin stub   ${cluster.origin.url}  (S3 path-style; Azure at ${cluster.origin.azureUrl}; GCS JSON API at ${cluster.origin.url}/storage/v1, tokens from its metadata-server emulation)`,
         `  coordinator   control ${coord}, admin http://${cluster.coordinator.adminAddress}`,
         `                management page http://${cluster.coordinator.adminAddress}/ui`,
         ...(cluster.gateway === undefined
@@ -58,6 +58,7 @@ export const up = Command.make("up", upOptions, (flags) =>
         "",
         "Read through the cache:",
         `  npx talon read s3://${SEED_BUCKET}/${SAMPLE_KEY} --offset 0 --length 64 --coordinator ${coord} | xxd | head`,
+        `  npx talon read gs://${SEED_BUCKET}/${SAMPLE_KEY} --offset 0 --length 64 --coordinator ${coord} | xxd | head`,
         `  npx talon cluster --coordinator ${coord}`,
         ...gatewayHowTo(cluster.gateway),
         `  npx talon loadgen --addr ${cluster.workers[0]?.dataAddress ?? "127.0.0.1:7001"} --object s3://${SEED_BUCKET}/${SAMPLE_KEY} --size 64M --conns 64 --seconds 5`

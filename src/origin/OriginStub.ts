@@ -15,6 +15,7 @@ import { StatsCounter, type OriginStats } from "./stats.js"
 import { sweepBlocks } from "./azureBlocks.js"
 import { sweepUploads } from "./multipart.js"
 import { cleanStaleTemps } from "./store.js"
+import { TokenIssuer, type TokenSettings, type TokenSettingsPatch } from "./tokens.js"
 
 /** Azurite's well-known development account; the stub accepts any credentials. */
 export const AZURITE_ACCOUNT = "devstoreaccount1"
@@ -50,6 +51,11 @@ export interface OriginStubShape {
   readonly faults: () => Effect.Effect<Faults>
   /** Merges `patch` over the current faults; returns the result. Takes effect on the next request. */
   readonly setFaults: (patch: FaultsPatch) => Effect.Effect<Faults>
+  /** How the emulated identity endpoints issue and honour tokens (tokens.ts); returns the result. */
+  readonly setTokens: (patch: TokenSettingsPatch) => Effect.Effect<TokenSettings>
+  /** Every token issued so far is refused from now on. */
+  readonly expireTokens: () => Effect.Effect<void>
+  readonly tokenStats: () => Effect.Effect<ReturnType<TokenIssuer["snapshot"]>>
 }
 
 const make = (config: OriginStubConfig): Effect.Effect<OriginStubShape, OriginStubError, import("effect").Scope.Scope> =>
@@ -77,6 +83,7 @@ const make = (config: OriginStubConfig): Effect.Effect<OriginStubShape, OriginSt
       root,
       stats: new StatsCounter(),
       faults: new FaultState({ ...noFaults, ...config.faults }),
+      tokens: new TokenIssuer(),
       url: ""
     }
     const server = yield* Effect.acquireRelease(
@@ -98,7 +105,10 @@ const make = (config: OriginStubConfig): Effect.Effect<OriginStubShape, OriginSt
       stats: () => Effect.sync(() => state.stats.snapshot()),
       resetStats: () => Effect.sync(() => state.stats.clear()),
       faults: () => Effect.sync(() => state.faults.faults),
-      setFaults: (patch) => Effect.sync(() => state.faults.update(patch))
+      setFaults: (patch) => Effect.sync(() => state.faults.update(patch)),
+      setTokens: (patch) => Effect.sync(() => state.tokens.update(patch)),
+      expireTokens: () => Effect.sync(() => state.tokens.expireAll()),
+      tokenStats: () => Effect.sync(() => state.tokens.snapshot())
     }
   })
 

@@ -2,11 +2,14 @@
 import type { HttpCtx } from "../http/context.js"
 import type { FaultState, RequestKind } from "./faults.js"
 import type { StatsCounter } from "./stats.js"
+import type { TokenIssuer } from "./tokens.js"
 
 export interface StubState {
   readonly root: string
   readonly stats: StatsCounter
   readonly faults: FaultState
+  /** Bearer tokens of the emulated identity endpoints, checked by the GCS front end. */
+  readonly tokens: TokenIssuer
   /** Base URL the server answers on, for Azure's ServiceEndpoint attributes. */
   url: string
 }

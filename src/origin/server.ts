@@ -21,6 +21,9 @@ import { internalError, s3Address, stampResponse, targetOrReject } from "../http
 import { s3Error } from "../http/s3Errors.js"
 import { listenHttp, type RunningServer } from "../http/server.js"
 import { handleAzure } from "./azure.js"
+import { gcsError, gcsKind, handleGcs, isGcsPath } from "./gcs.js"
+import { handleIdentity, isIdentityRequest } from "./identity.js"
+import { TokenSettingsPatch } from "./tokens.js"
 import type { Ctx, StubState } from "./context.js"
 import { FaultsPatch, type RequestKind } from "./faults.js"
 import { handleS3 } from "./s3.js"
@@ -53,6 +56,7 @@ const readJson = async (req: http.IncomingMessage): Promise<unknown> => {
 }
 
 const decodePatch = Schema.decodeUnknownEither(FaultsPatch)
+const decodeTokensPatch = Schema.decodeUnknownEither(TokenSettingsPatch)
 
 const admin = async (state: StubState, req: http.IncomingMessage, res: http.ServerResponse, route: string) => {
   const method = req.method ?? "GET"
@@ -82,9 +86,34 @@ const admin = async (state: StubState, req: http.IncomingMessage, res: http.Serv
       return sendJson(res, 200, state.faults.update(patch.right))
     }
   }
+  if (route === "/_talon/tokens") {
+    if (method === "GET") return sendJson(res, 200, state.tokens.snapshot())
+    if (method === "POST" || method === "PUT") {
+      let body: unknown
+      try {
+        body = await readJson(req)
+      } catch (e) {
+        return sendJson(res, 400, { error: `tokens body must be JSON: ${(e as Error).message}` })
+      }
+      const patch = decodeTokensPatch(body)
+      if (Either.isLeft(patch)) return sendJson(res, 400, { error: String(patch.left) })
+      return sendJson(res, 200, state.tokens.update(patch.right))
+    }
+  }
+  if (route === "/_talon/tokens/expire" && method === "POST") {
+    state.tokens.expireAll()
+    return sendJson(res, 200, state.tokens.snapshot())
+  }
   return sendJson(res, 404, {
     error: `unknown admin route ${method} ${route}`,
-    routes: ["GET /_talon/health", "GET|DELETE /_talon/stats", "POST /_talon/stats/reset", "GET|POST /_talon/faults"]
+    routes: [
+      "GET /_talon/health",
+      "GET|DELETE /_talon/stats",
+      "POST /_talon/stats/reset",
+      "GET|POST /_talon/faults",
+      "GET|POST /_talon/tokens",
+      "POST /_talon/tokens/expire"
+    ]
   })
 }
 
@@ -94,16 +123,27 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
   const method = req.method ?? "GET"
   const target = targetOrReject(req, res)
   if (target === undefined) return
+  // Identity endpoints are not storage: never faulted or counted, like the admin routes.
+  if (isIdentityRequest(target.pathname, req.headers)) {
+    const ctx: Ctx = { req, res, method, query: target.query, requestId: randomUUID(), state, kind: "other" }
+    return handleIdentity(ctx, target.pathname).catch((e) => internalError(ctx, false, "the origin stub", e))
+  }
   if (target.pathname.startsWith("/_talon/")) return admin(state, req, res, target.pathname)
 
-  const azure = target.protocol === "azure"
+  // GCS's JSON API is told apart by its path shape (`/storage/v1/…`), checked before the
+  // S3 rule: the stub never serves an S3 bucket named `storage`, `download` or `upload`.
+  const gcs = isGcsPath(target.pathname)
+  const azure = !gcs && target.protocol === "azure"
   const requestId = azure ? randomUUID() : randomBytes(8).toString("hex").toUpperCase()
   stampResponse(req, res, SERVER, azure, requestId)
 
   const segments = target.pathname.split("/").slice(1)
   let kind: RequestKind
   let run: (ctx: Ctx) => Promise<void>
-  if (azure) {
+  if (gcs) {
+    kind = gcsKind(method, target.pathname, target.query)
+    run = (ctx) => handleGcs(ctx, target.pathname)
+  } else if (azure) {
     const hasBlob = segments.length > 2 && segments.slice(2).join("/") !== ""
     kind = classify(method, hasBlob, target.query.get("comp") === "list")
     run = (ctx) => handleAzure(ctx, segments)
@@ -117,7 +157,8 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
   state.stats.requests[kind]++
   state.stats.begin(kind)
   res.once("close", () => state.stats.end(kind))
-  if (azure) state.stats.azure++
+  if (gcs) state.stats.gcs++
+  else if (azure) state.stats.azure++
   else state.stats.s3++
 
   try {
@@ -139,10 +180,20 @@ export const handleRequest = (state: StubState) => async (req: http.IncomingMess
           req.socket.resetAndDestroy()
           return
         }
+        if (gcs) return gcsError(ctx, 503, "backendError", "Backend Error (injected fault).")
         return azure
           ? azureError(ctx, 503, "ServerBusy", "The server is busy (injected fault).")
           : s3Error(ctx, 503, "SlowDown", "Please reduce your request rate. (injected fault)")
       }
+    }
+    // Session credentials the stub issued (STS, IMDS) stop working when they expire, as AWS's do.
+    const session = !gcs && !azure ? req.headers["x-amz-security-token"] : undefined
+    if (typeof session === "string" && state.tokens.issuedHere(session) && state.tokens.checkToken(session) !== "ok") {
+      return s3Error(ctx, 400, "ExpiredToken", "The provided token has expired.")
+    }
+    const bearer = azure ? /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1] : undefined
+    if (bearer !== undefined && state.tokens.issuedHere(bearer) && state.tokens.checkToken(bearer) !== "ok") {
+      return azureError(ctx, 401, "InvalidAuthenticationInfo", "Server failed to authenticate the request. Lifetime validation failed. The token is expired.")
     }
     await run(ctx)
   } catch (e) {

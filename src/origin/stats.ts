@@ -4,7 +4,7 @@ import type { RequestKind } from "./faults.js"
 export interface OriginStats {
   readonly requests: Readonly<Record<RequestKind, number>>
   readonly total: number
-  readonly byProtocol: { readonly s3: number; readonly azure: number }
+  readonly byProtocol: { readonly s3: number; readonly azure: number; readonly gcs: number }
   /** Response body bytes of GETs actually written to sockets. */
   readonly bytesServed: number
   /** Object bytes stored by PUTs (decoded, after aws-chunked framing). */
@@ -21,6 +21,7 @@ export class StatsCounter {
   requests: Record<RequestKind, number> = { head: 0, get: 0, list: 0, put: 0, delete: 0, other: 0 }
   s3 = 0
   azure = 0
+  gcs = 0
   bytesServed = 0
   bytesReceived = 0
   delayed = 0
@@ -44,7 +45,7 @@ export class StatsCounter {
     return {
       requests: r,
       total: r.head + r.get + r.list + r.put + r.delete + r.other,
-      byProtocol: { s3: this.s3, azure: this.azure },
+      byProtocol: { s3: this.s3, azure: this.azure, gcs: this.gcs },
       bytesServed: this.bytesServed,
       bytesReceived: this.bytesReceived,
       faults: { delayed: this.delayed, failed: this.failed, reset: this.reset },
@@ -57,6 +58,6 @@ export class StatsCounter {
     this.requests = { head: 0, get: 0, list: 0, put: 0, delete: 0, other: 0 }
     // Requests still being answered stay counted: their `end` is still to come.
     this.peakInflight = { ...this.inflight }
-    this.s3 = this.azure = this.bytesServed = this.bytesReceived = this.delayed = this.failed = this.reset = 0
+    this.s3 = this.azure = this.gcs = this.bytesServed = this.bytesReceived = this.delayed = this.failed = this.reset = 0
   }
 }

@@ -29,6 +29,12 @@ export interface ObjectInfo {
   readonly etag: string
   readonly lastModified: Date
   readonly created: Date
+  /**
+   * GCS's generation: the modification time in microseconds, as GCS's own are. Every write
+   * through the stub sets a strictly later mtime (layout.ts `nextMtime`), so an overwrite
+   * always yields a new generation.
+   */
+  readonly generation: string
 }
 
 /** An object opened for reading: its metadata and the handle the body streams from. */
@@ -46,7 +52,8 @@ const infoFrom = (key: string, s: import("node:fs").BigIntStats): ObjectInfo => 
   size: Number(s.size),
   etag: etagOf({ ino: s.ino, size: s.size, mtimeNs: s.mtimeNs }),
   lastModified: new Date(Number(s.mtimeMs)),
-  created: new Date(Number(s.birthtimeMs) > 0 ? Number(s.birthtimeMs) : Number(s.mtimeMs))
+  created: new Date(Number(s.birthtimeMs) > 0 ? Number(s.birthtimeMs) : Number(s.mtimeMs)),
+  generation: (s.mtimeNs / 1000n).toString()
 })
 
 export const bucketExists = async (root: string, bucket: string): Promise<boolean> => {

@@ -74,12 +74,12 @@ layer(routed, { excludeTestServices: true, timeout: "30 seconds" })("Router over
       })
     )
 
-    it.effect("a GCS object fails with an error that says why", () =>
+    it.effect("a missing GCS object is BackendNotFound naming its gs:// URI", () =>
       Effect.gen(function* () {
         const store = yield* BackendStore
         const error = yield* Effect.flip(store.stat({ backend: Backend.Gcs, bucket, objectPath: "x" }))
-        expect(error).toMatchObject({ _tag: "BackendRequestError", retryable: false })
-        expect(error.message).toContain("gcs://")
+        expect(error).toMatchObject({ _tag: "BackendNotFound" })
+        expect(error.message).toContain("gs://")
       })
     )
   })
@@ -124,6 +124,26 @@ layer(routed, { excludeTestServices: true, timeout: "30 seconds" })("Router over
         const key = `config-az/${Date.now()}`
         yield* store.put({ backend: Backend.Azure, bucket, objectPath: key }, Buffer.from("xyz"))
         expect((yield* store.stat({ backend: Backend.Azure, bucket, objectPath: key })).size).toBe(3)
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("TALON_GCS_ENDPOINT with the metadata server at GCE_METADATA_HOST configures GCS alone; s3:// then names TALON_S3_*", () =>
+      Effect.gen(function* () {
+        const { url } = yield* Stub
+        const env = new Map([
+          ["TALON_GCS_ENDPOINT", url],
+          ["GCE_METADATA_HOST", new URL(url).host]
+        ])
+        const options = yield* Effect.withConfigProvider(Router.RouterConfig, ConfigProvider.fromMap(env))
+        expect(options.s3).toBeUndefined()
+        expect(options.azure).toBeUndefined()
+        expect(options.gcs?.credential).toEqual({ _tag: "Metadata", host: new URL(url).host })
+        const store = yield* Router.make(options)
+        const key = `config-gs/${Date.now()}`
+        yield* store.put({ backend: Backend.Gcs, bucket, objectPath: key }, Buffer.from("gcs"))
+        expect((yield* store.list(bucket, { prefix: key })).objects.map((o) => o.key)).toEqual([key])
+        const error = yield* Effect.flip(store.stat({ backend: Backend.S3, bucket, objectPath: key }))
+        expect(error.message).toContain("TALON_S3_")
       }).pipe(Effect.scoped)
     )
   })

@@ -351,7 +351,7 @@ layer(TestOrigin(), { excludeTestServices: true })("origin stub over raw HTTP", 
       yield* rawEffect(stub.url, "DELETE", "/talon/counted.txt")
       const s = yield* stub.stats()
       expect(s.requests).toEqual({ head: 1, get: 2, list: 1, put: 1, delete: 1, other: 0 })
-      expect(s.byProtocol).toEqual({ s3: 5, azure: 1 })
+      expect(s.byProtocol).toEqual({ s3: 5, azure: 1, gcs: 0 })
       expect(s.bytesServed).toBe(33 + 100)
       expect(s.bytesReceived).toBe(5)
       const viaHttp = JSON.parse((yield* rawEffect(stub.url, "GET", "/_talon/stats")).body.toString())
