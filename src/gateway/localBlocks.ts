@@ -6,7 +6,8 @@
  * gateway serves every read through its route.
  */
 import type * as net from "node:net"
-import { Context } from "effect"
+import { Context, type Layer } from "effect"
+import type { RouterOptions } from "../backend/Router.js"
 import type { ObjectId } from "../core/ids.js"
 
 export interface LocalSegment {
@@ -36,3 +37,10 @@ export interface LocalBlocksShape {
 }
 
 export class LocalBlocks extends Context.Tag("talon/gateway/LocalBlocks")<LocalBlocks, LocalBlocksShape>() {}
+
+/**
+ * Starts a cache worker in this process (settings from `TALON_WORKER_*`, its origin `router`) and
+ * gives its resident blocks: what `talon gateway --colocate` runs. Supplied by the command line,
+ * which may depend on the worker; the gateway itself does not.
+ */
+export type ColocatedWorker = (router: RouterOptions) => Layer.Layer<LocalBlocks, unknown>

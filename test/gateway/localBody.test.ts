@@ -25,7 +25,7 @@ const BLOCK = 1024 * 1024
 const PAGE = 256 * 1024
 const SMALL = 3 * BLOCK + 12_345
 /** Larger than loopback's socket buffers together, so a reader that stops reading fills them. */
-const LARGE = 24 * 1024 * 1024
+const LARGE = 8 * 1024 * 1024
 
 interface Fixture {
   readonly local: LocalReads
