@@ -32,8 +32,11 @@ export interface LocalBlocksShape {
   readonly resident: (object: ObjectId, version: string, offset: number, length: number) => LocalPiece | undefined | Promise<LocalPiece | undefined>
   /** The socket's fd when sendfile can write to it, else -1 (TLS, closed). */
   readonly fdOf: (socket: net.Socket) => number
-  /** Sends the segments in order: true when all went out at once, else whether all did (false: the socket failed). */
-  readonly send: (socket: net.Socket, fd: number, segments: ReadonlyArray<LocalSegment>) => true | Promise<boolean>
+  /**
+   * Sends `head` (the response head, when given) and the segments in order: true when all went
+   * out at once, else whether all did (false: the socket failed).
+   */
+  readonly send: (socket: net.Socket, fd: number, segments: ReadonlyArray<LocalSegment>, head?: Uint8Array) => true | Promise<boolean>
 }
 
 export class LocalBlocks extends Context.Tag("talon/gateway/LocalBlocks")<LocalBlocks, LocalBlocksShape>() {}

@@ -17,6 +17,26 @@ const pieceAt = (local: LocalBlocksShape, object: ObjectId, version: string, pos
   return local.resident(object, version, pos, to - pos)
 }
 
+/** What node:http keeps of a response before it writes it (Node 20's ServerResponse). */
+interface Outgoing {
+  _header?: string | null
+  _headerSent?: boolean
+}
+
+/**
+ * The head `writeHead` rendered, taken over to go out with the first body bytes (one send, the
+ * head in the body's first segments, where node would write it on its own first). Node then
+ * treats it as sent. Undefined when this node renders or sends heads some other way: the caller
+ * flushes it through node instead.
+ */
+const takeHead = (res: GwCtx["res"]): Uint8Array | undefined => {
+  const out = res as unknown as Outgoing
+  if (typeof out._header !== "string" || out._headerSent !== false || res.writableLength > 0) return undefined
+  const bytes = Buffer.from(out._header, "latin1")
+  out._headerSent = true
+  return bytes
+}
+
 /**
  * Serves `[start, start+length)` of `stat`'s version from local blocks. False when the first
  * block's piece is not resident here (nothing was written: the caller serves the read).
@@ -42,14 +62,16 @@ export const serveLocal = async (
   try {
     if (res.headersSent || res.destroyed || ctx.aborts.aborted) return true
     res.writeHead(status, head)
-    res.flushHeaders()
+    let rendered = takeHead(res)
+    if (rendered === undefined) res.flushHeaders()
     g.counters.localBodies++
     let pos = start
     for (;;) {
       let bytes = 0
       for (const s of piece.segments) bytes += s.length
       const fd = local.fdOf(socket)
-      const sent = fd < 0 ? false : local.send(socket, fd, piece.segments)
+      const sent = fd < 0 ? false : local.send(socket, fd, piece.segments, rendered)
+      rendered = undefined
       const ok = sent === true || (sent !== false && (await sent))
       piece.release()
       piece = undefined

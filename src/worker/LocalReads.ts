@@ -21,7 +21,7 @@ export interface LocalReads {
   readonly blockSize: number
   readonly resident: (object: ObjectId, version: string, offset: number, length: number) => LocalPiece | undefined | Promise<LocalPiece | undefined>
   readonly fdOf: (socket: net.Socket) => number
-  readonly send: (socket: net.Socket, fd: number, segments: ReadonlyArray<FileSegment>) => true | Promise<boolean>
+  readonly send: (socket: net.Socket, fd: number, segments: ReadonlyArray<FileSegment>, head?: Uint8Array) => true | Promise<boolean>
   /** Pieces handed out and not released yet (each holds its blocks pinned). */
   readonly pinned: () => number
 }

@@ -8,6 +8,7 @@
 import { expect, layer } from "@effect/vitest"
 import { createHash, randomBytes } from "node:crypto"
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as net from "node:net"
 import * as path from "node:path"
 import { Context, Duration, Effect, Layer } from "effect"
@@ -84,6 +85,17 @@ const put = async (f: Fixture, key: string, bytes: Buffer) => {
   if (r.status !== 200) throw new Error(`PUT ${key}: ${r.status}`)
   return String(r.headers.etag)
 }
+const keepAliveGet = (agent: http.Agent, url: string, range: string, sockets: Set<unknown>) =>
+  new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+    const req = http.get(`${url}/bucket/small.bin`, { agent, headers: { Range: range } }, (res) => {
+      sockets.add(res.socket)
+      const chunks: Array<Buffer> = []
+      res.on("data", (c: Buffer) => chunks.push(c))
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }))
+      res.on("error", reject)
+    })
+    req.on("error", reject)
+  })
 const openFds = () => fs.readdirSync("/proc/self/fd").length
 
 /**
@@ -151,6 +163,17 @@ layer(fixture, { excludeTestServices: true, timeout: "60 seconds" })("gateway co
       }
       expect(stats().localBodies).toBe(ranges.length)
       expect(stats().localBytes).toBe(ranges.reduce((n, [a, b]) => n + b - a + 1, 0))
+      // One keep-alive connection: each head goes out with its body's first bytes, and nothing else follows the body.
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+      const sockets = new Set<unknown>()
+      for (const [a, b] of ranges) {
+        const r = yield* Effect.promise(() => keepAliveGet(agent, f.gateway.url, `bytes=${a}-${b}`, sockets))
+        expect(r.status).toBe(206)
+        expect(sha(r.body)).toBe(sha(data.subarray(a, b + 1)))
+      }
+      agent.destroy()
+      expect(sockets.size).toBe(1)
+      expect(stats().localBodies).toBe(2 * ranges.length)
       // Another object, not resident: served right, through the route.
       const other = randomBytes(PAGE + 3)
       yield* Effect.promise(() => put(f, "other.bin", other))

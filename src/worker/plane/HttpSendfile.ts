@@ -17,10 +17,11 @@ export interface SocketSendfile {
   /** The socket's fd when sendfile can write to it (a plain TCP socket, open), else -1 (TLS, closed). */
   readonly fdOf: (socket: net.Socket) => number
   /**
-   * Sends every byte of `segments` in order. `true` when all went out at once, else a promise of
+   * Sends `head` (if any) and every byte of `segments` in order, the head in the same segments as
+   * the first bytes of the file (MSG_MORE). `true` when all went out at once, else a promise of
    * whether all did (false: the socket failed or closed; the bytes after the failure never went).
    */
-  readonly send: (socket: net.Socket, fd: number, segments: ReadonlyArray<FileSegment>) => true | Promise<boolean>
+  readonly send: (socket: net.Socket, fd: number, segments: ReadonlyArray<FileSegment>, head?: Uint8Array) => true | Promise<boolean>
 }
 
 interface Handle {
@@ -38,6 +39,7 @@ const handleFd = (socket: net.Socket): number => {
 class Send implements Watched {
   #segment = 0
   #done = 0
+  #headDone = 0
   #resolve: ((ok: boolean) => void) | undefined
   readonly #onClose = () => this.#finish(false)
 
@@ -45,7 +47,8 @@ class Send implements Watched {
     private readonly rt: NativeRuntime,
     private readonly socket: net.Socket,
     private readonly fd: number,
-    private readonly segments: ReadonlyArray<FileSegment>
+    private readonly segments: ReadonlyArray<FileSegment>,
+    private readonly head: Uint8Array | undefined
   ) {}
 
   /** Sends as far as the socket takes: true (all sent), false (failed), or "wait" (buffer full). */
@@ -54,13 +57,17 @@ class Send implements Watched {
     while (this.#segment < this.segments.length) {
       if (this.socket.destroyed) return false
       const s = this.segments[this.#segment]!
+      const head = this.head
+      const headLeft = head === undefined ? 0 : head.length - this.#headDone
       const left = s.length - this.#done
-      if (left > 0) {
-        const n = addon.sendHeaderFile(this.fd, null, 0, 0, s.fd, s.offset + this.#done, left)
+      if (left + headLeft > 0) {
+        const n = addon.sendHeaderFile(this.fd, headLeft > 0 ? head! : null, this.#headDone, headLeft, s.fd, s.offset + this.#done, left)
         if (n === -EAGAIN) return "wait"
         if (n < 0) return false
-        this.#done += n
-        if (n < left) return "wait"
+        const ofHead = n < headLeft ? n : headLeft
+        this.#headDone += ofHead
+        this.#done += n - ofHead
+        if (n < left + headLeft) return "wait"
       }
       this.#segment++
       this.#done = 0
@@ -108,8 +115,8 @@ class Send implements Watched {
 
 const sendWith =
   (rt: NativeRuntime) =>
-  (socket: net.Socket, fd: number, segments: ReadonlyArray<FileSegment>): true | Promise<boolean> => {
-    const send = new Send(rt, socket, fd, segments)
+  (socket: net.Socket, fd: number, segments: ReadonlyArray<FileSegment>, head?: Uint8Array): true | Promise<boolean> => {
+    const send = new Send(rt, socket, fd, segments, head)
     // Bytes node still holds (the head, when the kernel did not take it at once) go first.
     if (socket.writableLength > 0) {
       return new Promise((resolve) => {
