@@ -7,8 +7,9 @@
  *
  *   npx tsx bench/gateway-nginx-bench.ts [--rounds 4] [--seconds 4] [--concurrency 8] [--sizes 64K,1M,8M,64M] [--no-write]
  *
- * Processes: origin stub, coordinator, one worker, two gateways (auth off, auth on) and nginx
- * (master + one worker), all pinned to CPU 0; this client pins itself to CPU 1. Without nginx
+ * Processes: origin stub, coordinator, one worker, two gateways (auth off, auth on), two
+ * co-located gateways (`talon gateway --colocate`: a worker in the gateway's process, each with
+ * its own coordinator; auth off and on) and nginx (master + one worker), all pinned to CPU 0; this client pins itself to CPU 1. Without nginx
  * the nginx arm is skipped with a loud message saying how to install it, and no data is written.
  * Writes bench/data/gateway_nginx.json.
  *
