@@ -51,6 +51,8 @@ export interface GatewayShape {
   readonly stats: () => GatewayStats
   /** `http://host:port` of the admin port (/healthz, /readyz, /metrics), when it serves one. */
   readonly adminUrl: string | undefined
+  /** Whether a worker in this process sends its resident blocks to clients by sendfile. */
+  readonly colocated: boolean
 }
 
 const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
@@ -112,6 +114,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       route: route.name,
       options,
       authSummary: describeAuth(services),
+      colocated: local !== undefined,
       stats: () => ({ route: route.name, ...services.counters, ...route.counters, ...(route.readAhead === undefined ? {} : { readAhead: route.readAhead() }), ...(route.zones === undefined ? {} : { zones: route.zones() }) })
     } satisfies GatewayShape
   })

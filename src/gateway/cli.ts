@@ -64,6 +64,7 @@ export const gatewayLayerFromFlags = (flags: Flags, colocated?: () => Promise<Co
 export const gatewayBanner = (gw: GatewayShape, router: Router.RouterOptions): ReadonlyArray<string> => {
   const lines = [`talon gateway listening on ${gw.url} (${gw.route} route)`]
   if (gw.adminUrl !== undefined) lines.push(`  admin ${gw.adminUrl} (/healthz, /readyz, /metrics)`)
+  if (gw.colocated) lines.push("  co-located: blocks resident in this process's worker go to clients by sendfile")
   lines.push(
     gw.options.auth
       ? `  ${gw.authSummary}`
