@@ -60,7 +60,8 @@ export const serveLocal = async (
   let piece: LocalPiece | undefined = first instanceof Promise ? await first : first
   if (piece === undefined) return false
   try {
-    if (res.headersSent || res.destroyed || ctx.aborts.aborted) return true
+    // Past the deadline or gone while the blocks were opened: the caller's path answers (or drops) it.
+    if (res.headersSent || res.destroyed || ctx.aborts.aborted) return false
     res.writeHead(status, head)
     let rendered = takeHead(res)
     if (rendered === undefined) res.flushHeaders()
