@@ -98,14 +98,14 @@ const announce = (router: Router.RouterOptions) =>
 /** `talon gateway`; `colocated` loads what `--colocate` starts (the command line supplies it). */
 export const gatewayCommand = (colocated?: () => Promise<ColocatedWorker>) =>
   Command.make("gateway", gatewayOptions, (flags) =>
-  Effect.gen(function* () {
-    const { router, layer } = yield* gatewayLayerFromFlags(flags, colocated)
-    return yield* announce(router).pipe(Effect.provide(Layer.fresh(layer)))
-  })
-).pipe(
-  Command.withDescription(
-    "Serve S3 and Azure Blob endpoints that read through the Talon cache (or straight from the origin); point unmodified SDKs at it."
+    Effect.gen(function* () {
+      const { router, layer } = yield* gatewayLayerFromFlags(flags, colocated)
+      return yield* announce(router).pipe(Effect.provide(Layer.fresh(layer)))
+    })
+  ).pipe(
+    Command.withDescription(
+      "Serve S3 and Azure Blob endpoints that read through the Talon cache (or straight from the origin); point unmodified SDKs at it."
+    )
   )
-)
 
 export const gateway = gatewayCommand()
