@@ -7,8 +7,9 @@
  *
  *   npx tsx bench/gateway-nginx-bench.ts [--rounds 4] [--seconds 4] [--concurrency 8] [--sizes 64K,1M,8M,64M] [--no-write]
  *
- * Processes: origin stub, coordinator, one worker, two gateways (auth off, auth on) and nginx
- * (master + one worker), all pinned to CPU 0; this client pins itself to CPU 1. Without nginx
+ * Processes: origin stub, coordinator, one worker, two gateways (auth off, auth on), two
+ * co-located gateways (`talon gateway --colocate`: a worker in the gateway's process, each with
+ * its own coordinator; auth off and on) and nginx (master + one worker), all pinned to CPU 0; this client pins itself to CPU 1. Without nginx
  * the nginx arm is skipped with a loud message saying how to install it, and no data is written.
  * Writes bench/data/gateway_nginx.json.
  *
@@ -50,6 +51,7 @@ const flags = await parseFlags("gateway-nginx-bench", "talon gateway's cache rou
   cooldown: Flag.number("cooldown", 1, "Pause between runs, seconds."),
   noPin: Flag.bool("no-pin", "Do not pin servers to CPU 0 and this client to CPU 1."),
   noWrite: Flag.bool("no-write", "Print only; do not write bench/data/gateway_nginx.json."),
+  arms: Flag.text("arms", "gateway,gateway-sigv4,colocated,colocated-sigv4,nginx", "Arms to run, comma-separated (nginx always runs: it is the baseline)."),
   machine: Flag.machine()
 })
 const pin = !flags.noPin
@@ -71,6 +73,16 @@ const freePort = (): Promise<number> =>
     })
   })
 
+const listening = /listening on (http:\/\/127\.0\.0\.1:\d+)/
+const registered = async (adminPort: number): Promise<void> => {
+  for (let i = 0; ; i++) {
+    const r = await get(`http://127.0.0.1:${adminPort}`, "/api/v1/cluster", {}).catch(() => undefined)
+    const members = r ? (JSON.parse(r.body.toString()) as { members: Array<unknown> }).members : []
+    if (members.length >= 1) return
+    if (i > 1800) throw new Error("the worker did not register")
+    await new Promise((res) => setTimeout(res, 100))
+  }
+}
 const gatewayNodeFlags = (process.env.GW_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "")
 const start = (name: string, argv: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   Proc.spawn(name, argv, { env, grace: gatewayNodeFlags.length > 0 ? "20 seconds" : "3 seconds", ...(pin ? { cpus: "0" } : {}) })
@@ -123,36 +135,54 @@ const main = Effect.gen(function* () {
     start(`gateway-auth-${auth}`, [node!, ...gatewayNodeFlags, ...talon, "gateway", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)], gatewayEnv)
   const gwOff = yield* gateway("off")
   const gwOn = yield* gateway("on")
+  // Co-located: `talon gateway --colocate`, the worker in the gateway's process, each with a
+  // coordinator of its own (one worker in its cluster, as the separate arms' worker is in theirs).
+  const colocated = (auth: "on" | "off") =>
+    Effect.gen(function* () {
+      const control = yield* Effect.promise(freePort)
+      const admin = yield* Effect.promise(freePort)
+      const coord = yield* start(`coordinator-colocated-${auth}`, [node!, ...talon, "coordinator", "--listen", `127.0.0.1:${control}`, "--admin-listen", `127.0.0.1:${admin}`], backend)
+      const gw = yield* start(`colocated-auth-${auth}`, [node!, ...gatewayNodeFlags, ...talon, "gateway", "--colocate", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${control}`, "--block-size", String(BLOCK)], {
+        ...gatewayEnv,
+        TALON_WORKER_ID: `colocated-${auth}`,
+        TALON_WORKER_COORDINATOR: `127.0.0.1:${control}`,
+        TALON_WORKER_DATA_ADDR: "127.0.0.1:0",
+        TALON_WORKER_ADMIN_ADDR: "127.0.0.1:0",
+        TALON_WORKER_CACHE_DIRS: join(dir, `colocated-${auth}`),
+        TALON_WORKER_BLOCK_SIZE: String(BLOCK),
+        TALON_WORKER_PAGE_SIZE: String(MiB),
+        TALON_WORKER_VERSION_TTL_MS: String(VERSION_TTL_MS)
+      })
+      yield* coord.waitFor(/coordinator control on/, "180 seconds")
+      const url = new URL((yield* gw.waitFor(listening, "180 seconds"))[1]!)
+      yield* Effect.tryPromise({ catch: (e) => new BenchFailed({ message: (e as Error).message }), try: () => registered(admin) })
+      return { gw, coord, url }
+    })
   const nginxPort = yield* Effect.promise(freePort)
   const ngx = yield* start("nginx", nginxCommand(nginx.bin, join(dir, "nginx"), nginxPort, originPort))
 
-  const listening = /listening on (http:\/\/127\.0\.0\.1:\d+)/
   const [, offUrl, onUrl] = yield* Effect.all(
     [origin.waitFor(listening, "180 seconds"), gwOff.waitFor(listening, "180 seconds"), gwOn.waitFor(listening, "180 seconds"), coordinator.waitFor(/coordinator control on/, "180 seconds")],
     { concurrency: "unbounded" }
   ).pipe(Effect.map(([, a, b]) => [undefined, new URL(a[1]!), new URL(b[1]!)] as const))
-  yield* Effect.tryPromise({
-    catch: (e) => new BenchFailed({ message: (e as Error).message }),
-    try: async () => {
-      for (let i = 0; ; i++) {
-        const r = await get(`http://127.0.0.1:${adminPort}`, "/api/v1/cluster", {}).catch(() => undefined)
-        const members = r ? (JSON.parse(r.body.toString()) as { members: Array<unknown> }).members : []
-        if (members.length >= 1) return
-        if (i > 1800) throw new Error("the worker did not register")
-        await new Promise((res) => setTimeout(res, 100))
-      }
-    }
-  })
+  yield* Effect.tryPromise({ catch: (e) => new BenchFailed({ message: (e as Error).message }), try: () => registered(adminPort) })
+  const wanted = new Set(flags.arms.split(",").map((a) => a.trim()))
+  const coOff = wanted.has("colocated") ? yield* colocated("off") : undefined
+  const coOn = wanted.has("colocated-sigv4") ? yield* colocated("on") : undefined
   const originGets = () => get(originUrl, "/_talon/stats", {}).then((r) => (JSON.parse(r.body.toString()) as { requests: { get: number } }).requests.get)
 
   // Arms: the server processes each one costs. The origin is in every arm (the gateway's stat
   // refreshes are HEADs to it; warm nginx sends it nothing).
   const sigv4 = yield* Effect.promise(() => sigv4Planner(onUrl.origin, SIZE))
-  const targets: Record<string, Target> = {
+  const all: Record<string, Target | undefined> = {
+    "colocated": coOff && { host: "127.0.0.1", port: Number(coOff.url.port), plan: plainPlanner(SIZE), front: () => [coOff.gw.pid], pids: () => [coOff.gw.pid, coOff.coord.pid, origin.pid], memPids: () => [coOff.gw.pid] },
+    "colocated-sigv4": coOn && { host: "127.0.0.1", port: Number(coOn.url.port), plan: yield* Effect.promise(() => sigv4Planner(coOn.url.origin, SIZE)), front: () => [coOn.gw.pid], pids: () => [coOn.gw.pid, coOn.coord.pid, origin.pid], memPids: () => [coOn.gw.pid] },
     "gateway": { host: "127.0.0.1", port: Number(offUrl.port), plan: plainPlanner(SIZE), front: () => [gwOff.pid], pids: () => [gwOff.pid, worker.pid, coordinator.pid, origin.pid], memPids: () => [gwOff.pid, worker.pid] },
     "gateway-sigv4": { host: "127.0.0.1", port: Number(onUrl.port), plan: sigv4, front: () => [gwOn.pid], pids: () => [gwOn.pid, worker.pid, coordinator.pid, origin.pid], memPids: () => [gwOn.pid, worker.pid] },
     "nginx": { host: "127.0.0.1", port: nginxPort, plan: plainPlanner(SIZE), front: () => childrenOf(ngx.pid), pids: () => [ngx.pid, ...childrenOf(ngx.pid), origin.pid], memPids: () => [ngx.pid, ...childrenOf(ngx.pid)] }
   }
+  const targets: Record<string, Target> = {}
+  for (const [name, t] of Object.entries(all)) if (t !== undefined && (name === "nginx" || wanted.has(name))) targets[name] = t
   // nginx answers once its worker is up; poll with a real request.
   yield* Effect.tryPromise({
     catch: (e) => new BenchFailed({ message: `nginx did not come up: ${(e as Error).message}` }),
@@ -219,18 +249,20 @@ const main = Effect.gen(function* () {
     allRatios.push(...rows.ratios.map(tag))
     const ratio = (arm: string, metric: string) => report.ratios[`${arm} ${sizeName(size)}`]?.[metric]?.median ?? NaN
     const rpsTarget = size === 64 * 1024 ? 0.8 : 1.0
-    for (const arm of ["gateway", "gateway-sigv4"]) {
-      const target = arm === "gateway-sigv4" && size === MiB ? 0.9 : rpsTarget
+    for (const arm of Object.keys(targets).filter((a) => a !== "nginx")) {
+      const target = arm.endsWith("-sigv4") && size === MiB ? 0.9 : rpsTarget
       const rps = ratio(arm, "rps")
       const cpu = ratio(arm, "server_cpu_ms_per_req")
       const p99 = ratio(arm, "p99_ms")
       verdicts.push(
-        `${sizeName(size).padEnd(8)} ${arm.padEnd(13)} rps × ${rps.toFixed(3)} of nginx (target ≥ ${target}: ${rps >= target ? "MET" : "NOT MET"}), ` +
-          `CPU/req × ${cpu.toFixed(2)}${size === MiB && arm === "gateway" ? ` (target ≤ 1.25: ${cpu <= 1.25 ? "MET" : "NOT MET"})` : ""}, p99 × ${p99.toFixed(2)} (target ≤ 1.5: ${p99 <= 1.5 ? "MET" : "NOT MET"})`
+        `${sizeName(size).padEnd(8)} ${arm.padEnd(15)} rps × ${rps.toFixed(3)} of nginx (target ≥ ${target}: ${rps >= target ? "MET" : "NOT MET"}), ` +
+          `CPU/req × ${cpu.toFixed(2)}${size === MiB && !arm.endsWith("-sigv4") ? ` (target ≤ 1.25: ${cpu <= 1.25 ? "MET" : "NOT MET"})` : ""}, p99 × ${p99.toFixed(2)} (target ≤ 1.5: ${p99 <= 1.5 ? "MET" : "NOT MET"})`
       )
     }
-    const g = report.summary[`gateway ${sizeName(size)}`]?.["rss_mib"]?.max ?? NaN
-    verdicts.push(`${sizeName(size).padEnd(8)} gateway RSS under load: peak ${g} MiB (gateway + worker), idle ${idleRss["gateway"]} MiB: growth ${(g - idleRss["gateway"]!).toFixed(1)} MiB (target ≤ 32)`)
+    for (const arm of ["gateway", "colocated"].filter((a) => a in targets)) {
+      const g = report.summary[`${arm} ${sizeName(size)}`]?.["rss_mib"]?.max ?? NaN
+      verdicts.push(`${sizeName(size).padEnd(8)} ${arm} RSS under load: peak ${g} MiB (gateway + worker), idle ${idleRss[arm]} MiB: growth ${(g - idleRss[arm]!).toFixed(1)} MiB (target ≤ 32)`)
+    }
   }
   console.log("\n" + verdicts.join("\n"))
 

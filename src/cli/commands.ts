@@ -13,7 +13,7 @@ const loaders: Record<string, () => Promise<AnyCommand>> = {
   up: () => import("../cluster/cli.js").then((m) => m.up),
   coordinator: () => import("../coordinator/cli.js").then((m) => m.coordinator),
   worker: () => import("../worker/cli.js").then((m) => m.worker),
-  gateway: () => import("../gateway/cli.js").then((m) => m.gateway),
+  gateway: () => import("../gateway/cli.js").then((m) => m.gatewayCommand(() => import("../cluster/colocated.js").then((c) => c.colocatedWorker))),
   origin: () => import("../origin/cli.js").then((m) => m.origin),
   read: () => import("../client/cli.js").then((m) => m.read),
   cluster: () => import("../client/cli.js").then((m) => m.cluster),

@@ -17,6 +17,7 @@ import { OriginStub, type OriginStubShape } from "../origin/OriginStub.js"
 import { seed } from "../origin/seed.js"
 import { Worker, type WorkerShape } from "../worker/Worker.js"
 import { WorkerConfig, type WorkerSettings } from "../worker/config.js"
+import { makeLocalReads } from "../worker/LocalReads.js"
 
 export interface LocalClusterOptions {
   /** Where origin data and cache dirs live; default a fresh temp dir removed at shutdown. */
@@ -32,6 +33,8 @@ export interface LocalClusterOptions {
   readonly heartbeatIntervalMs?: number
   /** The gateway's route (default cache); `false` starts no gateway. */
   readonly gateway?: RouteName | false
+  /** The gateway sends blocks resident in these workers by sendfile (default true). */
+  readonly colocate?: boolean
 }
 
 export interface LocalClusterShape {
@@ -108,6 +111,8 @@ const make = (options: LocalClusterOptions = {}) =>
       // As in a real deployment, the gateway checks callers only against configured
       // credentials (TALON_GATEWAY_*); with none, a local demo runs open and says so.
       const credentials = yield* CredentialsConfig
+      const local = options.colocate === false ? undefined : makeLocalReads(workers.flatMap((w) => (w.readPath === undefined ? [] : [w.readPath])))
+      if (typeof local === "string") yield* Effect.logWarning(`the gateway serves every read through the data port: ${local}`)
       gateway = Context.get(
         yield* Layer.build(
           Gateway.layerWith({
@@ -121,7 +126,8 @@ const make = (options: LocalClusterOptions = {}) =>
             client: {
               coordinator: coordinator.controlAddress,
               blockSize: options.worker?.blockSize ?? DEFAULT_BLOCK_SIZE
-            }
+            },
+            ...(local === undefined || typeof local === "string" ? {} : { local })
           })
         ),
         Gateway

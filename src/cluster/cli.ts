@@ -37,6 +37,7 @@ export const up = Command.make("up", upOptions, (flags) =>
         keep: o.keep,
         workers: o.workers,
         ephemeral: o.ephemeral,
+        colocate: o.colocate,
         worker: o.pageSize === undefined ? {} : { pageSize: o.pageSize }
       })
       const coord = cluster.coordinator.controlAddress

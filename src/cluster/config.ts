@@ -13,6 +13,7 @@ export interface UpSettings {
   readonly workers: number
   readonly ephemeral: boolean
   readonly pageSize: number | undefined
+  readonly colocate: boolean
 }
 
 export const UpSchema = component<UpSettings>({
@@ -24,6 +25,7 @@ export const UpSchema = component<UpSettings>({
     keep: S.toggle("Keep the temp dir after exit"),
     workers: S.integer(2, "How many workers to start", { example: "3", check: range(1, 64) }),
     ephemeral: S.toggle("Bind every listener on a free port instead of the defaults (9100, 7000/8000, 7001+/8001+)"),
-    pageSize: S.unset(K.size, "Worker page size (0 = whole blocks; K/M suffixes)", { shownDefault: "the worker's, 1M", example: "0" })
+    pageSize: S.unset(K.size, "Worker page size (0 = whole blocks; K/M suffixes)", { shownDefault: "the worker's, 1M", example: "0" }),
+    colocate: S.of(K.boolean, true, "The gateway sends blocks resident in this process's workers to clients by sendfile (false: every read goes through the data port, as a separate gateway's)", { example: "false" })
   }
 })

@@ -7,7 +7,7 @@
  *   Route.Origin            needs  BackendStore
  *   Gateway.origin(router)  gives  BackendStore | OriginHttp   (the gateway's origin identity)
  */
-import { type ConfigError, Context, Data, Effect, Layer, type Scope } from "effect"
+import { type ConfigError, Context, Data, Effect, Layer, Option, type Scope } from "effect"
 import { BackendStore } from "../backend/BackendStore.js"
 import * as Router from "../backend/Router.js"
 import { TalonClient } from "../client/TalonClient.js"
@@ -24,6 +24,7 @@ import { describeAuth, listen } from "./server.js"
 import { readinessReasons, serveGatewayAdmin } from "./admin.js"
 import { GatewayMetrics } from "./metrics.js"
 import { StatCache } from "./statCache.js"
+import { LocalBlocks, type LocalBlocksShape } from "./localBlocks.js"
 import { TlsLoadError } from "../http/tls.js"
 
 export class GatewayError extends Data.TaggedError("GatewayError")<{ readonly message: string }> {}
@@ -50,6 +51,8 @@ export interface GatewayShape {
   readonly stats: () => GatewayStats
   /** `http://host:port` of the admin port (/healthz, /readyz, /metrics), when it serves one. */
   readonly adminUrl: string | undefined
+  /** Whether a worker in this process sends its resident blocks to clients by sendfile. */
+  readonly colocated: boolean
 }
 
 const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
@@ -67,14 +70,16 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
     const backend = yield* BackendStore
     const origin = yield* OriginHttp
     const runtime = yield* Effect.runtime<never>()
+    const local = Option.getOrUndefined(yield* Effect.serviceOption(LocalBlocks))
     const services: Services = {
+      ...(local === undefined ? {} : { local }),
       options,
       backend,
       route,
       origin,
       stats: new StatCache(backend, runtime, options.statTtlMs, options.writeFreshMs),
       runtime,
-      counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0 },
+      counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0, localBodies: 0, localBytes: 0 },
       metrics: new GatewayMetrics(),
       url: ""
     }
@@ -109,6 +114,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       route: route.name,
       options,
       authSummary: describeAuth(services),
+      colocated: local !== undefined,
       stats: () => ({ route: route.name, ...services.counters, ...route.counters, ...(route.readAhead === undefined ? {} : { readAhead: route.readAhead() }), ...(route.zones === undefined ? {} : { zones: route.zones() }) })
     } satisfies GatewayShape
   })
@@ -131,6 +137,8 @@ export class Gateway extends Context.Tag("talon/Gateway")<Gateway, GatewayShape>
     readonly router: Router.RouterOptions
     readonly client?: Partial<TalonClientOptions>
     readonly cache?: Partial<CacheRouteOptions>
+    /** A worker in this process whose resident blocks the gateway sends by sendfile (co-located mode). */
+    readonly local?: LocalBlocksShape
   }): Layer.Layer<Gateway, GatewayError | ConfigError.ConfigError> => {
     const origin = Gateway.origin(args.router)
     const routeLayer =
@@ -141,7 +149,8 @@ export class Gateway extends Context.Tag("talon/Gateway")<Gateway, GatewayShape>
             workerTimeoutMs: args.cache?.workerTimeoutMs ?? args.gateway?.workerTimeoutMs
           }).pipe(Layer.provide(TalonClient.layer(args.client ?? {})))
         : OriginRoute
-    return Gateway.layer(args.gateway).pipe(Layer.provide(routeLayer), Layer.provide(origin))
+    const gateway = Gateway.layer(args.gateway).pipe(Layer.provide(routeLayer), Layer.provide(origin))
+    return args.local === undefined ? gateway : gateway.pipe(Layer.provide(Layer.succeed(LocalBlocks, args.local)))
   }
 }
 

@@ -16,6 +16,7 @@ import { CredentialsConfig, type GatewayCommandSettings, type GatewayOptions, Ga
 
 type GatewaySchemaKeys = typeof GatewaySchema.settings
 import { Gateway, type GatewayShape } from "./Gateway.js"
+import type { ColocatedWorker } from "./localBlocks.js"
 
 export class GatewayConfigError extends Data.TaggedError("GatewayConfigError")<{ readonly message: string }> {}
 
@@ -29,7 +30,7 @@ export const gatewayOptions = {
 type Flags = Command.Command.ParseConfig<typeof gatewayOptions>
 
 /** What `talon gateway` runs: the layer for the given flags, plus what to print once it listens. */
-export const gatewayLayerFromFlags = (flags: Flags) =>
+export const gatewayLayerFromFlags = (flags: Flags, colocated?: () => Promise<ColocatedWorker>) =>
   Effect.gen(function* () {
     const router = yield* Router.RouterConfig
     if (router.s3 === undefined && router.azure === undefined) {
@@ -40,19 +41,30 @@ export const gatewayLayerFromFlags = (flags: Flags) =>
         })
       )
     }
-    const { route, coordinator } = yield* resolve(GatewayCommandSchema, explicitFrom<GatewayCommandSettings, keyof GatewayCommandSettings>(flags, ["route", "coordinator"]))
+    const { route, coordinator, colocate } = yield* resolve(
+      GatewayCommandSchema,
+      explicitFrom<GatewayCommandSettings, keyof GatewayCommandSettings>(flags, ["route", "coordinator", "colocate"])
+    )
     const explicit: Partial<GatewayOptions> = explicitFrom<GatewayOptions, keyof GatewaySchemaKeys>(flags, flaggedKeys(GatewaySchema))
     const client: Partial<TalonClientOptions> = {
       ...(coordinator !== undefined ? { coordinator } : {}),
       ...explicitFrom<TalonClientOptions, "blockSize">(flags, ["blockSize"])
     }
-    return { route, router, layer: Gateway.layerWith({ gateway: explicit, route, router, client }) }
+    const layer = Gateway.layerWith({ gateway: explicit, route, router, client })
+    if (!colocate) return { route, router, layer }
+    if (colocated === undefined) {
+      return yield* Effect.fail(new GatewayConfigError({ message: "--colocate needs the worker, which this entry point does not load; run it as `talon gateway --colocate`" }))
+    }
+    // The worker's graph is loaded only for a co-located gateway.
+    const start = yield* Effect.promise(colocated)
+    return { route, router, layer: layer.pipe(Layer.provide(start(router))) }
   })
 
 /** What a running gateway prints: where it listens, whether auth is on (loudly when off), how to point clients at it. */
 export const gatewayBanner = (gw: GatewayShape, router: Router.RouterOptions): ReadonlyArray<string> => {
   const lines = [`talon gateway listening on ${gw.url} (${gw.route} route)`]
   if (gw.adminUrl !== undefined) lines.push(`  admin ${gw.adminUrl} (/healthz, /readyz, /metrics)`)
+  if (gw.colocated) lines.push("  co-located: blocks resident in this process's worker go to clients by sendfile")
   lines.push(
     gw.options.auth
       ? `  ${gw.authSummary}`
@@ -83,13 +95,17 @@ const announce = (router: Router.RouterOptions) =>
     return yield* Effect.never
   })
 
-export const gateway = Command.make("gateway", gatewayOptions, (flags) =>
-  Effect.gen(function* () {
-    const { router, layer } = yield* gatewayLayerFromFlags(flags)
-    return yield* announce(router).pipe(Effect.provide(Layer.fresh(layer)))
-  })
-).pipe(
-  Command.withDescription(
-    "Serve S3 and Azure Blob endpoints that read through the Talon cache (or straight from the origin); point unmodified SDKs at it."
+/** `talon gateway`; `colocated` loads what `--colocate` starts (the command line supplies it). */
+export const gatewayCommand = (colocated?: () => Promise<ColocatedWorker>) =>
+  Command.make("gateway", gatewayOptions, (flags) =>
+    Effect.gen(function* () {
+      const { router, layer } = yield* gatewayLayerFromFlags(flags, colocated)
+      return yield* announce(router).pipe(Effect.provide(Layer.fresh(layer)))
+    })
+  ).pipe(
+    Command.withDescription(
+      "Serve S3 and Azure Blob endpoints that read through the Talon cache (or straight from the origin); point unmodified SDKs at it."
+    )
   )
-)
+
+export const gateway = gatewayCommand()

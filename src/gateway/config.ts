@@ -204,6 +204,7 @@ export interface GatewayCommandSettings {
   readonly route: RouteName
   /** Coordinator addresses of the cache route; unset = the client's (TALON_CLIENT_COORDINATOR). */
   readonly coordinator: string | undefined
+  readonly colocate: boolean
 }
 
 export const GatewayCommandSchema = component<GatewayCommandSettings>({
@@ -217,7 +218,8 @@ export const GatewayCommandSchema = component<GatewayCommandSettings>({
     coordinator: S.unset(K.coordinatorList(), "Coordinator control address(es) of the cache route, comma-separated for failover", {
       shownDefault: "TALON_CLIENT_COORDINATOR, else 127.0.0.1:7000",
       example: "10.0.0.1:7000,10.0.0.2:7000"
-    })
+    }),
+    colocate: S.toggle("Run a cache worker in this process (its settings from TALON_WORKER_*) and send the blocks resident in it to clients by sendfile; other reads take the route")
   }
 })
 

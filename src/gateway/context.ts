@@ -12,6 +12,7 @@ import type { BackendStoreShape } from "../backend/BackendStore.js"
 import type { Payload } from "../client/SlabPool.js"
 import type { HttpCtx } from "../http/context.js"
 import type { GatewayOptions } from "./config.js"
+import type { LocalBlocksShape } from "./localBlocks.js"
 import type { OriginHttpShape } from "./OriginHttp.js"
 import type { RouteShape } from "./Route.js"
 import type { StatCache } from "./statCache.js"
@@ -23,6 +24,9 @@ export interface GatewayCounters {
   errors: number
   /** Responses aborted after their head was sent (the body could not be completed). */
   aborted: number
+  /** Responses whose body came from the co-located worker's blocks by sendfile, and those bytes. */
+  localBodies: number
+  localBytes: number
 }
 
 export interface Services {
@@ -35,6 +39,8 @@ export interface Services {
   readonly counters: GatewayCounters
   /** Talon's gateway families (metrics.ts), for the admin port's /metrics. */
   readonly metrics?: GatewayMetrics
+  /** The co-located worker's resident blocks (absent: every read goes through the route). */
+  readonly local?: LocalBlocksShape
   /** Base URL clients reach the gateway at (for Azure's ServiceEndpoint). */
   url: string
 }

@@ -14,6 +14,7 @@ import { decideRead, type ReadFailure, type ReadValidators } from "../http/readD
 import type { Payload } from "../client/SlabPool.js"
 import { Aborted, type GwCtx, type RequestAbort, run, writePayload } from "./context.js"
 import type { ByteReader, RouteError } from "./Route.js"
+import { serveLocal } from "./localBody.js"
 
 /** `readHeaders` of a dialect that adds none (the read's own headers are then used as they are). */
 export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
@@ -175,13 +176,11 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
       ctx.res.end()
       return
     }
-    const reader = g.route.open({
-      object,
-      stat,
-      offset: decision.start,
-      length: decision.length,
-      cacheable: cacheableId(object) && !g.stats.recentlyWritten(object)
-    })
+    const cacheable = cacheableId(object) && !g.stats.recentlyWritten(object)
+    if (g.local !== undefined && cacheable && g.route.name === "cache") {
+      if (await serveLocal(ctx, g.local, decision.partial ? 206 : 200, head, object, stat, decision.start, decision.length, cacheable)) return
+    }
+    const reader = g.route.open({ object, stat, offset: decision.start, length: decision.length, cacheable })
     let first: Payload | undefined
     try {
       first = await nextOrAbort(reader, ctx.aborts)

@@ -13,7 +13,7 @@
  * Each build is fresh: two workers in one program (e.g. `talon up`) never
  * share a store, listener or counters.
  */
-import { type ConfigError, Context, Effect, Layer } from "effect"
+import { type ConfigError, Context, Effect, Layer, Option } from "effect"
 import type { BackendStore } from "../backend/BackendStore.js"
 import type { NodeInfo } from "../core/ids.js"
 import { DataPlane } from "./plane/DataPlane.js"
@@ -24,7 +24,7 @@ import { WorkerMetrics, type WorkerStats } from "./metrics.js"
 import { Membership } from "./membership/Membership.js"
 import { type ReadyState, WorkerReadiness } from "./membership/Readiness.js"
 import { MissPath } from "./miss/MissPath.js"
-import { ReadPath } from "./ReadPath.js"
+import { ReadPath, type ReadPathImpl } from "./ReadPath.js"
 import { DataServer, type DataServerListenError } from "./server/DataServer.js"
 import { ServeMode } from "./server/ServeMode.js"
 import { BlockStore, type BlockStoreOpenFailed } from "./store/BlockStore.js"
@@ -48,6 +48,8 @@ export interface WorkerShape {
   readonly store: DiskStore
   readonly stats: WorkerStats
   readonly readiness: ReadyState
+  /** The read path the serve loop reads through (a co-located gateway reads resident blocks from it); none with --loops. */
+  readonly readPath: ReadPathImpl | undefined
 }
 
 /** Block store, miss path and read path (no sockets): what the serve loop reads through. */
@@ -69,7 +71,7 @@ const ServingLayers = Membership.layer.pipe(Layer.provideMerge(AdminHttp.layer))
  */
 export const workerHandle = Effect.gen(function* () {
   const [settings, server, admin, membership, plane, mode] = yield* Effect.all([WorkerConfig, DataServer, AdminHttp, Membership, DataPlane, ServeMode])
-  const [store, stats, readiness] = yield* Effect.all([BlockStore, WorkerMetrics, WorkerReadiness])
+  const [store, stats, readiness, readPath] = yield* Effect.all([BlockStore, WorkerMetrics, WorkerReadiness, Effect.serviceOption(ReadPath)])
   return {
     node: membership.node,
     dataAddress: server.address,
@@ -82,7 +84,8 @@ export const workerHandle = Effect.gen(function* () {
     settings,
     store,
     stats,
-    readiness
+    readiness,
+    readPath: Option.getOrUndefined(readPath)
   } satisfies WorkerShape
 })
 

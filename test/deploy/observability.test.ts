@@ -68,7 +68,8 @@ const after: Partial<Record<keyof typeof urls, Scrape>> = {}
 
 beforeAll(async () => {
   scope = await Effect.runPromise(Scope.make())
-  cluster = await Effect.runPromise(Scope.extend(LocalCluster.make({ ephemeral: true, workers: 1 }), scope))
+  // Not co-located: the worker's request families must see the gateway's hits on its data port.
+  cluster = await Effect.runPromise(Scope.extend(LocalCluster.make({ ephemeral: true, workers: 1, colocate: false }), scope))
   urls.worker = `http://${cluster.workers[0]!.adminAddress}`
   urls.coordinator = `http://${cluster.coordinator.adminAddress}`
   urls.gateway = cluster.gateway!.adminUrl!

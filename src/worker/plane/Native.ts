@@ -24,6 +24,15 @@ const runtimeFor = (addon: NativeAddon): NativeRuntime => {
   return runtime.rt
 }
 
+/** This process's native runtime (shared epoll fd), or why it cannot be set up. */
+export const nativeRuntime = (addon: NativeAddon): NativeRuntime | string => {
+  try {
+    return runtimeFor(addon)
+  } catch (error) {
+    return `native addon loaded but ${(error as Error).message}`
+  }
+}
+
 /** The connection's fd, or why the native plane cannot use it. */
 const fdOf = (connection: Connection): number => {
   const fd = connection.fd
