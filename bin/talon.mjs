@@ -24,9 +24,10 @@ if (args.length === 1 && args[0] === "--version") {
   process.stdout.write(`${JSON.parse(fs.readFileSync(new URL("package.json", root), "utf8")).version}\n`)
   process.exit(0)
 }
-const { buildIsFresh } = await import("./build-fresh.mjs")
+// An installed package ships dist/ without src/: nothing to compare against, run the build.
+const hasSource = fs.existsSync(new URL("src/", root))
 
-if (buildIsFresh()) {
+if (!hasSource || (await import("../src/core/freshBundle.mjs")).buildIsFresh()) {
   if (process.env.TALON_NO_BUNDLE === undefined && fs.existsSync(new URL("dist/bundle/cli/main.js", root))) {
     await import("../dist/bundle/cli/main.js")
   } else {

@@ -2,7 +2,7 @@
 // registered programmatically (bin/talon.mjs, vitest), so from src/ it registers tsx itself
 // before importing it, unless the CLI bundle is at least as new as every source file: then it
 // runs the bundled thread, which starts at ~1/4 of the CPU.
-import { freshBundleEntry } from "../../bin/build-fresh.mjs"
+import { freshBundleEntry } from "../core/freshBundle.mjs"
 
 const bundled = freshBundleEntry("loadgen-thread")
 if (bundled !== undefined) {

@@ -3,10 +3,11 @@
 // src/. Shared by bin/talon.mjs and the process/thread entries a src/ process starts (a serving
 // loop, a loadgen thread), so a process started from src/ under tsx (tests, an edited checkout)
 // starts its children from the bundle when that is safe: through tsx's loader a child costs ~4x
-// the start-up CPU.
+// the start-up CPU. Plain JavaScript: it runs before any loader is registered. The same two
+// levels below the root from src/core/ and dist/core/.
 import * as fs from "node:fs"
 
-const root = new URL("../", import.meta.url)
+const root = new URL("../../", import.meta.url)
 
 const newerThan = (dir, t) =>
   fs.readdirSync(dir, { withFileTypes: true }).some((e) => {
