@@ -24,24 +24,10 @@ if (args.length === 1 && args[0] === "--version") {
   process.stdout.write(`${JSON.parse(fs.readFileSync(new URL("package.json", root), "utf8")).version}\n`)
   process.exit(0)
 }
-const stamp = (() => {
-  try {
-    return fs.statSync(new URL("dist/.stamp", root)).mtimeMs
-  } catch {
-    return -1
-  }
-})()
-
-const newerThan = (dir, t) =>
-  fs.readdirSync(dir, { withFileTypes: true }).some((e) => {
-    const p = new URL(e.name + (e.isDirectory() ? "/" : ""), dir)
-    return e.isDirectory() ? newerThan(p, t) : fs.statSync(p).mtimeMs > t
-  })
-
 // An installed package ships dist/ without src/: nothing to compare against, run the build.
 const hasSource = fs.existsSync(new URL("src/", root))
 
-if (!hasSource || (stamp >= 0 && process.env.TALON_FROM_SOURCE === undefined && !newerThan(new URL("src/", root), stamp))) {
+if (!hasSource || (await import("../src/core/freshBundle.mjs")).buildIsFresh()) {
   if (process.env.TALON_NO_BUNDLE === undefined && fs.existsSync(new URL("dist/bundle/cli/main.js", root))) {
     await import("../dist/bundle/cli/main.js")
   } else {

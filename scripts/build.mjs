@@ -40,6 +40,8 @@ for (const f of files.filter((f) => f.endsWith(".mjs"))) {
     .readFileSync(f, "utf8")
     .replace(/^import \{ register \} from "tsx\/esm\/api"\n/m, "")
     .replace(/^register\(\)\n/m, "")
+    // The same when the entry loads tsx only if the bundle is stale (it then imports dist's .js).
+    .replace(/^(\s*)const \{ register \} = await import\("tsx\/esm\/api"\)\n\s*register\(\)\n/m, "")
     .replace(/(import\(\s*"\.[^"]*)\.ts"/g, '$1.js"')
   fs.mkdirSync(path.dirname(out), { recursive: true })
   fs.writeFileSync(out, text)

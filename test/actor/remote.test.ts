@@ -13,6 +13,7 @@ import {
   RemoteProtocolError,
   RemoteUnavailable
 } from "../../src/actor/index.js"
+import { bundledScript } from "../support/bundledScript.js"
 import { Account, Answering, Balance, Crash, Deposit, Hang, makeAccount, Note, Withdraw } from "./fixtures/account.js"
 
 const untilReady = (channel: Channel.Channel) =>
@@ -29,11 +30,16 @@ const untilReady = (channel: Channel.Channel) =>
     return Effect.sync(unsubscribe)
   })
 
+// The thread and the child run the fixtures bundled (test/support/bundledScript.ts), not through tsx.
+const threadScript = fileURLToPath(new URL("./fixtures/thread.ts", import.meta.url))
+
 /** A worker thread serving the accounts on a MessagePort transferred to it; terminated with the scope. */
 const startThread: Effect.Effect<{ worker: Worker; channel: Channel.Channel }, never, Scope.Scope> = Effect.gen(function* () {
   const { port1, port2 } = new MessageChannel()
   const worker = yield* Effect.acquireRelease(
-    Effect.sync(() => new Worker(new URL("./fixtures/thread.mjs", import.meta.url), { workerData: { port: port2 }, transferList: [port2] })),
+    Effect.promise(() => bundledScript(threadScript)).pipe(
+      Effect.map((script) => new Worker(script, { workerData: { port: port2 }, transferList: [port2] }))
+    ),
     (w) => Effect.promise(() => w.terminate()).pipe(Effect.zipRight(Effect.sync(() => port1.close())))
   )
   worker.on("error", (e) => console.error("account thread failed:", e))
@@ -47,7 +53,9 @@ const childScript = fileURLToPath(new URL("./fixtures/child.ts", import.meta.url
 /** A child process (child_process.fork, JSON IPC) serving the accounts; killed and awaited with the scope. */
 const startChild = Effect.gen(function* () {
   const child = yield* Effect.acquireRelease(
-    Effect.sync(() => fork(childScript, [], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] })),
+    Effect.promise(() => bundledScript(childScript)).pipe(
+      Effect.map((script) => fork(script, [], { execArgv: [], stdio: ["ignore", "inherit", "inherit", "ipc"] }))
+    ),
     (c) =>
       Effect.async<void>((resume) => {
         if (c.exitCode !== null || c.signalCode !== null) return resume(Effect.void)

@@ -14,6 +14,7 @@ import { Effect, Exit, Scope } from "effect"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
 import { testCoordinator } from "../coordinator/fixtures/harness.js"
+import { bundledScript } from "../support/bundledScript.js"
 import { registeredFakeWorker } from "./fixtures/registeredWorker.js"
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
@@ -21,10 +22,13 @@ const BLOCK = 64 * 1024
 const data = randomBytes(4 * BLOCK + 99)
 const store = new Map<string, MemoryObject>([["/s3/bucket/exit.bin", { bytes: data, version: "v1" }]])
 
-/** Runs the fixture to its own exit (killed, and the test failed, if it is still running after `limitMs`). */
+/** Runs the fixture (bundled: test/support/bundledScript.ts) to its own exit (killed, and the test failed, if it is still running after `limitMs`). */
 const runChild = (args: ReadonlyArray<string>, limitMs: number) =>
+  Effect.flatMap(Effect.promise(() => bundledScript(path.join(repo, "test/client/fixtures/closeAndExit.ts"))), (script) => runScript(script, args, limitMs))
+
+const runScript = (script: string, args: ReadonlyArray<string>, limitMs: number) =>
   Effect.async<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; killed: boolean }>((resume) => {
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(repo, "test/client/fixtures/closeAndExit.ts"), ...args], {
+    const child = spawn(process.execPath, [script, ...args], {
       cwd: repo,
       stdio: ["ignore", "pipe", "pipe"]
     })

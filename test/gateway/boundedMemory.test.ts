@@ -67,9 +67,8 @@ it.scopedLive(
       const t0 = performance.now()
       const { child, port, output } = yield* startListeningChild(
         [
-          "--import",
-          "tsx",
-          "test/gateway/fixtures/gatewayChild.ts",
+          "bin/talon.mjs",
+          "gateway",
           "--listen",
           "127.0.0.1:0",
           "--route",

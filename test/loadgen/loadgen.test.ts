@@ -46,11 +46,12 @@ const spec = (port: number, over: Partial<LoadSpec> = {}): LoadSpec => ({
 })
 
 /**
- * Runs `talon loadgen` as a process (the standalone entry) and collects its output. Startup
- * alone can take tens of seconds on a loaded 2-core machine, hence the long bound.
+ * Runs `talon loadgen` as a process (bin/talon.mjs: the CLI bundle when the build is fresh) and
+ * collects its output. Startup through tsx can take tens of seconds on a loaded 2-core
+ * machine, hence the long bound.
  */
 const cli = (args: ReadonlyArray<string>) =>
-  runProcess(process.execPath, ["--import", "tsx", "src/loadgen/main.ts", ...args], CLI_TIMEOUT - 5_000)
+  runProcess(process.execPath, ["bin/talon.mjs", "loadgen", ...args], CLI_TIMEOUT - 5_000)
 
 describe("loadgen against the C reference server", () => {
   it.live("measures a clean run over two threads with every byte verified and the server sampled", () =>

@@ -1,15 +1,16 @@
 /**
- * `talon worker` as a real child process (fixtures/workerCli.ts through tsx): its stdout and
- * stderr gathered, lines awaited by pattern, and a SIGKILL from the test's cleanup if it is
- * still running then. Start-up transpiles the import graph: slow on a loaded machine, hence
- * the long default wait.
+ * `talon worker` as a real child process, started the way a user starts it (bin/talon.mjs): its
+ * stdout and stderr gathered, lines awaited by pattern, and a SIGKILL from the test's cleanup if
+ * it is still running then. bin/talon.mjs runs the CLI bundle when the build is fresh (as in CI,
+ * after npm ci) and src/ through tsx otherwise; through tsx a start costs ~4x the CPU, which on
+ * a loaded machine is many seconds, hence the long default wait.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as path from "node:path"
 import type { Cleanup } from "./harness.js"
 
 export const repoRoot = path.resolve(__dirname, "../../..")
-const script = path.join(repoRoot, "test/worker/fixtures/workerCli.ts")
+const talon = path.join(repoRoot, "bin/talon.mjs")
 
 /** The S3 credentials the origin stub accepts, for a worker's environment. */
 export const stubCredentials = { TALON_S3_ACCESS_KEY_ID: "talon", TALON_S3_SECRET_ACCESS_KEY: "talon-secret" }
@@ -31,7 +32,7 @@ export const spawnWorker = (
   env: Record<string, string> = {},
   waitMs = 150_000
 ): WorkerChild => {
-  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+  const child = spawn(process.execPath, [talon, "worker", ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"]
