@@ -268,7 +268,14 @@ export const makeCoordinatorOn = (
     const adminAddress = yield* serveAdmin(
       adminListen.host,
       adminListen.port,
-      { cluster, metrics, ready, listObjects: (query) => objectListingPage(backend, query, control.address) },
+      {
+        cluster,
+        metrics,
+        ready,
+        management: Effect.map(Effect.zip(view, Clock.currentTimeMillis), ([v, nowMs]) => ({ clusterId: options.clusterId, backend: store.backend, view: v, nowMs })),
+        listObjects: (query) => objectListingPage(backend, query, control.address),
+        token: options.adminToken
+      },
       options.adminTlsCert === undefined ? undefined : { cert: options.adminTlsCert, key: options.adminTlsKey ?? "" }
     )
 
