@@ -22,3 +22,7 @@ export const adminTokenSetting = setting(K.optional(K.secret), {
       ? undefined
       : `must be at least ${MIN_ADMIN_TOKEN_CHARS} characters (generate one with \`openssl rand -hex 32\`)`
 })
+
+/** The header a client sends the token in, or none. */
+export const adminAuthHeaders = (token: Redacted.Redacted<string> | undefined): Record<string, string> =>
+  token === undefined ? {} : { authorization: `Bearer ${Redacted.value(token)}` }

@@ -44,7 +44,3 @@ export const guardAdmin =
           if (!tokenMatches(presented, token)) return Effect.succeed(unauthorized("the bearer token is not this cluster's admin token"))
           return app
         })
-
-/** The header a client sends the token in, or none. */
-export const adminAuthHeaders = (token: Redacted.Redacted<string> | undefined): Record<string, string> =>
-  token === undefined ? {} : { authorization: `Bearer ${Redacted.value(token)}` }

@@ -13,6 +13,7 @@ import { makeDirBackend, pattern } from "../worker/support/dirBackend.js"
 import { makeCleanup, startWorker, tempDir, type RunningWorker } from "../worker/support/harness.js"
 import { schemaProblems } from "../support/jsonSchema.js"
 import { memoryBackend } from "./fixtures/memoryBackend.js"
+import { clusterCapacity } from "../../src/client/prefetchCapacity.js"
 import { objects } from "./fixtures/harness.js"
 
 const TOKEN = "0123456789abcdef-admin"
@@ -49,9 +50,11 @@ beforeAll(async () => {
     cacheDirs: [await tempDir(cleanup, "talon-cache-")]
   })
   workerAdmin = worker.worker.adminAddress
-  for (let i = 0; i < 400; i++) {
-    const members = await Effect.runPromise(c.members)
-    if (members.some((n) => n.id === "w-api")) return
+  // Both records (the worker's status and the coordinator's own) arrive through the store's watch.
+  for (let i = 0; i < 800; i++) {
+    const view = await get(coordinator, "/api/v1/cluster", TOKEN)
+    const body = view.status === 200 ? view.json() : {}
+    if (body["healthy_worker_count"] === 1 && body["coordinator_count"] === 1 && Number(body["total_capacity_bytes"]) > 0) return
     await new Promise((r) => setTimeout(r, 25))
   }
   throw new Error("the worker never joined")
@@ -76,6 +79,15 @@ describe("admin token", () => {
       // An unknown path is not a way around the token.
       expect((await get(address, "/api/v1/nope")).status).toBe(401)
     }
+  })
+})
+
+describe("clients", () => {
+  it("prefetch's capacity check sends the token (and says 401 without it)", async () => {
+    const refused = await Effect.runPromise(Effect.flip(clusterCapacity(coordinator)))
+    expect(refused.message).toContain("401")
+    const capacity = await Effect.runPromise(clusterCapacity(coordinator, Redacted.make(TOKEN)))
+    expect(capacity.workers).toBe(1)
   })
 })
 
