@@ -16,6 +16,7 @@ import type { ControlMessage } from "../protocol/index.js"
 import { DEFAULT_CAPS } from "../protocol/frame.js"
 import { parseHostPort } from "../transport/address.js"
 import { serveAdmin } from "./AdminHttp.js"
+import { traced, tracingLayer } from "../transport/tracing.js"
 import type { ClusterMember, ClusterStatus } from "../protocol/clusterStatus.js"
 import { COORDINATOR_CAPS, serveControl, type ControlListenError, type ControlServer } from "./ControlServer.js"
 import { resolveCoordinatorOptions, resolveCoordinatorState, type CoordinatorOptions } from "./config.js"
@@ -141,7 +142,7 @@ export const makeCoordinatorOn = (
       )
 
     const handle = talon.instrument((message: ControlMessage): Effect.Effect<ControlMessage> =>
-      Effect.gen(function* () {
+      traced("talon.coordinator.control", { "talon.control.message": message._tag })(Effect.gen(function* () {
         switch (message._tag) {
           case "Register":
             return yield* asked(registry.actor.ask(new Register({ node: message.node })))
@@ -179,7 +180,7 @@ export const makeCoordinatorOn = (
           default:
             return ack(false, `the coordinator does not handle ${message._tag} messages`)
         }
-      }))
+      })))
 
     const listObjects = (prefix: string): Effect.Effect<ControlMessage> => {
       const parsed = parseListPrefix(prefix)
@@ -302,7 +303,7 @@ export const makeCoordinatorOn = (
 export class Coordinator extends Context.Tag("talon/Coordinator")<Coordinator, CoordinatorShape>() {
   /** A coordinator bound for the layer's lifetime, with its own state store; needs a `BackendStore` for StatObject/ListObjects. */
   static readonly layer = (options: Partial<CoordinatorOptions> = {}) =>
-    Layer.scoped(Coordinator, makeCoordinator(options))
+    Layer.scoped(Coordinator, makeCoordinator(options)).pipe(Layer.provide(tracingLayer("talon-coordinator")))
 
   /** A coordinator on the `ClusterStateStore` the layer is given (several may share one). */
   static readonly layerOnStore = (options: Partial<CoordinatorOptions> = {}) =>
