@@ -34,7 +34,8 @@ beforeAll(async () => {
   await fsp.writeFile(path.join(root, "bkt", "obj"), pattern(4096, 1))
   const origin = makeDirBackend(root)
   const rt = ManagedRuntime.make(
-    Coordinator.layer({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", heartbeatIntervalMs: 50, adminToken: Redacted.make(TOKEN) }).pipe(
+    // A 3 s liveness window: the worker (beating every 100 ms) stays healthy on a loaded machine.
+    Coordinator.layer({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", heartbeatIntervalMs: 1000, adminToken: Redacted.make(TOKEN) }).pipe(
       Layer.provide(memoryBackend(objects))
     )
   )
@@ -45,7 +46,7 @@ beforeAll(async () => {
     id: "w-api",
     zone: "zone-a",
     coordinator: c.controlAddress,
-    heartbeatIntervalMs: 50,
+    heartbeatIntervalMs: 100,
     adminToken: Redacted.make(TOKEN),
     cacheDirs: [await tempDir(cleanup, "talon-cache-")]
   })
