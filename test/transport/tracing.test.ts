@@ -12,10 +12,17 @@ import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { otlpEndpoint, tracingLayer } from "../../src/transport/tracing.js"
 import { memoryBackend } from "../coordinator/fixtures/memoryBackend.js"
 import { objects } from "../coordinator/fixtures/harness.js"
+import * as fsp from "node:fs/promises"
+import * as path from "node:path"
+import { Backend } from "../../src/core/ids.js"
+import { makeDirBackend, pattern } from "../worker/support/dirBackend.js"
+import { makeCleanup, startWorker, tempDir } from "../worker/support/harness.js"
+import { readRange } from "../worker/support/rawClient.js"
 
 interface OtlpSpan {
   readonly name: string
   readonly traceId: string
+  readonly startTimeUnixNano: string
   readonly attributes: ReadonlyArray<{ key: string; value: { stringValue?: string } }>
 }
 interface OtlpBody {
@@ -80,5 +87,34 @@ describe("tracing", () => {
     // Two requests, two traces: each control request is its own root.
     const mine = control.filter((_, i) => messages[i] === "Register" || messages[i] === "Heartbeat")
     expect(new Set(mine.map((s) => s.traceId)).size).toBe(mine.length)
+  })
+
+  it("a worker miss exports the origin HEAD, then the origin fetch (with the fill), as talon-worker", async () => {
+    const cleanup = makeCleanup()
+    const before = bodies.length
+    try {
+      const root = await tempDir(cleanup, "talon-origin-")
+      await fsp.mkdir(path.join(root, "bkt"), { recursive: true })
+      const data = pattern(256 * 1024, 5)
+      await fsp.writeFile(path.join(root, "bkt", "traced.bin"), data)
+      process.env["TALON_OTLP_ENDPOINT"] = `http://127.0.0.1:${(collector.address() as { port: number }).port}`
+      const w = await startWorker(cleanup, makeDirBackend(root).layer, { cacheDirs: [await tempDir(cleanup, "talon-cache-")] })
+      delete process.env["TALON_OTLP_ENDPOINT"]
+      const read = await readRange(w.worker.dataPort, { backend: Backend.S3, bucket: "bkt", objectPath: "traced.bin" }, 0, 4096)
+      expect(read.ok && read.bytes.equals(data.subarray(0, 4096))).toBe(true)
+      await w.stop()
+    } finally {
+      delete process.env["TALON_OTLP_ENDPOINT"]
+      await cleanup.run()
+    }
+    const spans = bodies.slice(before).flatMap(({ body }) =>
+      body.resourceSpans.flatMap((rs) => {
+        const service = rs.resource.attributes.find((a) => a.key === "service.name")?.value.stringValue
+        return rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => ({ service, ...s })))
+      })
+    )
+    const worker = spans.filter((s) => s.service === "talon-worker").sort((a, b) => (BigInt(a.startTimeUnixNano) < BigInt(b.startTimeUnixNano) ? -1 : 1))
+    expect(worker.map((s) => s.name)).toEqual(["talon.worker.origin.head", "talon.worker.origin.fetch"])
+    for (const s of worker) expect(s.attributes.find((a) => a.key === "talon.object")?.value.stringValue).toBe("traced.bin")
   })
 })
