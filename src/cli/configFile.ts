@@ -36,7 +36,8 @@ export const CONFIG_SECTIONS = [
   "state",
   "etcd",
   "s3",
-  "azure"
+  "azure",
+  "admin"
 ] as const
 
 /** The environment variable that names a config file (set for child processes too). */

@@ -4,11 +4,12 @@
  */
 import * as fs from "node:fs"
 import { Args, Command, Options } from "@effect/cli"
-import { Console, Effect, Option, Stream } from "effect"
+import { Console, Effect, Option, Schema, Stream } from "effect"
 import { explicitFrom, flaggedKeys, flagOf, flagsOf } from "../config/cli.js"
 import { resolve } from "../config/Setting.js"
 import { NodeRole } from "../core/ids.js"
-import type { ClusterStatus } from "../protocol/clusterStatus.js"
+import { ClusterStatus } from "../protocol/clusterStatus.js"
+import { adminAuthHeaders } from "../config/adminToken.js"
 import { ClientSchema, ClusterViewSchema, type TalonClientOptions } from "./config.js"
 import { CoordinatorUnavailable, type TalonClientError } from "./errors.js"
 import { makeTalonClient, type TalonClientShape } from "./TalonClient.js"
@@ -123,17 +124,21 @@ export const cluster = Command.make(
   },
   ({ admin: adminGiven, ...flags }) =>
     Effect.gen(function* () {
-      const admin = Option.fromNullable((yield* resolve(ClusterViewSchema, { admin: Option.getOrUndefined(adminGiven) })).admin)
+      const view = yield* resolve(ClusterViewSchema, { admin: Option.getOrUndefined(adminGiven) })
+      const admin = Option.fromNullable(view.admin)
       if (Option.isSome(admin)) {
         const url = `http://${admin.value}/api/v1/cluster`
         const status = yield* Effect.tryPromise({
           try: async () => {
-            const res = await fetch(url)
+            const res = await fetch(url, { headers: adminAuthHeaders(view.adminToken) })
+            if (res.status === 401) {
+              throw new Error(`HTTP 401: ${view.adminToken === undefined ? "the coordinator has an admin token; set TALON_ADMIN_TOKEN" : "TALON_ADMIN_TOKEN is not the coordinator's admin token"}`)
+            }
             if (!res.ok) throw new Error(`HTTP ${res.status}`)
-            return (await res.json()) as ClusterStatus
+            return Schema.decodeUnknownSync(ClusterStatus)(await res.json())
           },
           catch: (e) =>
-            new CoordinatorUnavailable({ coordinator: admin.value, detail: `GET ${url} failed: ${String(e)}` })
+            new CoordinatorUnavailable({ coordinator: admin.value, detail: `GET ${url} failed: ${e instanceof Error ? e.message : String(e)}` })
         })
         yield* Console.log(renderClusterTable(status))
         return

@@ -3,12 +3,13 @@
  * `TALON_CLIENT_*` (environment, then config file) > default. `blockSize` must equal
  * the workers' block size: placement is computed per block.
  */
-import type { ConfigError, Effect } from "effect"
+import type { ConfigError, Effect, Redacted } from "effect"
 import * as K from "../config/kinds.js"
 import * as S from "../config/declare.js"
 import { component, defaultsOf, resolve } from "../config/Setting.js"
 import { DEFAULT_BLOCK_SIZE } from "../core/ids.js"
 import { blockSizeRange, nonNegative, positive } from "../config/checks.js"
+import { adminTokenSetting } from "../config/adminToken.js"
 
 export interface TalonClientOptions {
   /** Coordinator control addresses `host:port[,host:port…]`, tried in turn. */
@@ -93,7 +94,7 @@ export const resolveClientOptions = (
 ): Effect.Effect<TalonClientOptions, ConfigError.ConfigError> => resolve(ClientSchema, explicit)
 
 /** `talon cluster`'s own setting beside the client's. */
-export const ClusterViewSchema = component<{ readonly admin: string | undefined }>({
+export const ClusterViewSchema = component<{ readonly admin: string | undefined; readonly adminToken: Redacted.Redacted<string> | undefined }>({
   name: "cluster view",
   summary: "`talon cluster`: the membership table.",
   prefix: "TALON_CLUSTER",
@@ -101,6 +102,7 @@ export const ClusterViewSchema = component<{ readonly admin: string | undefined 
     admin: S.unset(K.dialAddress, "Coordinator admin HTTP host:port; the table then includes heartbeat ages and block counts", {
       shownDefault: "unset: ask the control address",
       example: "127.0.0.1:8000"
-    })
+    }),
+    adminToken: adminTokenSetting
   }
 })

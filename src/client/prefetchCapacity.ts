@@ -3,7 +3,8 @@
  * the sum of what each worker in placement last reported in its status.
  */
 import { FetchHttpClient, HttpClient } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, type Redacted } from "effect"
+import { adminAuthHeaders } from "../config/adminToken.js"
 import type { ClusterStatus } from "../protocol/clusterStatus.js"
 import { CapacityUnknown } from "./prefetchErrors.js"
 
@@ -13,9 +14,9 @@ export interface ClusterCapacity {
   readonly workers: number
 }
 
-export const clusterCapacity = (admin: string, timeoutMs = 5000): Effect.Effect<ClusterCapacity, CapacityUnknown> => {
+export const clusterCapacity = (admin: string, token?: Redacted.Redacted<string>, timeoutMs = 5000): Effect.Effect<ClusterCapacity, CapacityUnknown> => {
   const unknown = (detail: string) => new CapacityUnknown({ admin, detail })
-  return HttpClient.get(`http://${admin}/api/v1/cluster`).pipe(
+  return HttpClient.get(`http://${admin}/api/v1/cluster`, { headers: adminAuthHeaders(token) }).pipe(
     Effect.filterOrFail(
       (res) => res.status === 200,
       (res) => unknown(`GET /api/v1/cluster answered HTTP ${res.status}`)

@@ -34,7 +34,7 @@ export const prefetch = Command.make(
       const settings = yield* resolve(PrefetchSchema, explicitFrom<PrefetchSettings, (typeof prefetchKeys)[number]>(flags, prefetchKeys))
       const clientOptions = explicitFrom<TalonClientOptions, (typeof clientKeys)[number]>(flags, clientKeys)
       const capacity =
-        settings.admin === undefined || settings.force ? undefined : yield* clusterCapacity(settings.admin)
+        settings.admin === undefined || settings.force ? undefined : yield* clusterCapacity(settings.admin, settings.adminToken)
       if (settings.admin === undefined && !settings.force) {
         yield* Console.error("prefetch: capacity not checked (give the coordinator's admin address with --admin to check the prefix fits)")
       }

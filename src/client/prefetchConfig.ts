@@ -7,6 +7,8 @@
 import * as K from "../config/kinds.js"
 import * as S from "../config/declare.js"
 import { component } from "../config/Setting.js"
+import { adminTokenSetting } from "../config/adminToken.js"
+import type { Redacted } from "effect"
 import { positive, range } from "../config/checks.js"
 
 export interface PrefetchSettings {
@@ -16,6 +18,7 @@ export interface PrefetchSettings {
   readonly loadTimeoutMs: number
   readonly force: boolean
   readonly admin: string | undefined
+  readonly adminToken: Redacted.Redacted<string> | undefined
 }
 
 export const PrefetchSchema = component<PrefetchSettings>({
@@ -31,6 +34,7 @@ export const PrefetchSchema = component<PrefetchSettings>({
     admin: S.unset(K.dialAddress, "Coordinator admin HTTP host:port, to check the prefix fits the cluster's cache capacity", {
       shownDefault: "unset: the capacity is not checked",
       example: "127.0.0.1:8000"
-    })
+    }),
+    adminToken: adminTokenSetting
   }
 })

@@ -17,6 +17,7 @@ import { DEFAULT_CAPS } from "../protocol/frame.js"
 import { parseHostPort } from "../transport/address.js"
 import { serveAdmin } from "./AdminHttp.js"
 import { makeUi, sampleIntervalFor } from "./ui/overview.js"
+import { traced, tracingLayer } from "../transport/tracing.js"
 import type { ClusterMember, ClusterStatus } from "../protocol/clusterStatus.js"
 import { COORDINATOR_CAPS, serveControl, type ControlListenError, type ControlServer } from "./ControlServer.js"
 import { resolveCoordinatorOptions, resolveCoordinatorState, type CoordinatorOptions } from "./config.js"
@@ -142,7 +143,7 @@ export const makeCoordinatorOn = (
       )
 
     const handle = talon.instrument((message: ControlMessage): Effect.Effect<ControlMessage> =>
-      Effect.gen(function* () {
+      traced("talon.coordinator.control", { "talon.control.message": message._tag })(Effect.gen(function* () {
         switch (message._tag) {
           case "Register":
             return yield* asked(registry.actor.ask(new Register({ node: message.node })))
@@ -180,7 +181,7 @@ export const makeCoordinatorOn = (
           default:
             return ack(false, `the coordinator does not handle ${message._tag} messages`)
         }
-      }))
+      })))
 
     const listObjects = (prefix: string): Effect.Effect<ControlMessage> => {
       const parsed = parseListPrefix(prefix)
@@ -266,11 +267,19 @@ export const makeCoordinatorOn = (
     )
 
     const ready = Effect.map(view, (v) => v.ready)
-    const ui = yield* makeUi(view, cluster, sampleIntervalFor(options.heartbeatIntervalMs))
+    const ui = yield* makeUi(view, cluster, sampleIntervalFor(options.heartbeatIntervalMs), options.adminToken)
     const adminAddress = yield* serveAdmin(
       adminListen.host,
       adminListen.port,
-      { cluster, metrics, ready, listObjects: (query) => objectListingPage(backend, query, control.address), ui },
+      {
+        cluster,
+        metrics,
+        ready,
+        management: Effect.map(Effect.zip(view, Clock.currentTimeMillis), ([v, nowMs]) => ({ clusterId: options.clusterId, backend: store.backend, view: v, nowMs })),
+        listObjects: (query) => objectListingPage(backend, query, control.address),
+        ui,
+        token: options.adminToken
+      },
       options.adminTlsCert === undefined ? undefined : { cert: options.adminTlsCert, key: options.adminTlsKey ?? "" }
     )
 
@@ -297,7 +306,7 @@ export const makeCoordinatorOn = (
 export class Coordinator extends Context.Tag("talon/Coordinator")<Coordinator, CoordinatorShape>() {
   /** A coordinator bound for the layer's lifetime, with its own state store; needs a `BackendStore` for StatObject/ListObjects. */
   static readonly layer = (options: Partial<CoordinatorOptions> = {}) =>
-    Layer.scoped(Coordinator, makeCoordinator(options))
+    Layer.scoped(Coordinator, makeCoordinator(options)).pipe(Layer.provide(tracingLayer("talon-coordinator")))
 
   /** A coordinator on the `ClusterStateStore` the layer is given (several may share one). */
   static readonly layerOnStore = (options: Partial<CoordinatorOptions> = {}) =>

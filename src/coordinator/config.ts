@@ -3,13 +3,14 @@
  * flag, or a program embedding the layer) > `TALON_COORDINATOR_*` (environment, then
  * config file) > default.
  */
-import { type ConfigError, Effect } from "effect"
+import { type ConfigError, Effect, type Redacted } from "effect"
 import * as K from "../config/kinds.js"
 import * as S from "../config/declare.js"
 import { component, defaultsOf, resolve } from "../config/Setting.js"
 import { resolveStateStoreSettings, type StateStoreSettings, type StateTiming } from "./state/config.js"
 import { notBlank, positive } from "../config/checks.js"
 import { TALON_COORDINATOR_REFUSED } from "./talonNames.js"
+import { adminTokenSetting } from "../config/adminToken.js"
 
 /** The coordinator's own settings (one declaration each in CoordinatorSchema). */
 export interface CoordinatorSettings {
@@ -28,6 +29,8 @@ export interface CoordinatorSettings {
   /** PEM certificate and key for HTTPS on the admin endpoint; absent = plain HTTP. */
   readonly adminTlsCert?: string | undefined
   readonly adminTlsKey?: string | undefined
+  /** TALON_ADMIN_TOKEN: the bearer token /api/v1 demands; absent = open. */
+  readonly adminToken?: Redacted.Redacted<string> | undefined
 }
 
 export interface CoordinatorOptions extends CoordinatorSettings {
@@ -59,7 +62,8 @@ export const CoordinatorSchema = component<CoordinatorSettings>({
       "PEM certificate for HTTPS on the admin endpoint, with --admin-tls-key; re-read on SIGHUP or when the file changes",
       { shownDefault: "none: plain HTTP", example: "/etc/talon/admin.pem" }
     ),
-    adminTlsKey: S.unset(K.text, "PEM private key of --admin-tls-cert", { example: "/etc/talon/admin-key.pem" })
+    adminTlsKey: S.unset(K.text, "PEM private key of --admin-tls-cert", { example: "/etc/talon/admin-key.pem" }),
+    adminToken: adminTokenSetting
   },
   refused: TALON_COORDINATOR_REFUSED,
   check: (o) =>

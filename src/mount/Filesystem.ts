@@ -20,7 +20,7 @@
  * Metadata requests run as Effects on the runtime the filesystem was made in; the read path
  * is plain callbacks over `readRaw` (no fiber per kernel read).
  */
-import { Clock, Effect, Runtime } from "effect"
+import { Clock, Effect, type Redacted, Runtime } from "effect"
 import type { TalonClientError } from "../client/errors.js"
 import { type ObjectInfo, TalonClient } from "../client/TalonClient.js"
 import { ENODATA, Errno, errnoOf } from "./errno.js"
@@ -44,6 +44,8 @@ export interface FilesystemOptions {
   readonly coordinatorAdmin?: ReadonlyArray<string>
   /** Set when coordinatorAdmin was guessed from the control list: pages must come from one of these control ports. */
   readonly coordinatorControlPorts?: ReadonlyArray<number>
+  /** Sent as the bearer token to the admin listing. */
+  readonly adminToken?: Redacted.Redacted<string> | undefined
   readonly uid?: number
   readonly gid?: number
 }
@@ -93,7 +95,7 @@ export const makeFilesystem = (options: FilesystemOptions): Effect.Effect<Filesy
     const info = (message: string) => runFork(Effect.logInfo(message).pipe(Effect.annotateLogs("component", "mount")))
     const tree = makeTree(
       { exposed: options.exposed, attrTtlMs: options.attrTtlMs, entryTtlMs: options.entryTtlMs, maxInodes: options.maxInodes, uid, gid },
-      { client, metrics, now, warn: log, info, list: makeDirLister(client, { admins: options.coordinatorAdmin ?? [], controlPorts: options.coordinatorControlPorts ?? [], maxEntries: options.maxInodes, now, warn: log }).list }
+      { client, metrics, now, warn: log, info, list: makeDirLister(client, { admins: options.coordinatorAdmin ?? [], controlPorts: options.coordinatorControlPorts ?? [], adminToken: options.adminToken, maxEntries: options.maxInodes, now, warn: log }).list }
     )
     const { table, attrOf, attrTtlFor, stat, child, dirEntries } = tree
     const errorName = (errno: number) => Object.entries(Errno).find(([, v]) => v === errno)?.[0] ?? String(errno)

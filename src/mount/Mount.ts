@@ -85,6 +85,7 @@ export const mountTalon = (
       negativeTtlMs: settings.negativeTtlMs,
       maxInodes: settings.maxInodes,
       coordinatorAdmin: settings.coordinatorAdmin === undefined ? adminsFor(talon.options.coordinator) : (parseHostPortList(settings.coordinatorAdmin) ?? []).map((hp) => formatHostPort(hp.host, hp.port)),
+      adminToken: settings.adminToken,
       ...(settings.coordinatorAdmin === undefined ? { coordinatorControlPorts: (parseHostPortList(talon.options.coordinator) ?? []).map((hp) => hp.port) } : {})
     }).pipe(Effect.provideService(TalonClient, talon))
     const session = yield* Effect.acquireRelease(

@@ -8,7 +8,8 @@
  * does not pay a refused connection every time.
  */
 import { FetchHttpClient, HttpClient, HttpClientResponse } from "@effect/platform"
-import { Duration, Effect, Schema } from "effect"
+import { Duration, Effect, type Redacted, Schema } from "effect"
+import { adminAuthHeaders } from "../config/adminToken.js"
 import { InvalidRequest, type TalonClientError } from "../client/errors.js"
 import type { TalonClientShape } from "../client/TalonClient.js"
 import { OBJECT_LISTING_PATH, ObjectListingPage } from "../protocol/objectListing.js"
@@ -27,6 +28,8 @@ export interface DirListerOptions {
    * port is none of these belongs to another cluster on the same host and is not used.
    */
   readonly controlPorts?: ReadonlyArray<number>
+  /** TALON_ADMIN_TOKEN, when the coordinators demand it. */
+  readonly adminToken?: Redacted.Redacted<string> | undefined
   /** The most names one directory may hold before its listing is refused (memory bound). */
   readonly maxEntries: number
   readonly now: () => number
@@ -55,7 +58,7 @@ export const makeDirLister = (client: TalonClientShape, options: DirListerOption
 
   const page = (http: HttpClient.HttpClient, admin: string, prefix: string, cursor: string | null) => {
     const query = new URLSearchParams({ prefix, delimiter: "/", ...(cursor === null ? {} : { cursor }) })
-    return http.get(`http://${admin}${OBJECT_LISTING_PATH}?${query}`).pipe(
+    return http.get(`http://${admin}${OBJECT_LISTING_PATH}?${query}`, { headers: adminAuthHeaders(options.adminToken) }).pipe(
       Effect.timeout(REQUEST_TIMEOUT),
       Effect.mapError((e) => new NotServed({ admin, detail: e.message })),
       Effect.flatMap((res) => {

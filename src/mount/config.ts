@@ -3,7 +3,8 @@
  * `TALON_MOUNT_*` (environment, then config file) > default. The cluster client under the
  * mount takes `TALON_CLIENT_*` like every other reader; `--coordinator` here overrides its list.
  */
-import type { ConfigError, Effect } from "effect"
+import type { ConfigError, Effect, Redacted } from "effect"
+import { adminTokenSetting } from "../config/adminToken.js"
 import * as K from "../config/kinds.js"
 import * as S from "../config/declare.js"
 import { component, defaultsOf, resolve } from "../config/Setting.js"
@@ -14,6 +15,8 @@ export interface MountSettings {
   readonly coordinator: string | undefined
   /** Coordinator admin HTTP addresses for listings; unset = each coordinator host at port 8000; "" = the Talon wire only. */
   readonly coordinatorAdmin: string | undefined
+  /** TALON_ADMIN_TOKEN, sent to the admin listing when set. */
+  readonly adminToken: Redacted.Redacted<string> | undefined
   /** `s3/<bucket>` and `az/<container>` entries shown under the mount root. */
   readonly expose: ReadonlyArray<string>
   readonly attrTtlMs: number
@@ -42,6 +45,7 @@ export const MountSchema = component<MountSettings>({
       shownDefault: "each coordinator host at port 8000, falling back to the Talon wire when it does not answer",
       example: "10.0.0.1:8000"
     }),
+    adminToken: adminTokenSetting,
     expose: S.of(K.list("backend/bucket"), ["s3/talon"], "Buckets and containers shown under the mount root, as s3/<bucket> or az/<container>", {
       example: "s3/datasets,az/checkpoints"
     }),

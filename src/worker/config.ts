@@ -12,6 +12,7 @@ import { DEFAULT_BLOCK_SIZE, DEFAULT_PAGE_SIZE } from "../core/ids.js"
 import { blockSizeRange, nonNegative, notBlank, positive, range } from "../config/checks.js"
 import { clusterTokenSetting } from "../config/clusterToken.js"
 import { TALON_WORKER_REFUSED } from "./talonNames.js"
+import { adminTokenSetting } from "../config/adminToken.js"
 import { NO_RATE_LIMITS, parsePolicy, type RateLimitPolicy, showPolicy } from "./tenants/policy.js"
 
 const rateLimitsKind: K.Kind<RateLimitPolicy> = { type: "table", parse: parsePolicy, show: showPolicy }
@@ -32,6 +33,8 @@ export interface WorkerSettings {
   readonly zone: string
   /** The cluster token (the coordinators' TALON_CLUSTER_TOKEN): each status carries an HMAC made with it. */
   readonly clusterToken?: Redacted.Redacted<string> | undefined
+  /** TALON_ADMIN_TOKEN: the bearer token /api/v1 demands; absent = open. */
+  readonly adminToken?: Redacted.Redacted<string> | undefined
   /** Address announced to the coordinator; empty = the bound data address. */
   readonly advertiseAddress: string
   readonly cacheDirs: ReadonlyArray<string>
@@ -105,6 +108,7 @@ export const WorkerSchema = component<WorkerSettings>({
     }),
     zone: S.text("", "Deployment zone, reported to the coordinator as the status label zone", { shownDefault: "none", example: "us-east-1a" }),
     clusterToken: clusterTokenSetting,
+    adminToken: adminTokenSetting,
     advertiseAddress: S.text("", "Data address announced to the coordinator, when clients reach the worker by another name", {
       name: "advertise-addr",
       shownDefault: "the bound data address",

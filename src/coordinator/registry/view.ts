@@ -31,6 +31,8 @@ export interface RegistryView {
   /** Talon's content epoch of `placement` (same members, same epoch, on every coordinator). */
   readonly epoch: bigint
   readonly observedAtUnixMs: number
+  /** The store revision the followed snapshot was at (opaque; for the admin API's freshness metadata). */
+  readonly revision?: string | undefined
 }
 
 export const emptyView: RegistryView = {
@@ -87,7 +89,8 @@ export const mergeView = (
     outOfPlacement: nodes.filter((n) => n.status.node.role === NodeRole.Worker && !(n.status.ready && n.health === "healthy")),
     coordinators: nodes.filter((n) => n.status.node.role === NodeRole.Coordinator && n.health !== "unhealthy"),
     placement: placementNodes(stored, now, unhealthyAfterMs),
-    observedAtUnixMs: now
+    observedAtUnixMs: now,
+    revision: followed.revision
   }
 }
 

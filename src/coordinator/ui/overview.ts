@@ -3,11 +3,10 @@
  * cluster view the admin API serves, plus each worker's request rate and hit ratio and
  * the cluster's over the last minutes, from a ring of samples taken by a scoped fiber.
  */
-import { Clock, type ConfigError, Effect, Option, Schedule, type Scope } from "effect"
+import { Clock, Effect, type Redacted, Schedule, type Scope } from "effect"
 import type { ClusterMember, ClusterStatus } from "../../protocol/clusterStatus.js"
 import type { RegistryView } from "../registry/view.js"
 import { History, type NodeCounters, type Point } from "./history.js"
-import { adminTokenConfig } from "./token.js"
 import type { UiSource } from "./routes.js"
 
 /** Rates per worker are over this much of the history; the chart shows all of it. */
@@ -73,10 +72,10 @@ const row = (history: History, inPlacement: boolean) => (m: ClusterMember): Work
 export const makeUi = (
   view: Effect.Effect<RegistryView>,
   cluster: Effect.Effect<ClusterStatus>,
-  sampleIntervalMs: number
-): Effect.Effect<UiSource, ConfigError.ConfigError, Scope.Scope> =>
+  sampleIntervalMs: number,
+  token: Redacted.Redacted<string> | undefined
+): Effect.Effect<UiSource, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const token = yield* adminTokenConfig
     const history = new History(Math.ceil(HISTORY_MS / sampleIntervalMs) + 1)
     const sample = Effect.zipWith(view, Clock.currentTimeMillis, (v, atMs) => history.record({ atMs, nodes: countersOf(v) }))
     yield* Effect.forkScoped(Effect.repeat(sample, Schedule.spaced(sampleIntervalMs)))
@@ -97,7 +96,7 @@ export const makeUi = (
       coordinators: c.coordinators.map((m) => ({ id: m.id, address: m.address, health: m.health })),
       series: history.points()
     }))
-    return { overview, token: Option.getOrUndefined(token) }
+    return { overview, token }
   })
 
 /** The sampling interval for a coordinator: its heartbeat interval, kept within 200 ms..5 s. */

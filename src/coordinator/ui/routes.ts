@@ -8,7 +8,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { Effect, type Redacted } from "effect"
 import type { Overview } from "./overview.js"
 import { PAGE } from "./page.js"
-import { tokenMatches } from "./token.js"
+import { bearerOf, tokenMatches } from "../../http/adminToken.js"
 
 export interface UiSource {
   readonly overview: Effect.Effect<Overview>
@@ -19,7 +19,8 @@ export const UI_PATH = "/ui"
 export const UI_OVERVIEW_PATH = "/ui/overview.json"
 const COOKIE = "talon_admin_token"
 
-const bearer = (header: string | undefined) => (header?.startsWith("Bearer ") === true ? header.slice("Bearer ".length) : undefined)
+/** The page's routes check the token themselves (a cookie counts too), so the admin guard lets them by. */
+export const isUiPath = (path: string): boolean => path === UI_PATH || path.startsWith(`${UI_PATH}/`)
 
 const refused = HttpServerResponse.text(
   "unauthorized: this coordinator has an admin token; open /ui?token=<TALON_ADMIN_TOKEN> or send Authorization: Bearer <token>\n",
@@ -29,7 +30,7 @@ const refused = HttpServerResponse.text(
 /** The token the request carries, and whether it came in the query (then the page sets the cookie). */
 const given = (request: HttpServerRequest.HttpServerRequest) => {
   const fromQuery = new URL(request.url, "http://admin").searchParams.get("token") ?? undefined
-  return { token: bearer(request.headers["authorization"]) ?? request.cookies[COOKIE] ?? fromQuery, fromQuery }
+  return { token: bearerOf(request.headers["authorization"]) ?? request.cookies[COOKIE] ?? fromQuery, fromQuery }
 }
 
 const guarded = (
@@ -39,7 +40,7 @@ const guarded = (
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     if (token === undefined) return respond(undefined)
     const g = given(request)
-    return tokenMatches(token, g.token) ? respond(g.fromQuery) : Effect.succeed(refused)
+    return g.token !== undefined && tokenMatches(g.token, token) ? respond(g.fromQuery) : Effect.succeed(refused)
   })
 
 const noStore = { "cache-control": "no-store" }

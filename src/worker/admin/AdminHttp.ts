@@ -1,12 +1,17 @@
 /**
  * The worker's admin HTTP surface: `/healthz` (the process serves HTTP),
- * `/readyz` (503 until registered with the coordinator, or standalone), and
- * `/metrics` in the Prometheus text format. Read-only.
+ * `/readyz` (503 until registered with the coordinator, or standalone),
+ * `/metrics` in the Prometheus text format, and Talon's `/api/v1/status` (the
+ * status the worker reports, as Talon's JSON) with its OpenAPI document.
+ * With TALON_ADMIN_TOKEN set, /api/v1 needs the token. Read-only.
  */
 import { adminServer } from "../../http/tls.js"
 import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer, Option, Ref } from "effect"
+import { guardAdmin } from "../../http/adminToken.js"
+import { ApiError, WorkerStatus, workerOpenApi, workerStatusJson } from "../../protocol/adminApi.js"
+import type { NodeStatus } from "../../protocol/status.js"
 import { DataPlane } from "../plane/DataPlane.js"
 import { parseHostPort } from "../../transport/address.js"
 import { WorkerConfig } from "../config.js"
@@ -28,6 +33,8 @@ export interface AdminHttpShape {
   /** Bound `host:port`. */
   readonly address: string
   readonly port: number
+  /** Where /api/v1/status reads the worker's current status from (Membership builds it; it needs this address first). */
+  readonly statusFrom: (build: Effect.Effect<NodeStatus>) => Effect.Effect<void>
 }
 
 export class AdminHttp extends Context.Tag("talon/worker/AdminHttp")<AdminHttp, AdminHttpShape>() {
@@ -53,6 +60,14 @@ export class AdminHttp extends Context.Tag("talon/worker/AdminHttp")<AdminHttp, 
           registered: state.registered
         })
       })
+      const statusSource = yield* Ref.make(Option.none<Effect.Effect<NodeStatus>>())
+      const statusRoute = Effect.flatMap(Ref.get(statusSource), (build) =>
+        Option.match(build, {
+          onNone: () =>
+            HttpServerResponse.schemaJson(ApiError)({ error: "starting", message: "the worker has not built its first status yet; retry shortly" }, { status: 503 }),
+          onSome: (status) => Effect.flatMap(status, (s) => HttpServerResponse.schemaJson(WorkerStatus)(workerStatusJson(s), { headers: { "cache-control": "no-store" } }))
+        })
+      ).pipe(Effect.orDie)
       const router = HttpRouter.empty.pipe(
         HttpRouter.get("/healthz", Effect.succeed(HttpServerResponse.text("ok\n"))),
         HttpRouter.get(
@@ -67,9 +82,12 @@ export class AdminHttp extends Context.Tag("talon/worker/AdminHttp")<AdminHttp, 
           "/metrics",
           Effect.map(metrics, (body) => HttpServerResponse.text(body, { contentType: "text/plain; version=0.0.4; charset=utf-8" }))
         ),
+        HttpRouter.get("/api/v1/status", statusRoute),
+        HttpRouter.get("/api/v1/openapi.json", Effect.sync(() => HttpServerResponse.unsafeJson(workerOpenApi()))),
         Effect.catchTag("RouteNotFound", () =>
-          Effect.succeed(HttpServerResponse.text("not found; try /healthz, /readyz, /metrics\n", { status: 404 }))
-        )
+          Effect.succeed(HttpServerResponse.text("not found; try /healthz, /readyz, /metrics, /api/v1/status, /api/v1/openapi.json\n", { status: 404 }))
+        ),
+        guardAdmin(cfg.adminToken)
       )
       const files = cfg.adminTlsCert === "" ? undefined : { cert: cfg.adminTlsCert, key: cfg.adminTlsKey }
       const makeServer = yield* adminServer(files, "worker").pipe(
@@ -81,8 +99,8 @@ export class AdminHttp extends Context.Tag("talon/worker/AdminHttp")<AdminHttp, 
       yield* server.serve(router)
       const port = server.address._tag === "TcpAddress" ? server.address.port : hp.port
       const address = `${hp.host.includes(":") ? `[${hp.host}]` : hp.host}:${port}`
-      yield* Effect.logInfo(`worker admin HTTP on http://${address} (/healthz, /readyz, /metrics)`)
-      return { address, port }
+      yield* Effect.logInfo(`worker admin HTTP on http://${address} (/healthz, /readyz, /metrics, /api/v1/status)`)
+      return { address, port, statusFrom: (build) => Ref.set(statusSource, Option.some(build)) }
     })
   )
 }

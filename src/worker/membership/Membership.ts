@@ -51,12 +51,22 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
       }
       const list = cfg.coordinator.trim() === "" ? [] : (parseHostPortList(cfg.coordinator) ?? [])
       const coordinators = list.map((hp) => formatHostPort(hp.host, hp.port))
+      const identity = newIdentity(cfg.clusterId, node, cfg.zone, yield* Clock.currentTimeMillis)
+      const gauges = () => {
+        const s = store.stats()
+        return { blockCount: store.blockCount, residentBytes: s.residentBytes, capacityBytes: s.perDir.reduce((n, d) => n + d.capacity, 0) }
+      }
       if (coordinators.length === 0) {
         yield* readiness.update({ nodeId: node.id, ready: true, detail: "standalone (no coordinator configured)" })
+        // No cache-dir probes run without a coordinator to tell: health stays Talon's `unknown`.
+        yield* admin.statusFrom(
+          Effect.map(Clock.currentTimeMillis, (now) =>
+            workerStatus(identity, 0, now, stats, gauges(), { ready: readiness.ready, adminAddress: admin.address, health: "unknown" })
+          )
+        )
         yield* Effect.logInfo(`worker ${node.id} standalone: no coordinator, ready`)
         return { node, coordinators, coordinator: undefined, identity: undefined }
       }
-      const identity = newIdentity(cfg.clusterId, node, cfg.zone, yield* Clock.currentTimeMillis)
       const cacheHealth = yield* watchCacheHealth(cfg.cacheDirs, cfg.heartbeatIntervalMs, (health, probes) =>
         health === "healthy"
           ? Effect.logInfo(`worker ${node.id} healthy again: every cache dir passes its write probe; it rejoins placement`)
@@ -84,16 +94,12 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
       let lastProblem = ""
       /** The status to the current target, then to each other coordinator in turn until one accepts it. */
       const beat: Effect.Effect<void> = Effect.gen(function* () {
-        const s = store.stats()
         stats.cacheDirsFailingProbe = cacheHealth.probes().filter((p) => p.problem !== undefined).length
-        const built = workerStatus(
-          identity,
-          ++seq,
-          yield* Clock.currentTimeMillis,
-          stats,
-          { blockCount: store.blockCount, residentBytes: s.residentBytes, capacityBytes: s.perDir.reduce((n, d) => n + d.capacity, 0) },
-          { ready: readiness.ready, adminAddress: admin.address, health: cacheHealth.current() }
-        )
+        const built = workerStatus(identity, ++seq, yield* Clock.currentTimeMillis, stats, gauges(), {
+          ready: readiness.ready,
+          adminAddress: admin.address,
+          health: cacheHealth.current()
+        })
         // With a cluster token every status carries its HMAC (src/protocol/statusProof.ts), never the token.
         const signed = cfg.clusterToken === undefined ? Either.right(built) : signStatus(built, cfg.clusterToken)
         if (Either.isLeft(signed)) return yield* Effect.logError(`worker ${node.id}: status not sent: ${signed.left}`)
@@ -141,6 +147,12 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
           yield* Effect.logWarning(`worker ${node.id}: no coordinator accepted its status (${problem}); retrying every ${cfg.heartbeatIntervalMs} ms`)
         }
       })
+      // /api/v1/status: what the next heartbeat would say, at the sequence of the last one sent.
+      yield* admin.statusFrom(
+        Effect.map(Clock.currentTimeMillis, (now) =>
+          workerStatus(identity, seq, now, stats, gauges(), { ready: readiness.ready, adminAddress: admin.address, health: cacheHealth.current() })
+        )
+      )
       yield* Effect.forkScoped(Effect.repeat(beat, Schedule.spaced(Duration.millis(cfg.heartbeatIntervalMs))))
       return { node, coordinators, coordinator: coordinators.join(","), identity }
     })

@@ -26,6 +26,7 @@ import { describeUnknown, fromBackend, ReadFailed } from "../errors.js"
 import { WorkerMetrics } from "../metrics.js"
 import { BlockStore } from "../store/BlockStore.js"
 import type { RangeFetch, RangeSink } from "./fetchRun.js"
+import { traced, tracingLayer } from "../../transport/tracing.js"
 import { makeFillScheduler } from "./FillScheduler.js"
 import { objectKey, VersionCache } from "./VersionCache.js"
 
@@ -105,7 +106,7 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
           Effect.suspend(() => {
             stats.originStats++
             return backend.stat(object)
-          }).pipe(Effect.mapError((e) => fromBackend(object, e)))
+          }).pipe(Effect.mapError((e) => fromBackend(object, e)), traced("talon.worker.origin.head", { "talon.object": object.objectPath }))
         )
 
       const stat = (object: ObjectId, key: string): ObjectStat | Promise<ObjectStat> =>
@@ -180,6 +181,7 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
               const started = performance.now()
               stats.originFetches++
               return body(object, version, offset, length, sink).pipe(
+                traced("talon.worker.origin.fetch", { "talon.object": object.objectPath, "talon.offset": offset, "talon.length": length }),
                 Effect.tap(() => Effect.sync(() => stats.originLatency.observe((performance.now() - started) / 1000))),
                 Effect.tapError(() => Effect.sync(() => stats.originFetchFailures++)),
                 Effect.ensuring(Effect.sync(() => stats.originFetchesSettled++))
@@ -205,5 +207,5 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
 
       return { versions, stat, revalidate, fill: fillAs(false), fillAhead: fillAs(true) } satisfies MissPathShape
     })
-  )
+  ).pipe(Layer.provide(Layer.suspend(() => tracingLayer("talon-worker"))))
 }
