@@ -27,6 +27,12 @@ export interface CoordinatorSettings {
   /** PEM certificate and key for HTTPS on the admin endpoint; absent = plain HTTP. */
   readonly adminTlsCert?: string | undefined
   readonly adminTlsKey?: string | undefined
+  /**
+   * Who answers StatObject/ListObjects: `workers` (Talon's design: a live worker asks the
+   * origin, the coordinator holds no credentials), `origin` (this coordinator's own), `auto`
+   * (the origin when credentials are configured, else workers).
+   */
+  readonly objectMetadata: "auto" | "workers" | "origin"
 }
 
 export interface CoordinatorOptions extends CoordinatorSettings {
@@ -58,7 +64,12 @@ export const CoordinatorSchema = component<CoordinatorSettings>({
       "PEM certificate for HTTPS on the admin endpoint, with --admin-tls-key; re-read on SIGHUP or when the file changes",
       { shownDefault: "none: plain HTTP", example: "/etc/talon/admin.pem" }
     ),
-    adminTlsKey: S.unset(K.text, "PEM private key of --admin-tls-cert", { example: "/etc/talon/admin-key.pem" })
+    adminTlsKey: S.unset(K.text, "PEM private key of --admin-tls-cert", { example: "/etc/talon/admin-key.pem" }),
+    objectMetadata: S.oneOf(
+      ["auto", "workers", "origin"],
+      "Who answers StatObject/ListObjects: workers (a live worker asks the origin; the coordinator needs no origin credentials), origin (the coordinator's own TALON_S3_*/TALON_AZURE_* credentials), auto (origin when those are set, else workers)",
+      { example: "workers" }
+    )
   },
   check: (o) =>
     (o.adminTlsCert === undefined) !== (o.adminTlsKey === undefined)
