@@ -255,7 +255,16 @@ export const makeCoordinatorOn = (
       port: listen.port,
       caps: COORDINATOR_CAPS,
       readTimeoutMs: options.readTimeoutMs,
-      handle
+      handle,
+      tls:
+        options.controlTlsCertPath === undefined || options.controlTlsKeyPath === undefined
+          ? undefined
+          : {
+              certPath: options.controlTlsCertPath,
+              keyPath: options.controlTlsKeyPath,
+              caCertPath: options.controlTlsCaCertPath,
+              trustDomain: options.controlTlsTrustDomain
+            }
     })
 
     const cluster: Effect.Effect<ClusterStatus> = Effect.map(view, (v) => ({
