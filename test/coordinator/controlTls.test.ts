@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Logger, Schedule } from "effect"
 import * as fs from "node:fs"
 import * as tls from "node:tls"
+import { TalonClient } from "../../src/client/TalonClient.js"
 import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { parseHostPort } from "../../src/transport/address.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
@@ -67,6 +68,22 @@ describe("control-plane TLS", () => {
       // A client that trusts another CA refuses the coordinator.
       const distrust = yield* ask({ ...worker, caCertPath: otherCa })
       expect(Either.isLeft(distrust)).toBe(true)
+
+      // A TalonClient with its certificate settings asks over TLS: the coordinator's own answer comes back.
+      const viaClient = yield* Effect.flip(
+        Effect.flatMap(TalonClient, (c) => c.list("s3://bkt/")).pipe(
+          Effect.provide(
+            TalonClient.layer({
+              coordinator: coordinator.controlAddress,
+              controlTlsCertPath: worker.certPath,
+              controlTlsKeyPath: worker.keyPath,
+              controlTlsCaCertPath: ca,
+              controlTlsTrustDomain: DOMAIN
+            })
+          )
+        )
+      )
+      expect(viaClient.message).toContain("no live worker to answer ListObjects")
 
       // Plain TCP and TLS without a client certificate get nothing.
       const noCert = yield* Effect.async<string>((resume) => {
