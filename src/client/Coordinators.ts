@@ -63,7 +63,16 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
         connectTimeout: `${options.connectTimeoutMs} millis`,
         // With a single coordinator a lost connection is retried on it (it may be restarting);
         // with several, once, and then the next entry is asked.
-        retries: addresses.length > 1 ? 1 : 2
+        retries: addresses.length > 1 ? 1 : 2,
+        tls:
+          options.controlTlsCertPath === undefined || options.controlTlsKeyPath === undefined
+            ? undefined
+            : {
+                certPath: options.controlTlsCertPath,
+                keyPath: options.controlTlsKeyPath,
+                caCertPath: options.controlTlsCaCertPath,
+                trustDomain: options.controlTlsTrustDomain
+              }
       })
     )
     const all = addresses.join(",")

@@ -14,6 +14,11 @@ import { adminTokenSetting } from "../config/adminToken.js"
 export interface TalonClientOptions {
   /** Coordinator control addresses `host:port[,host:port…]`, tried in turn. */
   readonly coordinator: string
+  /** Coordinator queries over TLS: this client's certificate and key, the coordinators' CA and trust domain (as a worker's). */
+  readonly controlTlsCertPath?: string | undefined
+  readonly controlTlsKeyPath?: string | undefined
+  readonly controlTlsCaCertPath?: string | undefined
+  readonly controlTlsTrustDomain?: string | undefined
   readonly blockSize: number
   /** Replicas tried per block, in Maglev rank order. */
   readonly replicas: number
@@ -58,6 +63,13 @@ export const ClientSchema = component<TalonClientOptions>({
     coordinator: S.of(K.coordinatorList(), "127.0.0.1:7000", "Coordinator control address host:port; a comma-separated list fails over between them", {
       example: "10.0.0.1:7000,10.0.0.2:7000"
     }),
+    controlTlsCertPath: S.unset(K.text, "PEM certificate this client presents to coordinators: queries go over TLS (files re-read for each new connection)", {
+      shownDefault: "none: plain TCP",
+      example: "/etc/talon/tls/tls.crt"
+    }),
+    controlTlsKeyPath: S.unset(K.text, "PEM private key of --control-tls-cert-path", { example: "/etc/talon/tls/tls.key" }),
+    controlTlsCaCertPath: S.unset(K.text, "PEM CA bundle the coordinators' certificates must chain to", { example: "/etc/talon/tls/ca.crt" }),
+    controlTlsTrustDomain: S.unset(K.text, "Coordinators must carry a URI SAN spiffe://<this>/talon/<cluster>/<role>/<node>", { example: "cluster.local" }),
     blockSize: S.size(DEFAULT_BLOCK_SIZE, "Block size; must equal the workers' (K/M/G suffixes)", { example: "8M", check: blockSizeRange }),
     replicas: S.integer(2, "Workers tried per block, in placement order", positive),
     parallelism: S.integer(4, "Block segments fetched concurrently ahead of the reader", positive),

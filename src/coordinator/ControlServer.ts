@@ -34,6 +34,7 @@ import {
   type FrameError
 } from "../protocol/index.js"
 import { formatHostPort } from "../transport/address.js"
+import { type ControlTlsFiles, controlTlsServer } from "../transport/controlTls.js"
 
 export class ControlListenError extends Data.TaggedError("ControlListenError")<{
   readonly host: string
@@ -54,6 +55,8 @@ export interface ControlServerStats {
   droppedConnections: number
   /** Times a connection stopped being read because its replies were not read or too many requests were pending. */
   backpressurePauses: number
+  /** TLS handshakes or peer identities refused (no certificate, wrong CA, expired, outside the trust domain). */
+  tlsRefused: number
 }
 
 export interface ControlServerOptions {
@@ -63,6 +66,8 @@ export interface ControlServerOptions {
   /** A partial frame that sits idle this long closes the connection. */
   readonly readTimeoutMs: number
   readonly handle: (message: ControlMessage) => Effect.Effect<ControlMessage>
+  /** Serve TLS (mTLS with a CA, identities checked with a trust domain); plain TCP when absent. */
+  readonly tls?: ControlTlsFiles | undefined
 }
 
 export interface ControlServer {
@@ -132,7 +137,8 @@ export const serveControl = (options: ControlServerOptions): Effect.Effect<Contr
       requests: {},
       errorFrames: 0,
       droppedConnections: 0,
-      backpressurePauses: 0
+      backpressurePauses: 0,
+      tlsRefused: 0
     }
     const sockets = new Set<net.Socket>()
 
@@ -280,7 +286,23 @@ export const serveControl = (options: ControlServerOptions): Effect.Effect<Contr
       })
     }
 
-    const server = net.createServer({ allowHalfOpen: true }, onConnection)
+    const secure =
+      options.tls === undefined
+        ? undefined
+        : yield* Effect.try({
+            try: () =>
+              controlTlsServer(
+                options.tls!,
+                onConnection,
+                (peer, why) => {
+                  stats.tlsRefused++
+                  runFork(Effect.logWarning(`refused a control connection from ${peer}: ${why}`))
+                },
+                (outcome) => runFork(Effect.logInfo(`control TLS certificate reloaded: ${outcome}`))
+              ),
+            catch: (e) => new ControlListenError({ host: options.host, port: options.port, detail: (e as Error).message })
+          })
+    const server: net.Server = secure?.server ?? net.createServer({ allowHalfOpen: true }, onConnection)
     const port = yield* Effect.async<number, ControlListenError>((resume) => {
       const onError = (err: Error) =>
         resume(Effect.fail(new ControlListenError({ host: options.host, port: options.port, detail: err.message })))
@@ -293,6 +315,7 @@ export const serveControl = (options: ControlServerOptions): Effect.Effect<Contr
     })
     yield* Effect.addFinalizer(() =>
       Effect.async<void>((resume) => {
+        secure?.stop()
         for (const socket of sockets) socket.destroy()
         server.close(() => resume(Effect.void))
       })

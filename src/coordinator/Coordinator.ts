@@ -6,7 +6,7 @@
  * every control operation, none leads. It is never on a read's data path:
  * clients compute placement locally and talk to workers directly.
  */
-import { Clock, Context, Effect, Layer, type ConfigError, Either, Stream, SubscriptionRef, type Scope } from "effect"
+import { Clock, Context, Effect, Layer, Option, type ConfigError, Either, Stream, SubscriptionRef, type Scope } from "effect"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import { BackendStore, type BackendError } from "../backend/BackendStore.js"
 import type { NodeInfo } from "../core/ids.js"
@@ -30,6 +30,7 @@ import { roleName, zoneOf, type RegistryNode, type RegistryView } from "./regist
 import { keepCoordinatorRecord } from "./selfRecord.js"
 import { ClusterStateStore, type ClusterStateStoreShape } from "./state/ClusterStateStore.js"
 import { epochForWire } from "./state/epoch.js"
+import { makeWorkerProxy } from "./workerProxy.js"
 /**
  * Talon's listing bounds: the control protocol has no cursor, so the coordinator drains the
  * origin's pages itself, up to 10,000 objects and one control frame. Past either bound the
@@ -92,7 +93,7 @@ const notReady = (view: RegistryView): ControlMessage =>
 /** A coordinator with its own state store, built from the options (memory unless etcd is configured). */
 export const makeCoordinator = (
   explicit: Partial<CoordinatorOptions> = {}
-): Effect.Effect<CoordinatorShape, CoordinatorStartError, BackendStore | Scope.Scope> =>
+): Effect.Effect<CoordinatorShape, CoordinatorStartError, Scope.Scope> =>
   Effect.gen(function* () {
     const options = yield* resolveCoordinatorOptions(explicit)
     const settings = yield* resolveCoordinatorState(options)
@@ -105,10 +106,17 @@ export const makeCoordinator = (
 export const makeCoordinatorOn = (
   untimedStore: ClusterStateStoreShape,
   explicit: Partial<CoordinatorOptions> = {}
-): Effect.Effect<CoordinatorShape, CoordinatorStartError, BackendStore | Scope.Scope> =>
+): Effect.Effect<CoordinatorShape, CoordinatorStartError, Scope.Scope> =>
   Effect.gen(function* () {
     const options = yield* resolveCoordinatorOptions(explicit)
-    const backend = yield* BackendStore
+    // Object metadata from the origin only when this coordinator was given its credentials and asked to use them.
+    const provided = Option.getOrUndefined(yield* Effect.serviceOption(BackendStore))
+    const backend = options.objectMetadata === "workers" ? undefined : provided
+    if (options.objectMetadata === "origin" && backend === undefined) {
+      return yield* Effect.dieMessage(
+        "--object-metadata origin needs origin credentials (TALON_S3_* or TALON_AZURE_*); set them, or use --object-metadata workers to ask a live worker"
+      )
+    }
     const startedAt = Date.now()
     const talon = new CoordinatorTalonMetrics()
     const store = talon.store(untimedStore)
@@ -171,6 +179,10 @@ export const makeCoordinatorOn = (
             // Never forward a name that could leave its bucket to the origin.
             const checked = validateObjectId(message.object)
             if (Either.isLeft(checked)) return ack(false, `invalid object: ${checked.left.message}`)
+            if (backend === undefined) {
+              const v = yield* view
+              return v.ready ? yield* proxy.ask(message) : notReady(v)
+            }
             return yield* backend.stat(message.object).pipe(
               Effect.map((stat): ControlMessage => ({ _tag: "ObjectStat", size: stat.size, version: stat.version })),
               Effect.catchAll((e) => Effect.succeed(ack(false, backendDetail(e))))
@@ -183,9 +195,23 @@ export const makeCoordinatorOn = (
         }
       })))
 
+    // Without credentials every stat and listing goes through a live worker (Talon's design).
+    const proxy = yield* makeWorkerProxy({ workers: Effect.map(view, (v) => v.members.map((m) => m.status.node)) })
+    const listViaWorker = (prefix: string): Effect.Effect<ControlMessage> =>
+      Effect.gen(function* () {
+        const v = yield* view
+        if (!v.ready) return notReady(v)
+        const reply = yield* proxy.ask({ _tag: "ListObjects", prefix })
+        // Workers spell paths as Talon does (`s3/bucket/key`); this coordinator answers `/s3/bucket/key` in either mode.
+        return reply._tag === "ObjectList"
+          ? { _tag: "ObjectList", entries: reply.entries.map((e) => (e.path.startsWith("/") ? e : { path: `/${e.path}`, size: e.size })) }
+          : reply
+      })
+
     const listObjects = (prefix: string): Effect.Effect<ControlMessage> => {
       const parsed = parseListPrefix(prefix)
       if (Either.isLeft(parsed)) return Effect.succeed(ack(false, parsed.left))
+      if (backend === undefined) return listViaWorker(prefix)
       const { backend: tag, bucket, keyPrefix } = parsed.right
       const entries: Array<{ path: string; size: number }> = []
       // Control payload so far: envelope, tag and vec length, then per entry two length prefixes, the path and the size.
@@ -231,7 +257,16 @@ export const makeCoordinatorOn = (
       port: listen.port,
       caps: COORDINATOR_CAPS,
       readTimeoutMs: options.readTimeoutMs,
-      handle
+      handle,
+      tls:
+        options.controlTlsCertPath === undefined || options.controlTlsKeyPath === undefined
+          ? undefined
+          : {
+              certPath: options.controlTlsCertPath,
+              keyPath: options.controlTlsKeyPath,
+              caCertPath: options.controlTlsCaCertPath,
+              trustDomain: options.controlTlsTrustDomain
+            }
     })
 
     const cluster: Effect.Effect<ClusterStatus> = Effect.map(view, (v) => ({
@@ -275,8 +310,15 @@ export const makeCoordinatorOn = (
         cluster,
         metrics,
         ready,
+        listObjects: (query) =>
+          backend === undefined
+            ? Effect.succeed({
+                status: 503 as const,
+                error:
+                  "this coordinator holds no origin credentials, so it cannot page through the origin's listing; list over the control port (ListObjects goes through a worker) or run the coordinator with --object-metadata origin and credentials"
+              })
+            : objectListingPage(backend, query, control.address),
         management: Effect.map(Effect.zip(view, Clock.currentTimeMillis), ([v, nowMs]) => ({ clusterId: options.clusterId, backend: store.backend, view: v, nowMs })),
-        listObjects: (query) => objectListingPage(backend, query, control.address),
         ui,
         token: options.adminToken
       },
@@ -287,7 +329,7 @@ export const makeCoordinatorOn = (
     yield* keepCoordinatorRecord(store, registry.view, { clusterId: options.clusterId, controlAddress: control.address, adminAddress })
 
     yield* Effect.logInfo(
-      `coordinator control on ${control.address}, admin http://${adminAddress}, cluster ${options.clusterId} on the ${store.backend} state store`
+      `coordinator control on ${control.address}, admin http://${adminAddress}, cluster ${options.clusterId} on the ${store.backend} state store, object metadata from ${backend === undefined ? "live workers" : "the origin"}`
     )
 
     return {
@@ -304,7 +346,7 @@ export const makeCoordinatorOn = (
   })
 
 export class Coordinator extends Context.Tag("talon/Coordinator")<Coordinator, CoordinatorShape>() {
-  /** A coordinator bound for the layer's lifetime, with its own state store; needs a `BackendStore` for StatObject/ListObjects. */
+  /** A coordinator bound for the layer's lifetime, with its own state store; a `BackendStore` in context answers StatObject/ListObjects itself (see `objectMetadata`). */
   static readonly layer = (options: Partial<CoordinatorOptions> = {}) =>
     Layer.scoped(Coordinator, makeCoordinator(options)).pipe(Layer.provide(tracingLayer("talon-coordinator")))
 

@@ -31,6 +31,17 @@ export interface CoordinatorSettings {
   readonly adminTlsKey?: string | undefined
   /** TALON_ADMIN_TOKEN: the bearer token /api/v1 demands; absent = open. */
   readonly adminToken?: Redacted.Redacted<string> | undefined
+  /**
+   * Who answers StatObject/ListObjects: `workers` (Talon's design: a live worker asks the
+   * origin, the coordinator holds no credentials), `origin` (this coordinator's own), `auto`
+   * (the origin when credentials are configured, else workers).
+   */
+  readonly objectMetadata: "auto" | "workers" | "origin"
+  /** Control listener over TLS (Talon's control TLS settings): certificate, key, client CA (mTLS), trust domain. */
+  readonly controlTlsCertPath?: string | undefined
+  readonly controlTlsKeyPath?: string | undefined
+  readonly controlTlsCaCertPath?: string | undefined
+  readonly controlTlsTrustDomain?: string | undefined
 }
 
 export interface CoordinatorOptions extends CoordinatorSettings {
@@ -63,7 +74,23 @@ export const CoordinatorSchema = component<CoordinatorSettings>({
       { shownDefault: "none: plain HTTP", example: "/etc/talon/admin.pem" }
     ),
     adminTlsKey: S.unset(K.text, "PEM private key of --admin-tls-cert", { example: "/etc/talon/admin-key.pem" }),
-    adminToken: adminTokenSetting
+    adminToken: adminTokenSetting,
+    objectMetadata: S.oneOf(
+      ["auto", "workers", "origin"],
+      "Who answers StatObject/ListObjects: workers (a live worker asks the origin; the coordinator needs no origin credentials), origin (the coordinator's own TALON_S3_*/TALON_AZURE_* credentials), auto (origin when those are set, else workers)",
+      { example: "workers" }
+    ),
+    controlTlsCertPath: S.unset(K.text, "PEM certificate of the control listener: serve TLS (re-read when the file changes; new connections use the new one)", {
+      shownDefault: "none: plain TCP",
+      example: "/etc/talon/tls/tls.crt"
+    }),
+    controlTlsKeyPath: S.unset(K.text, "PEM private key of --control-tls-cert-path", { example: "/etc/talon/tls/tls.key" }),
+    controlTlsCaCertPath: S.unset(K.text, "PEM CA bundle: require client certificates signed by it on the control listener (mTLS)", {
+      example: "/etc/talon/tls/ca.crt"
+    }),
+    controlTlsTrustDomain: S.unset(K.text, "With mTLS, peers must carry a URI SAN spiffe://<this>/talon/<cluster>/<role>/<node>", {
+      example: "cluster.local"
+    })
   },
   refused: TALON_COORDINATOR_REFUSED,
   check: (o) =>
@@ -72,7 +99,13 @@ export const CoordinatorSchema = component<CoordinatorSettings>({
           key: o.adminTlsCert === undefined ? "adminTlsCert" : "adminTlsKey",
           message: "is missing: admin HTTPS needs both a certificate and a key (--admin-tls-cert and --admin-tls-key)"
         }
-      : undefined
+      : (o.controlTlsCertPath === undefined) !== (o.controlTlsKeyPath === undefined)
+        ? { key: o.controlTlsCertPath === undefined ? "controlTlsCertPath" : "controlTlsKeyPath", message: "is missing: control TLS needs both a certificate and a key" }
+        : o.controlTlsCertPath === undefined && (o.controlTlsCaCertPath !== undefined || o.controlTlsTrustDomain !== undefined)
+          ? { key: "controlTlsCertPath", message: "is missing: a control client CA or trust domain needs TLS on (--control-tls-cert-path and --control-tls-key-path)" }
+          : o.controlTlsTrustDomain !== undefined && o.controlTlsCaCertPath === undefined
+            ? { key: "controlTlsCaCertPath", message: "is missing: a trust domain checks client certificates, which only mTLS asks for (--control-tls-ca-cert-path)" }
+            : undefined
 })
 
 export const COORDINATOR_DEFAULTS: CoordinatorSettings = defaultsOf(CoordinatorSchema)

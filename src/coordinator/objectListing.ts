@@ -19,7 +19,7 @@ export interface ObjectListingQuery {
 
 export type ObjectListingAnswer =
   | { readonly status: 200; readonly page: ObjectListingPage }
-  | { readonly status: 400 | 404 | 502; readonly error: string }
+  | { readonly status: 400 | 404 | 502 | 503; readonly error: string }
 
 const refusal = (e: BackendError): ObjectListingAnswer =>
   e._tag === "BackendNotFound"

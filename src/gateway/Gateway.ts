@@ -26,6 +26,9 @@ import { GatewayMetrics } from "./metrics.js"
 import { StatCache } from "./statCache.js"
 import { LocalBlocks, type LocalBlocksShape } from "./localBlocks.js"
 import { TlsLoadError } from "../http/tls.js"
+import { NodeFileSystem } from "@effect/platform-node"
+import { openAuditLog } from "./audit.js"
+import { makePrincipalStore } from "./principalStore.js"
 
 export class GatewayError extends Data.TaggedError("GatewayError")<{ readonly message: string }> {}
 
@@ -70,9 +73,22 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
     const backend = yield* BackendStore
     const origin = yield* OriginHttp
     const runtime = yield* Effect.runtime<never>()
+    const principals =
+      options.authorizationPath === undefined
+        ? undefined
+        : yield* makePrincipalStore(
+            { s3Identities: options.s3ClientIdentitiesPath, azureIdentities: options.azureClientIdentitiesPath, authorization: options.authorizationPath },
+            options.authReloadMs
+          ).pipe(
+            Effect.provide(NodeFileSystem.layer),
+            Effect.mapError((e) => new GatewayError({ message: e.message }))
+          )
+    const audit = options.auditLog === undefined ? undefined : yield* openAuditLog(options.auditLog).pipe(Effect.mapError((e) => new GatewayError({ message: e.message })))
     const local = Option.getOrUndefined(yield* Effect.serviceOption(LocalBlocks))
     const services: Services = {
       ...(local === undefined ? {} : { local }),
+      principals,
+      audit,
       options,
       backend,
       route,

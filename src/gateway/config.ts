@@ -64,6 +64,14 @@ export interface GatewayOptions {
   /** PEM certificate (chain) and key files: serve HTTPS instead of HTTP (reloaded on SIGHUP or change). */
   readonly tlsCert: string | undefined
   readonly tlsKey: string | undefined
+  /** Principals (Talon's identity and authorization files, principals.ts): several keys, each with its grants. */
+  readonly s3ClientIdentitiesPath: string | undefined
+  readonly azureClientIdentitiesPath: string | undefined
+  readonly authorizationPath: string | undefined
+  /** How often the identity and authorization files are re-read. */
+  readonly authReloadMs: number
+  /** Where the per-request audit lines go: `stdout` or a file; unset = none. */
+  readonly auditLog: string | undefined
 }
 
 const listenKind: K.Kind<string> = {
@@ -138,7 +146,21 @@ export const GatewaySchema = component<GatewaySettings>({
       example: "/etc/talon/gateway.pem",
       aliases: ["TALON_GATEWAY_TLS_CERT_PATH"]
     }),
-    tlsKey: S.unset(K.text, "PEM private key file for --tls-cert", { example: "/etc/talon/gateway-key.pem", aliases: ["TALON_GATEWAY_TLS_KEY_PATH"] })
+    tlsKey: S.unset(K.text, "PEM private key file for --tls-cert", { example: "/etc/talon/gateway-key.pem", aliases: ["TALON_GATEWAY_TLS_KEY_PATH"] }),
+    s3ClientIdentitiesPath: S.unset(K.text, "JSON file of S3 client identities (Talon's shape: access key, secret, principal, provider account); with --authorization-path it replaces TALON_GATEWAY_ACCESS_KEY_ID", {
+      example: "/etc/talon/s3-identities.json"
+    }),
+    azureClientIdentitiesPath: S.unset(K.text, "JSON file of Azure client identities (account key, principal, provider account = the account clients sign as); needs --authorization-path", {
+      example: "/etc/talon/azure-identities.json"
+    }),
+    authorizationPath: S.unset(K.text, "JSON file of grants (principal, protocol, provider account, bucket, key prefix, operations): default deny for identity-file principals", {
+      example: "/etc/talon/authorization.json"
+    }),
+    authReloadMs: S.integer(1000, "How often the identity and authorization files are re-read (a change applies without a restart; a broken file keeps the last good one), in ms", positiveInteger),
+    auditLog: S.unset(K.text, "Audit log: one JSON line per request (principal, operation, bucket, key, status, bytes, decision) to stdout or appended to this file", {
+      shownDefault: "none",
+      example: "stdout"
+    })
   },
   refused: [
     { env: "TALON_GATEWAY_S3_REGION", use: "Talon's is the origin's region; here that is TALON_S3_REGION (TALON_GATEWAY_REGION is the region clients sign for)" },
@@ -148,7 +170,11 @@ export const GatewaySchema = component<GatewaySettings>({
   check: (o) =>
     (o.tlsCert === undefined) !== (o.tlsKey === undefined)
       ? { key: o.tlsCert === undefined ? "tlsCert" : "tlsKey", message: "give both a TLS certificate and a key (--tls-cert and --tls-key), or neither" }
-      : undefined
+      : (o.s3ClientIdentitiesPath !== undefined || o.azureClientIdentitiesPath !== undefined) && o.authorizationPath === undefined
+        ? { key: "authorizationPath", message: "is missing: identity files need a grant file (--authorization-path); without grants every principal would be refused" }
+        : o.authorizationPath !== undefined && o.s3ClientIdentitiesPath === undefined && o.azureClientIdentitiesPath === undefined
+          ? { key: "authorizationPath", message: "names grants but no identity file gives principals: add --s3-client-identities-path and/or --azure-client-identities-path" }
+          : undefined
 })
 
 export const GATEWAY_DEFAULTS: GatewaySettings = defaultsOf(GatewaySchema)
@@ -231,7 +257,7 @@ export const resolveGatewayOptions = (
     const { credentials: givenCredentials, ...given } = explicit
     const settings = yield* resolve(GatewaySchema, given)
     const credentials = givenCredentials ?? (yield* CredentialsConfig)
-    if (settings.auth && credentials.s3 === undefined && credentials.azure === undefined) {
+    if (settings.auth && credentials.s3 === undefined && credentials.azure === undefined && settings.authorizationPath === undefined) {
       return yield* Effect.fail(
         invalid(
           GatewaySchema.settings.auth,

@@ -16,6 +16,9 @@ import type { LocalBlocksShape } from "./localBlocks.js"
 import type { OriginHttpShape } from "./OriginHttp.js"
 import type { RouteShape } from "./Route.js"
 import type { StatCache } from "./statCache.js"
+import type { PrincipalStore } from "./principalStore.js"
+import type { AuditLog } from "./audit.js"
+import type { Principal } from "./principals.js"
 
 export interface GatewayCounters {
   requests: number
@@ -43,6 +46,10 @@ export interface Services {
   readonly local?: LocalBlocksShape
   /** Base URL clients reach the gateway at (for Azure's ServiceEndpoint). */
   url: string
+  /** Principals from identity files with their grants (principalStore.ts), when configured. */
+  readonly principals?: PrincipalStore | undefined
+  /** One line per request (audit.ts), when configured. */
+  readonly audit?: AuditLog | undefined
 }
 
 export interface GwCtx extends HttpCtx {
@@ -56,6 +63,8 @@ export interface GwCtx extends HttpCtx {
   readonly signal: AbortSignal
   /** The same state without an AbortSignal (made only when `signal` is read). */
   readonly aborts: RequestAbort
+  /** Who signed the request, when the gateway has principals (set by the signature check). */
+  principal: Principal | undefined
 }
 
 /**
@@ -108,6 +117,8 @@ export class RequestContext implements GwCtx {
     readonly g: Services,
     readonly aborts: RequestAbort
   ) {}
+
+  principal: Principal | undefined = undefined
 
   get signal(): AbortSignal {
     return this.aborts.signal

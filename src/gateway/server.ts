@@ -17,6 +17,9 @@ import { operationOf, watchResponse } from "./metrics.js"
 import { type GwCtx, RequestAbort, RequestContext, type Services } from "./context.js"
 import { handleS3 } from "./s3Api.js"
 import { loadTls, watchTls } from "../http/tls.js"
+import { type AuditRecord } from "./audit.js"
+import { authenticateAzure, authenticateS3, azureAccesses, refusedAccess, s3Accesses } from "./identities.js"
+import type { Access } from "./principals.js"
 
 const SERVER = "TalonGateway"
 
@@ -33,6 +36,15 @@ const authorize = (g: Services, ctx: GwCtx, azure: boolean, account: string | un
   if (!options.auth) return { ok: true }
   const received = { method: ctx.method, rawPath: ctx.rawPath, rawQuery: ctx.rawQuery, headers: ctx.req.headers }
   const nowMs = Date.now()
+  // A protocol with an identity file authenticates against its principals (judged by grants in handleRequest).
+  const principals = g.principals
+  if (principals !== undefined && (azure ? options.azureClientIdentitiesPath : options.s3ClientIdentitiesPath) !== undefined) {
+    const who = azure
+      ? authenticateAzure(principals.current(), received, account ?? "", { nowMs, clockSkewMs: options.clockSkewMs })
+      : authenticateS3(principals.current(), received, { region: options.region, nowMs, clockSkewMs: options.clockSkewMs })
+    if (who.ok) ctx.principal = who.principal
+    return who.ok ? { ok: true } : who
+  }
   if (azure) {
     const cred = options.credentials.azure
     if (cred === undefined) {
@@ -119,22 +131,70 @@ export const handleRequest = (g: Services) => {
     })
 
     try {
+      const address = azure ? undefined : s3Address(target, segments)
+      const accesses =
+        g.principals === undefined && g.audit === undefined
+          ? undefined
+          : azure
+            ? azureAccesses(method, segments, target.query, req.headers)
+            : s3Accesses(method, address!.bucket, address!.rawKey, target.query, req.headers)
+      const audited: { decision: "allow" | "deny"; reason?: string } = { decision: "allow" }
+      if (g.audit !== undefined) auditWhenDone(g, ctx, azure, method, accesses, audited)
       const verdict = authorize(g, ctx, azure, azure ? segments[0] : undefined)
       if (g.options.auth) metrics?.authentication(verdict.ok)
-      routed = verdict.ok
       if (!verdict.ok) {
+        audited.decision = "deny"
+        audited.reason = verdict.code
         return azure
           ? azureError(ctx, verdict.status, verdict.code, verdict.message)
           : s3Error(ctx, verdict.status, verdict.code, verdict.message)
       }
+      if (ctx.principal !== undefined) {
+        const refused = accesses === undefined ? "unsupported" : refusedAccess(g.principals!.current(), ctx.principal, accesses, azure ? "azure" : "s3")
+        if (refused !== undefined) {
+          audited.decision = "deny"
+          audited.reason = "no grant"
+          const what = typeof refused === "string" ? (refused === "account" ? "any bucket" : "this request") : `${refused.operation} on ${refused.namespace}/${refused.key ?? ""}`
+          const message = `Principal ${ctx.principal.name} has no grant for ${what}; ask for a grant in the gateway's authorization file.`
+          return azure ? azureError(ctx, 403, "AuthorizationPermissionMismatch", `This request is not authorized to perform this operation using this permission. ${message}`) : s3Error(ctx, 403, "AccessDenied", `Access Denied. ${message}`)
+        }
+      }
+      routed = true
       if (azure) return await handleAzure(ctx, segments)
-      const { bucket, rawKey } = s3Address(target, segments)
+      const { bucket, rawKey } = address!
       return await handleS3(ctx, bucket === "" ? undefined : bucket, rawKey)
     } catch (e) {
       g.counters.errors++
       internalError(ctx, azure, "the gateway", e)
     }
   }
+}
+
+/** Writes the request's audit line once its response has ended (status and bytes are known only then). */
+const auditWhenDone = (
+  g: Services,
+  ctx: GwCtx,
+  azure: boolean,
+  method: string,
+  accesses: ReadonlyArray<Access> | undefined,
+  audited: { decision: "allow" | "deny"; reason?: string }
+) => {
+  const first = accesses?.[0]
+  watchResponse(ctx.res, (_headersMs, _totalMs, bytes) => {
+    const record: AuditRecord = {
+      requestId: ctx.requestId,
+      protocol: azure ? "azure" : "s3",
+      principal: ctx.principal?.name ?? (g.options.auth ? "anonymous" : "unauthenticated"),
+      operation: first?.operation ?? (accesses === undefined ? `unsupported ${method}` : "account"),
+      bucket: first?.namespace ?? "",
+      key: first?.key ?? "",
+      status: ctx.res.statusCode,
+      bytes,
+      decision: audited.decision,
+      ...(audited.reason === undefined ? {} : { reason: audited.reason })
+    }
+    g.audit!.write(record)
+  })
 }
 
 export type RunningGateway = RunningServer
@@ -164,10 +224,11 @@ export const listen = async (g: Services, host: string, port: number): Promise<R
 }
 
 /** Never logged in full: which credentials the gateway checks, for start-up messages. */
-export const describeAuth = (g: Pick<Services, "options">): string => {
+export const describeAuth = (g: Pick<Services, "options" | "principals">): string => {
   const { auth, credentials } = g.options
   if (!auth) return "auth OFF: any request is served unsigned (local demo only)"
   const parts: Array<string> = []
+  if (g.principals !== undefined) parts.push(`principals from identity files (${g.principals.summary()}), default deny`)
   if (credentials.s3) parts.push(`S3 SigV4 for access key ${credentials.s3.accessKeyId}`)
   if (credentials.azure) parts.push(`Azure Shared Key for account ${credentials.azure.account}`)
   return `auth on: ${parts.join("; ")}`

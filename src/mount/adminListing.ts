@@ -63,6 +63,8 @@ export const makeDirLister = (client: TalonClientShape, options: DirListerOption
       Effect.mapError((e) => new NotServed({ admin, detail: e.message })),
       Effect.flatMap((res) => {
         if (res.status === 200) return decodePage(res).pipe(Effect.mapError((e) => new NotServed({ admin, detail: `not a listing page: ${e.message}` })))
+        // 503: the coordinator cannot page the origin (it holds no credentials); the wire listing through a worker can.
+        if (res.status === 503) return Effect.fail(new NotServed({ admin, detail: `HTTP 503 from ${OBJECT_LISTING_PATH}` }))
         // A refusal this API explains (no such bucket, a bad prefix, the origin failing) is the answer; anything else means the API is not here.
         return HttpClientResponse.schemaBodyJson(ErrorBody)(res).pipe(
           Effect.mapError(() => new NotServed({ admin, detail: `HTTP ${res.status} from ${OBJECT_LISTING_PATH}` })),

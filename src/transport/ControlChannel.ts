@@ -16,6 +16,7 @@ import {
   type ControlMessage,
   type FrameCaps
 } from "../protocol/index.js"
+import type { ControlTlsFiles } from "./controlTls.js"
 import { FramedConnection, type Reply } from "./FramedConnection.js"
 
 export class ControlConnectError extends Data.TaggedError("ControlConnectError")<{
@@ -82,6 +83,8 @@ export interface ControlChannelOptions {
   /** Pause before each retry (default 100 ms). */
   readonly retryDelay?: Duration.DurationInput
   readonly caps?: FrameCaps
+  /** Dial the peer over TLS with these files (controlTls.ts); plain TCP when absent. */
+  readonly tls?: ControlTlsFiles | undefined
 }
 
 export interface RequestOptions {
@@ -99,6 +102,7 @@ export class ControlChannel {
   private readonly retries: number
   private readonly retryDelay: Duration.Duration
   private readonly caps: FrameCaps
+  private readonly tls: ControlTlsFiles | undefined
 
   private constructor(
     readonly address: string,
@@ -109,6 +113,7 @@ export class ControlChannel {
     this.retries = options.retries ?? 2
     this.retryDelay = Duration.decode(options.retryDelay ?? "100 millis")
     this.caps = options.caps ?? DEFAULT_CAPS
+    this.tls = options.tls
   }
 
   /** A channel that is closed when the scope ends. Connects lazily, on the first request. */
@@ -171,7 +176,7 @@ export class ControlChannel {
 
   private current(): FramedConnection {
     if (this.connection === undefined || !this.connection.usable) {
-      this.connection = new FramedConnection(this.address, { caps: this.caps, connectTimeoutMs: this.connectTimeoutMs })
+      this.connection = new FramedConnection(this.address, { caps: this.caps, connectTimeoutMs: this.connectTimeoutMs, tls: this.tls })
     }
     return this.connection
   }

@@ -7,6 +7,9 @@
  * `PipelinedConnection`'s; this class decodes whole frames with a `FrameDecoder`.
  */
 import * as net from "node:net"
+import * as tls from "node:tls"
+import { parseHostPort } from "./address.js"
+import { clientTlsOptions, type ControlTlsFiles } from "./controlTls.js"
 import { FrameDecoder, type Frame, type FrameCaps } from "../protocol/index.js"
 import { type Failure, PipelinedConnection } from "./PipelinedConnection.js"
 
@@ -17,6 +20,8 @@ export type Reply = { readonly ok: true; readonly frame: Frame } | Failure
 export interface FramedConnectionOptions {
   readonly caps: FrameCaps
   readonly connectTimeoutMs: number
+  /** Dial TLS with these files (read anew for this connection, so rotated ones apply). */
+  readonly tls?: ControlTlsFiles | undefined
 }
 
 export class FramedConnection extends PipelinedConnection<{ readonly ok: true; readonly frame: Frame }> {
@@ -25,6 +30,22 @@ export class FramedConnection extends PipelinedConnection<{ readonly ok: true; r
   constructor(address: string, options: FramedConnectionOptions) {
     super(address)
     this.decoder = new FrameDecoder(options.caps)
+    if (options.tls !== undefined) {
+      const target = parseHostPort(address)
+      let socket: tls.TLSSocket
+      try {
+        if (target === undefined) throw new Error("not a host:port address")
+        socket = tls.connect({ ...clientTlsOptions(options.tls, target.host), host: target.host, port: target.port })
+      } catch (e) {
+        const dead = new net.Socket()
+        this.start(dead, options.connectTimeoutMs, { dialed: "secureConnect" })
+        this.fail("connect", (e as Error).message)
+        return
+      }
+      socket.on("data", (chunk: Buffer) => this.onData(chunk))
+      this.start(socket, options.connectTimeoutMs, { dialed: "secureConnect" })
+      return
+    }
     const socket = new net.Socket()
     socket.on("data", (chunk: Buffer) => this.onData(chunk))
     this.start(socket, options.connectTimeoutMs)

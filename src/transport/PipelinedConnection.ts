@@ -28,7 +28,7 @@ export abstract class PipelinedConnection<Ok> {
   constructor(readonly address: string) {}
 
   /** Connects `socket` (its reading already set up by the subclass) to the address. */
-  protected start(socket: net.Socket, connectTimeoutMs: number): void {
+  protected start(socket: net.Socket, connectTimeoutMs: number, dialed?: { readonly dialed: "secureConnect" }): void {
     this.socket = socket
     socket.setNoDelay(true)
     const parsed = parseHostPort(this.address)
@@ -38,7 +38,8 @@ export abstract class PipelinedConnection<Ok> {
       return
     }
     this.connectTimer = setTimeout(() => this.fail("connect", `connect timed out after ${connectTimeoutMs} ms`), connectTimeoutMs)
-    socket.once("connect", () => {
+    // A TLS socket is already dialing; it is connected once its handshake (and the peer's checks) passed.
+    socket.once(dialed?.dialed ?? "connect", () => {
       this.connected = true
       clearTimeout(this.connectTimer)
     })
@@ -46,7 +47,7 @@ export abstract class PipelinedConnection<Ok> {
     socket.on("close", () =>
       this.fail(this.connected ? "lost" : "connect", this.connected ? "connection closed by peer" : "connection refused")
     )
-    socket.connect(parsed.port, parsed.host)
+    if (dialed === undefined) socket.connect(parsed.port, parsed.host)
   }
 
   /** False once the connection has failed or been closed; open a new one then. */

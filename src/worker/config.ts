@@ -31,6 +31,11 @@ export interface WorkerSettings {
   readonly clusterId: string
   /** Deployment zone, sent as the `zone` label of the status (empty = none). */
   readonly zone: string
+  /** Status heartbeats over TLS (Talon's control TLS settings): this worker's certificate and key, the coordinators' CA, their trust domain. */
+  readonly controlTlsCertPath?: string | undefined
+  readonly controlTlsKeyPath?: string | undefined
+  readonly controlTlsCaCertPath?: string | undefined
+  readonly controlTlsTrustDomain?: string | undefined
   /** The cluster token (the coordinators' TALON_CLUSTER_TOKEN): each status carries an HMAC made with it. */
   readonly clusterToken?: Redacted.Redacted<string> | undefined
   /** TALON_ADMIN_TOKEN: the bearer token /api/v1 demands; absent = open. */
@@ -107,6 +112,15 @@ export const WorkerSchema = component<WorkerSettings>({
       check: notBlank
     }),
     zone: S.text("", "Deployment zone, reported to the coordinator as the status label zone", { shownDefault: "none", example: "us-east-1a" }),
+    controlTlsCertPath: S.unset(K.text, "PEM certificate this worker presents to coordinators: status heartbeats go over TLS (files re-read for each new connection)", {
+      shownDefault: "none: plain TCP",
+      example: "/etc/talon/tls/tls.crt"
+    }),
+    controlTlsKeyPath: S.unset(K.text, "PEM private key of --control-tls-cert-path", { example: "/etc/talon/tls/tls.key" }),
+    controlTlsCaCertPath: S.unset(K.text, "PEM CA bundle the coordinators' certificates must chain to", { example: "/etc/talon/tls/ca.crt" }),
+    controlTlsTrustDomain: S.unset(K.text, "Coordinators must carry a URI SAN spiffe://<this>/talon/<cluster>/<role>/<node> (instead of a host-name check)", {
+      example: "cluster.local"
+    }),
     clusterToken: clusterTokenSetting,
     adminToken: adminTokenSetting,
     advertiseAddress: S.text("", "Data address announced to the coordinator, when clients reach the worker by another name", {

@@ -31,6 +31,10 @@ export interface StateStoreSettings extends StateTiming {
   /** etcd password authentication; both or neither. */
   readonly etcdUsername: string | undefined
   readonly etcdPassword: Redacted.Redacted<string> | undefined
+  /** etcd over TLS: the CA its server certificates chain to, and this coordinator's client certificate and key (Talon's etcd TLS settings). */
+  readonly etcdCaCertPath?: string | undefined
+  readonly etcdClientCertPath?: string | undefined
+  readonly etcdClientKeyPath?: string | undefined
   readonly clusterToken: Redacted.Redacted<string> | undefined
   /**
    * With a token configured: `every-write` refuses any put without it;
@@ -60,6 +64,12 @@ export const settingsProblem = (s: StateStoreSettings): { readonly path: string;
     if (s.etcdEndpoints.length === 0) return { path: "TALON_ETCD_ENDPOINTS", message: "the etcd backend needs at least one endpoint, e.g. http://127.0.0.1:2379" }
     if (s.etcdEndpoints.some((e) => e.trim() === "")) return { path: "TALON_ETCD_ENDPOINTS", message: "an etcd endpoint is empty (check for a stray comma)" }
     if (s.etcdPrefix.replace(/\/+$/, "") === "") return { path: "TALON_ETCD_PREFIX", message: "the etcd keyspace prefix must not be empty" }
+    if ((s.etcdClientCertPath === undefined) !== (s.etcdClientKeyPath === undefined)) {
+      return { path: "TALON_ETCD_CLIENT_KEY_PATH", message: "an etcd client certificate needs both TALON_ETCD_CLIENT_CERT_PATH and TALON_ETCD_CLIENT_KEY_PATH" }
+    }
+    if (s.etcdClientCertPath !== undefined && s.etcdCaCertPath === undefined) {
+      return { path: "TALON_ETCD_CA_CERT_PATH", message: "an etcd client certificate is used over TLS, which needs the CA of etcd's server certificates (TALON_ETCD_CA_CERT_PATH)" }
+    }
     if ((s.etcdUsername === undefined) !== (s.etcdPassword === undefined)) {
       return { path: "TALON_ETCD_PASSWORD", message: "etcd authentication needs both TALON_ETCD_USERNAME and TALON_ETCD_PASSWORD" }
     }
@@ -161,6 +171,30 @@ export const StateStoreSchema = component<StateStoreInput>({
       help: "etcd password authentication: the password (with TALON_ETCD_USERNAME)",
       example: "<password>",
       aliases: ["TALON_COORDINATOR_ETCD_PASSWORD"]
+    }),
+    etcdCaCertPath: setting(K.optional(K.text), {
+      env: "TALON_ETCD_CA_CERT_PATH",
+      flag: "etcd-ca-cert-path",
+      default: undefined,
+      shownDefault: "none: plain etcd",
+      help: "etcd over TLS: PEM CA bundle etcd's server certificates chain to (endpoints then use https://)",
+      example: "/etc/talon/etcd/ca.crt"
+    }),
+    etcdClientCertPath: setting(K.optional(K.text), {
+      env: "TALON_ETCD_CLIENT_CERT_PATH",
+      flag: "etcd-client-cert-path",
+      default: undefined,
+      shownDefault: "none",
+      help: "etcd over TLS: PEM client certificate this coordinator presents (etcd's --client-cert-auth)",
+      example: "/etc/talon/etcd/client.crt"
+    }),
+    etcdClientKeyPath: setting(K.optional(K.text), {
+      env: "TALON_ETCD_CLIENT_KEY_PATH",
+      flag: "etcd-client-key-path",
+      default: undefined,
+      shownDefault: "none",
+      help: "etcd over TLS: PEM private key of TALON_ETCD_CLIENT_CERT_PATH",
+      example: "/etc/talon/etcd/client.key"
     }),
     clusterToken: clusterTokenSetting,
     tokenCheck: setting(K.oneOf("every-write", "takeover-only"), {

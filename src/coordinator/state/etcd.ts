@@ -7,7 +7,8 @@
  * mod revision (or absence) is still what was read; a racing writer makes it
  * retry with a fresh read, so no interleaving can move a record backwards.
  */
-import { Effect, Either, Redacted, Stream } from "effect"
+import * as fs from "node:fs"
+import { ConfigError, Effect, Either, Redacted, Stream } from "effect"
 import {
   Etcd3,
   EtcdAuthenticationFailedError,
@@ -45,17 +46,34 @@ const failureOf = (operation: string, e: unknown): StoreUnavailable | StoreAuthF
     : new StoreUnavailable({ backend: "etcd", operation, detail })
 }
 
-const endpointUrl = (e: string): string => (/^[a-z]+:\/\//.test(e) ? e : `http://${e}`)
+const endpointUrl = (e: string, secure: boolean): string => (/^[a-z]+:\/\//.test(e) ? e : `${secure ? "https" : "http"}://${e}`)
+
+/** TLS credentials for the etcd client from the configured PEM files (read at start; the client keeps its channel). */
+const etcdCredentials = (settings: StateStoreSettings) =>
+  settings.etcdCaCertPath === undefined
+    ? Effect.succeed(undefined)
+    : Effect.try({
+        try: () => ({
+          rootCertificate: fs.readFileSync(settings.etcdCaCertPath!),
+          ...(settings.etcdClientCertPath === undefined || settings.etcdClientKeyPath === undefined
+            ? {}
+            : { certChain: fs.readFileSync(settings.etcdClientCertPath), privateKey: fs.readFileSync(settings.etcdClientKeyPath) })
+        }),
+        catch: (e) =>
+          ConfigError.InvalidData(["TALON_ETCD_CA_CERT_PATH"], `cannot read the etcd TLS files: ${(e as Error).message}; check TALON_ETCD_CA_CERT_PATH, TALON_ETCD_CLIENT_CERT_PATH and TALON_ETCD_CLIENT_KEY_PATH`)
+      })
 
 export const makeEtcdStore = (settings: StateStoreSettings) =>
   Effect.gen(function* () {
     const timeoutMs = settings.requestTimeoutMs
+    const credentials = yield* etcdCredentials(settings)
     const client = yield* Effect.acquireRelease(
       Effect.sync(
         () =>
           new Etcd3({
-            hosts: settings.etcdEndpoints.map(endpointUrl),
+            hosts: settings.etcdEndpoints.map((e) => endpointUrl(e, credentials !== undefined)),
             dialTimeout: timeoutMs,
+            ...(credentials === undefined ? {} : { credentials }),
             ...(settings.etcdUsername !== undefined && settings.etcdPassword !== undefined
               ? { auth: { username: settings.etcdUsername, password: Redacted.value(settings.etcdPassword) } }
               : {}),
