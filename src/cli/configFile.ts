@@ -37,7 +37,8 @@ export const CONFIG_SECTIONS = [
   "etcd",
   "s3",
   "azure",
-  "admin"
+  "admin",
+  "otlp"
 ] as const
 
 /** The environment variable that names a config file (set for child processes too). */

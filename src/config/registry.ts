@@ -10,6 +10,7 @@ import { MountSchema } from "../mount/config.js"
 import { OriginSchema } from "../origin/config.js"
 import { WorkerSchema } from "../worker/config.js"
 import type { Component } from "./Setting.js"
+import { TracesSchema } from "./traces.js"
 
 export const ALL_COMPONENTS: ReadonlyArray<Component<any>> = [
   WorkerSchema,
@@ -24,5 +25,6 @@ export const ALL_COMPONENTS: ReadonlyArray<Component<any>> = [
   OriginSchema,
   UpSchema,
   LoadgenSchema,
-  MountSchema
+  MountSchema,
+  TracesSchema
 ]

@@ -17,7 +17,8 @@ import { DEFAULT_CAPS } from "../protocol/frame.js"
 import { parseHostPort } from "../transport/address.js"
 import { serveAdmin } from "./AdminHttp.js"
 import { makeUi, sampleIntervalFor } from "./ui/overview.js"
-import { traced, tracingLayer } from "../transport/tracing.js"
+import { traced } from "../transport/tracing.js"
+import { tracesLayer } from "../config/traces.js"
 import type { ClusterMember, ClusterStatus } from "../protocol/clusterStatus.js"
 import { COORDINATOR_CAPS, serveControl, type ControlListenError, type ControlServer } from "./ControlServer.js"
 import { resolveCoordinatorOptions, resolveCoordinatorState, type CoordinatorOptions } from "./config.js"
@@ -348,7 +349,7 @@ export const makeCoordinatorOn = (
 export class Coordinator extends Context.Tag("talon/Coordinator")<Coordinator, CoordinatorShape>() {
   /** A coordinator bound for the layer's lifetime, with its own state store; a `BackendStore` in context answers StatObject/ListObjects itself (see `objectMetadata`). */
   static readonly layer = (options: Partial<CoordinatorOptions> = {}) =>
-    Layer.scoped(Coordinator, makeCoordinator(options)).pipe(Layer.provide(tracingLayer("talon-coordinator")))
+    Layer.scoped(Coordinator, makeCoordinator(options)).pipe(Layer.provide(tracesLayer("talon-coordinator")))
 
   /** A coordinator on the `ClusterStateStore` the layer is given (several may share one). */
   static readonly layerOnStore = (options: Partial<CoordinatorOptions> = {}) =>

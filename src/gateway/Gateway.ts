@@ -29,6 +29,9 @@ import { TlsLoadError } from "../http/tls.js"
 import { NodeFileSystem } from "@effect/platform-node"
 import { openAuditLog } from "./audit.js"
 import { makePrincipalStore } from "./principalStore.js"
+import { currentSpans } from "./spans.js"
+import { tracingOn } from "../transport/tracing.js"
+import { tracesLayer } from "../config/traces.js"
 
 export class GatewayError extends Data.TaggedError("GatewayError")<{ readonly message: string }> {}
 
@@ -97,6 +100,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       runtime,
       counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0, localBodies: 0, localBytes: 0 },
       metrics: new GatewayMetrics(),
+      spans: tracingOn() ? yield* currentSpans : undefined,
       url: ""
     }
     const server = yield* Effect.acquireRelease(
@@ -137,7 +141,8 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
 
 export class Gateway extends Context.Tag("talon/Gateway")<Gateway, GatewayShape>() {
   static readonly make = make
-  static readonly layer = (options: Partial<GatewayOptions> = {}) => Layer.scoped(Gateway, make(options))
+  static readonly layer = (options: Partial<GatewayOptions> = {}) =>
+    Layer.scoped(Gateway, make(options)).pipe(Layer.provide(tracesLayer("talon-gateway")))
 
   /** The gateway's side of the origin: `BackendStore` and the listing/bucket calls, one identity. */
   static readonly origin = (router: Router.RouterOptions): Layer.Layer<BackendStore | OriginHttp> =>

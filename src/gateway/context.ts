@@ -19,6 +19,8 @@ import type { StatCache } from "./statCache.js"
 import type { PrincipalStore } from "./principalStore.js"
 import type { AuditLog } from "./audit.js"
 import type { Principal } from "./principals.js"
+import type { GatewaySpans } from "./spans.js"
+import type { Tracer } from "effect"
 
 export interface GatewayCounters {
   requests: number
@@ -50,6 +52,8 @@ export interface Services {
   readonly principals?: PrincipalStore | undefined
   /** One line per request (audit.ts), when configured. */
   readonly audit?: AuditLog | undefined
+  /** Request spans (spans.ts), only while traces are exported. */
+  readonly spans?: GatewaySpans | undefined
 }
 
 export interface GwCtx extends HttpCtx {
@@ -65,6 +69,8 @@ export interface GwCtx extends HttpCtx {
   readonly aborts: RequestAbort
   /** Who signed the request, when the gateway has principals (set by the signature check). */
   principal: Principal | undefined
+  /** `talon.gateway.request`, while traces are exported (spans.ts). */
+  span: Tracer.Span | undefined
 }
 
 /**
@@ -119,6 +125,7 @@ export class RequestContext implements GwCtx {
   ) {}
 
   principal: Principal | undefined = undefined
+  span: Tracer.Span | undefined = undefined
 
   get signal(): AbortSignal {
     return this.aborts.signal

@@ -3,7 +3,7 @@
  * bytes through the route with backpressure) and the commit of a write or delete at
  * the origin. Provider differences (error shapes, headers) come in a `Dialect`.
  */
-import { Either } from "effect"
+import { Effect, Either, type Tracer } from "effect"
 import type { BackendError, ObjectStat } from "../backend/BackendStore.js"
 import { quoteEtag } from "../backend/etag.js"
 import type { ObjectId } from "../core/ids.js"
@@ -15,6 +15,7 @@ import type { Payload } from "../client/SlabPool.js"
 import { Aborted, type GwCtx, type RequestAbort, run, writePayload } from "./context.js"
 import type { ByteReader, RouteError } from "./Route.js"
 import { serveLocal } from "./localBody.js"
+import { ROUTE_ATTRIBUTE } from "./spans.js"
 
 /** `readHeaders` of a dialect that adds none (the read's own headers are then used as they are). */
 export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
@@ -162,9 +163,13 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
   for (let attempt = 0; ; attempt++) {
     let stat = attempt === 0 ? g.stats.peek(object) : undefined
     if (stat === undefined) {
-      const st = await run(ctx, g.stats.stat(object, attempt > 0))
+      const lookup = g.stats.stat(object, attempt > 0)
+      const st = await run(ctx, ctx.span === undefined ? lookup : Effect.withSpan(lookup, "talon.gateway.stat", statSpan(ctx.span, object, "origin")))
       if (Either.isLeft(st)) return answerBackendError(ctx, d, st.left, object)
       stat = st.right
+    } else if (ctx.span !== undefined) {
+      // Answered from the gateway's stat cache: an instant span, so every traced read shows where its stat came from.
+      g.spans!.end(g.spans!.start("talon.gateway.stat", ctx.span, "internal", statSpan(ctx.span, object, "cache").attributes))
     }
     const decision = decideRead(ctx, validatorsOf(stat), rangeHeader)
     if (decision._tag === "NotModified") return sendEmpty(ctx, 304, { ...decision.headers, ...d.readHeaders })
@@ -178,13 +183,20 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
     }
     const cacheable = cacheableId(object) && !g.stats.recentlyWritten(object)
     if (g.local !== undefined && cacheable && g.route.name === "cache") {
-      if (await serveLocal(ctx, g.local, decision.partial ? 206 : 200, head, object, stat, decision.start, decision.length, cacheable)) return
+      if (await serveLocal(ctx, g.local, decision.partial ? 206 : 200, head, object, stat, decision.start, decision.length, cacheable)) {
+        // The co-located worker's blocks by sendfile: the request span only.
+        ctx.span?.attribute(ROUTE_ATTRIBUTE, "cache")
+        return
+      }
     }
+    const route = cacheable ? g.route.name : "origin"
+    const readSpan = ctx.span === undefined ? undefined : startReadSpan(ctx, ctx.span, route, decision.start, decision.length)
     const reader = g.route.open({ object, stat, offset: decision.start, length: decision.length, cacheable })
     let first: Payload | undefined
     try {
       first = await nextOrAbort(reader, ctx.aborts)
     } catch (e) {
+      if (readSpan !== undefined) g.spans!.end(readSpan, e instanceof Aborted ? "aborted" : (e as RouteError).message)
       reader.close()
       if (e instanceof Aborted) return answerAborted(ctx, d)
       const err = e as RouteError
@@ -200,8 +212,20 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
       g.counters.errors++
       return d.error(ctx, 503, d.codes.unavailable, `Neither the cache nor the origin could serve the object: ${err.detail}`)
     }
-    return streamBody(ctx, decision.partial ? 206 : 200, head, reader, first)
+    return streamBody(ctx, decision.partial ? 206 : 200, head, reader, first, readSpan)
   }
+}
+
+const statSpan = (parent: Tracer.Span, object: ObjectId, source: "origin" | "cache") => ({
+  parent,
+  kind: "client" as const,
+  attributes: { "talon.object": object.objectPath, "talon.stat.source": source }
+})
+
+/** `talon.gateway.read`: the body's bytes through the route, from the first piece asked for to the last one written. */
+const startReadSpan = (ctx: GwCtx, parent: Tracer.Span, route: "cache" | "origin", offset: number, length: number): Tracer.Span => {
+  parent.attribute(ROUTE_ATTRIBUTE, route)
+  return ctx.g.spans!.start("talon.gateway.read", parent, "internal", { [ROUTE_ATTRIBUTE]: route, "talon.offset": offset, "talon.length": length })
 }
 
 /**
@@ -214,28 +238,36 @@ const streamBody = async (
   status: number,
   head: Record<string, string | number>,
   reader: ByteReader,
-  first: Payload | undefined
+  first: Payload | undefined,
+  span: Tracer.Span | undefined
 ): Promise<void> => {
   const { res, g } = ctx
   if (!respondable(ctx)) {
     first?.release()
+    if (span !== undefined) g.spans!.end(span, "client gone before the head")
     return reader.close()
   }
   res.writeHead(status, head)
   let bytes = first
+  let failure: string | undefined
   try {
     while (bytes !== undefined) {
       g.counters.bytesOut += bytes.length
       const taken = writePayload(res, bytes)
-      if (taken !== true && !(await taken)) return
+      if (taken !== true && !(await taken)) {
+        failure = "client gone"
+        return
+      }
       bytes = await reader.next()
     }
     res.end()
-  } catch {
+  } catch (e) {
     // The head promised bytes that cannot come: a short body tells the client, never wrong bytes.
     g.counters.aborted++
+    failure = e instanceof Error ? e.message : String(e)
     res.destroy()
   } finally {
     reader.close()
+    if (span !== undefined) g.spans!.end(span, failure)
   }
 }

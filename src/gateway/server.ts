@@ -20,6 +20,7 @@ import { loadTls, watchTls } from "../http/tls.js"
 import { type AuditRecord } from "./audit.js"
 import { authenticateAzure, authenticateS3, azureAccesses, refusedAccess, s3Accesses } from "./identities.js"
 import type { Access } from "./principals.js"
+import { traceRequest } from "./spans.js"
 
 const SERVER = "TalonGateway"
 
@@ -106,6 +107,15 @@ export const handleRequest = (g: Services) => {
     }
     const aborts = new RequestAbort()
     const ctx: GwCtx = new RequestContext(req, res, method, requestId, target.query, target.pathname, q < 0 ? "" : raw.slice(q + 1), g, aborts)
+    if (g.spans !== undefined) {
+      const s3 = azure ? undefined : s3Address(target, segments)
+      const bucket = s3 === undefined ? (segments[1] ?? "") : s3.bucket
+      const namesObject = s3 === undefined ? segments.length >= 3 && segments[2] !== "" : (s3.rawKey ?? "") !== ""
+      const operation = operationOf(method, namesObject)
+      traceRequest(g.spans, ctx, { api: azure ? "azure" : "s3", operation, bucket }, () =>
+        !routed ? "none" : operation === "read" ? g.route.name : "origin"
+      )
+    }
     g.counters.requests++
     // Uploads hold their slot while the client sends; they get their own slots so slow
     // senders cannot take the ones readers need.

@@ -1,6 +1,6 @@
 /**
- * Trace export over OTLP/HTTP (JSON) when TALON_OTLP_ENDPOINT or the standard
- * OTEL_EXPORTER_OTLP_ENDPOINT names a collector. Off, nothing of the exporter is loaded
+ * Trace export over OTLP/HTTP (JSON) when a collector is configured (TALON_OTLP_ENDPOINT or
+ * the standard OTEL_EXPORTER_OTLP_ENDPOINT, resolved in src/config/traces.ts). Off, nothing of the exporter is loaded
  * (its module is imported only when an endpoint is set) and `traced` returns the effect
  * untouched, so a process without an endpoint allocates no spans at all. The hit path
  * never calls `traced`. Trace context does not cross the data protocol (Talon's frames have
@@ -11,11 +11,8 @@ import { Effect, Layer } from "effect"
 
 let enabled = false
 
-/** The collector base URL from the environment, or undefined (tracing off). */
-export const otlpEndpoint = (env: Readonly<Record<string, string | undefined>> = process.env): string | undefined => {
-  const url = (env["TALON_OTLP_ENDPOINT"] ?? env["OTEL_EXPORTER_OTLP_ENDPOINT"] ?? "").trim()
-  return url === "" ? undefined : url.replace(/\/+$/, "")
-}
+/** Whether a tracing layer was built in this process: code outside Effect branches on it before making spans. */
+export const tracingOn = (): boolean => enabled
 
 /** A span around `effect` while tracing is on; the effect itself otherwise. */
 export const traced =
@@ -27,7 +24,7 @@ export const traced =
  * The OTLP tracer for `service`, exporting to `<endpoint>/v1/traces`; Layer.empty when no
  * endpoint is set. Spans still buffered are sent when the layer's scope closes.
  */
-export const tracingLayer = (service: string, endpoint: string | undefined = otlpEndpoint()): Layer.Layer<never> =>
+export const tracingLayer = (service: string, endpoint: string | undefined): Layer.Layer<never> =>
   endpoint === undefined
     ? Layer.empty
     : Layer.unwrapEffect(

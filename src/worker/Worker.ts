@@ -30,8 +30,8 @@ import { ServeMode } from "./server/ServeMode.js"
 import { BlockStore, type BlockStoreOpenFailed } from "./store/BlockStore.js"
 import type { DiskStore } from "./store/DiskStore.js"
 
-/** Why a worker could not start: its cache dirs, its data listener or its admin listener. */
-export type WorkerStartError = BlockStoreOpenFailed | DataServerListenError | AdminListenError
+/** Why a worker could not start: its cache dirs, its data listener, its admin listener, or a setting its layers read (TALON_OTLP_ENDPOINT). */
+export type WorkerStartError = BlockStoreOpenFailed | DataServerListenError | AdminListenError | ConfigError.ConfigError
 
 export interface WorkerShape {
   readonly node: NodeInfo

@@ -4,12 +4,13 @@
  * tracing layer is empty and nothing is loaded.
  */
 import * as http from "node:http"
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { ConfigProvider, Effect, Either, Layer, ManagedRuntime } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { Coordinator } from "../../src/coordinator/Coordinator.js"
 import { NodeRole } from "../../src/core/ids.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
-import { otlpEndpoint, tracingLayer } from "../../src/transport/tracing.js"
+import { tracingLayer } from "../../src/transport/tracing.js"
+import { otlpEndpoint } from "../../src/config/traces.js"
 import { memoryBackend } from "../coordinator/fixtures/memoryBackend.js"
 import { objects } from "../coordinator/fixtures/harness.js"
 import * as fsp from "node:fs/promises"
@@ -44,10 +45,14 @@ const collector = http.createServer((req, res) => {
 afterAll(() => new Promise<void>((r) => collector.close(() => r())))
 
 describe("tracing", () => {
-  it("reads the endpoint from TALON_OTLP_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT; none = the empty layer", () => {
-    expect(otlpEndpoint({})).toBeUndefined()
-    expect(otlpEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318/" })).toBe("http://c:4318")
-    expect(otlpEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", TALON_OTLP_ENDPOINT: "http://t:4318" })).toBe("http://t:4318")
+  it("reads the endpoint from TALON_OTLP_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT; none = the empty layer; not a URL = refused", () => {
+    const endpoint = (env: Record<string, string>) =>
+      Effect.runSync(Effect.either(otlpEndpoint.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))))
+    expect(endpoint({})).toEqual(Either.right(undefined))
+    expect(endpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318/" })).toEqual(Either.right("http://c:4318"))
+    expect(endpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", TALON_OTLP_ENDPOINT: "http://t:4318" })).toEqual(Either.right("http://t:4318"))
+    const refused = endpoint({ TALON_OTLP_ENDPOINT: "collector:4318" })
+    expect(Either.isLeft(refused) && String(refused.left)).toMatch(/TALON_OTLP_ENDPOINT: must be an http:\/\/ or https:\/\/ URL/)
     expect(tracingLayer("x", undefined)).toBe(Layer.empty)
   })
 
@@ -56,10 +61,11 @@ describe("tracing", () => {
     const endpoint = `http://127.0.0.1:${(collector.address() as { port: number }).port}`
     process.env["TALON_OTLP_ENDPOINT"] = endpoint
     const layer = Coordinator.layer({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0" }).pipe(Layer.provide(memoryBackend(objects)))
-    delete process.env["TALON_OTLP_ENDPOINT"]
     const rt = ManagedRuntime.make(layer)
     try {
+      // The endpoint is read when the layer is built.
       const c = await rt.runPromise(Coordinator)
+      delete process.env["TALON_OTLP_ENDPOINT"]
       await Effect.runPromise(
         Effect.scoped(
           Effect.gen(function* () {
@@ -70,6 +76,7 @@ describe("tracing", () => {
         )
       )
     } finally {
+      delete process.env["TALON_OTLP_ENDPOINT"]
       // Closing the layer flushes the spans still buffered.
       await rt.dispose()
     }

@@ -26,7 +26,8 @@ import { describeUnknown, fromBackend, ReadFailed } from "../errors.js"
 import { WorkerMetrics } from "../metrics.js"
 import { BlockStore } from "../store/BlockStore.js"
 import type { RangeFetch, RangeSink } from "./fetchRun.js"
-import { traced, tracingLayer } from "../../transport/tracing.js"
+import { traced } from "../../transport/tracing.js"
+import { tracesLayer } from "../../config/traces.js"
 import { makeFillScheduler } from "./FillScheduler.js"
 import { objectKey, VersionCache } from "./VersionCache.js"
 
@@ -207,5 +208,5 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
 
       return { versions, stat, revalidate, fill: fillAs(false), fillAhead: fillAs(true) } satisfies MissPathShape
     })
-  ).pipe(Layer.provide(Layer.suspend(() => tracingLayer("talon-worker"))))
+  ).pipe(Layer.provide(tracesLayer("talon-worker")))
 }
