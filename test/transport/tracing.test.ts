@@ -11,6 +11,7 @@ import { NodeRole } from "../../src/core/ids.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { tracingLayer } from "../../src/transport/tracing.js"
 import { otlpEndpoint } from "../../src/config/traces.js"
+import { flattenConfig, providerOf } from "../../src/cli/configFile.js"
 import { memoryBackend } from "../coordinator/fixtures/memoryBackend.js"
 import { objects } from "../coordinator/fixtures/harness.js"
 import * as fsp from "node:fs/promises"
@@ -54,6 +55,9 @@ describe("tracing", () => {
     const refused = endpoint({ TALON_OTLP_ENDPOINT: "collector:4318" })
     expect(Either.isLeft(refused) && String(refused.left)).toMatch(/TALON_OTLP_ENDPOINT: must be an http:\/\/ or https:\/\/ URL/)
     expect(tracingLayer("x", undefined)).toBe(Layer.empty)
+    // A config file's [otlp] endpoint is the same setting.
+    const flat = flattenConfig({ otlp: { endpoint: "http://f:4318" } })
+    expect("settings" in flat && Effect.runSync(otlpEndpoint.pipe(Effect.withConfigProvider(providerOf(flat.settings))))).toBe("http://f:4318")
   })
 
   it("a coordinator exports one span per control request to the collector, with its service name", async () => {
