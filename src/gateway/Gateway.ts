@@ -30,8 +30,7 @@ import { NodeFileSystem } from "@effect/platform-node"
 import { openAuditLog } from "./audit.js"
 import { makePrincipalStore } from "./principalStore.js"
 import { currentSpans } from "./spans.js"
-import { tracingOn } from "../transport/tracing.js"
-import { tracesLayer } from "../config/traces.js"
+import { otlpEndpoint, tracesLayer } from "../config/traces.js"
 
 export class GatewayError extends Data.TaggedError("GatewayError")<{ readonly message: string }> {}
 
@@ -100,7 +99,8 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       runtime,
       counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0, localBodies: 0, localBytes: 0 },
       metrics: new GatewayMetrics(),
-      spans: tracingOn() ? yield* currentSpans : undefined,
+      // Made only when this gateway exports traces (the layer below installed the OTLP tracer).
+      spans: (yield* otlpEndpoint) === undefined ? undefined : yield* currentSpans,
       url: ""
     }
     const server = yield* Effect.acquireRelease(

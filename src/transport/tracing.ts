@@ -11,8 +11,6 @@ import { Effect, Layer } from "effect"
 
 let enabled = false
 
-/** Whether a tracing layer was built in this process: code outside Effect branches on it before making spans. */
-export const tracingOn = (): boolean => enabled
 
 /** A span around `effect` while tracing is on; the effect itself otherwise. */
 export const traced =

@@ -3,7 +3,8 @@
  * (the gateway's stat goes to the origin, the worker fills from it) is one trace as a
  * collector stand-in receives it: `talon.gateway.request`, then its children
  * `talon.gateway.stat` (a HEAD at the origin) and `talon.gateway.read` (the body from the
- * worker), in that order. A repeat read shows its stat came from the gateway's cache.
+ * worker), in that order. A repeat read shows its stat came from the gateway's cache; a
+ * missing key has a stat and no body read.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Duration, Effect, Exit, Layer, Scope } from "effect"
@@ -110,15 +111,18 @@ describe("gateway tracing", () => {
       const again = yield* Effect.promise(() => raw(gw.url, "GET", `/${BUCKET}/obj.bin`, { Range: "bytes=0-1048575" }))
       expect(again.body.equals(OBJECT.subarray(0, MiB))).toBe(true)
       expect(gw.stats().cachePieces).toBeGreaterThan(0)
+      const missing = yield* Effect.promise(() => raw(gw.url, "GET", `/${BUCKET}/absent.bin`))
+      expect(missing.status).toBe(404)
       yield* Scope.close(gatewayScope, Exit.void)
 
       const gateway = otlp.spans.filter((s) => s.service === "talon-gateway")
       const requests = gateway.filter((s) => s.name === "talon.gateway.request").sort((a, b) => (nanos(a.startTimeUnixNano) < nanos(b.startTimeUnixNano) ? -1 : 1))
-      expect(requests.length).toBe(2)
+      expect(requests.length).toBe(3)
       const miss = requests[0]!
       const hit = requests[1]!
+      const absent = requests[2]!
       expect(miss.parentSpanId ?? "").toBe("")
-      expect(new Set(requests.map((r) => r.traceId)).size).toBe(2)
+      expect(new Set(requests.map((r) => r.traceId)).size).toBe(3)
       expect(attr(miss, "http.request.method")).toBe("GET")
       expect(attr(miss, "talon.gateway.api")).toBe("s3")
       expect(attr(miss, "talon.gateway.operation")).toBe("read")
@@ -144,6 +148,10 @@ describe("gateway tracing", () => {
 
       const hitStat = gateway.filter((s) => s.traceId === hit.traceId && s.name === "talon.gateway.stat")
       expect(hitStat.map((s) => attr(s, "talon.stat.source"))).toEqual(["cache"])
+      // A missing key: its stat at the origin, no body read, the 404 on the request.
+      expect(attr(absent, "http.response.status_code")).toBe(404)
+      const absentSpans = gateway.filter((s) => s.traceId === absent.traceId && s.name.startsWith("talon.gateway.")).map((s) => s.name)
+      expect(absentSpans.sort()).toEqual(["talon.gateway.request", "talon.gateway.stat"])
     })
   )
 })
