@@ -13,7 +13,7 @@ import { NodeFileSystem } from "@effect/platform-node"
 import { Effect, Redacted, Schema } from "effect"
 import { CredentialError, type Expiring, type TokenSource } from "./bearerTokens.js"
 import type { OriginRequest, Transport } from "./http.js"
-import { originBase } from "./originCalls.js"
+import { originRequest } from "./originCalls.js"
 import { child, parseXml, text } from "./xml.js"
 
 export interface AwsSessionCredentials {
@@ -39,18 +39,7 @@ export type AwsIdentity =
 
 export const DEFAULT_IMDS_ENDPOINT = "http://169.254.169.254"
 
-const request = (root: string, method: OriginRequest["method"], path: string, headers: Record<string, string>, body?: Buffer): OriginRequest => {
-  const base = originBase(root)
-  return {
-    method,
-    protocol: base.protocol,
-    hostname: base.hostname,
-    port: base.port,
-    path: `${base.basePath}${path}`,
-    headers: body === undefined ? headers : { ...headers, "content-length": String(body.length) },
-    body
-  }
-}
+const request = originRequest
 
 const send = (transport: Transport, source: string, req: OriginRequest) =>
   transport

@@ -12,7 +12,7 @@ import { NodeFileSystem } from "@effect/platform-node"
 import { Clock, Effect, Redacted, Schema } from "effect"
 import { CredentialError, type TokenSource } from "./bearerTokens.js"
 import type { OriginRequest, Transport } from "./http.js"
-import { originBase } from "./originCalls.js"
+import { originRequest } from "./originCalls.js"
 
 export type AzureIdentity =
   | {
@@ -42,18 +42,9 @@ const TokenAnswer = Schema.Struct({
 })
 
 const send = (transport: Transport, source: string, root: string, method: OriginRequest["method"], path: string, headers: Record<string, string>, body?: Buffer) => {
-  const base = originBase(root)
   return transport
     .fetch(
-      {
-        method,
-        protocol: base.protocol,
-        hostname: base.hostname,
-        port: base.port,
-        path: `${base.basePath}${path}`,
-        headers: body === undefined ? headers : { ...headers, "content-length": String(body.length) },
-        body
-      },
+      originRequest(root, method, path, headers, body),
       { object: source, operation: "token" }
     )
     .pipe(Effect.mapError((e) => new CredentialError({ source, retryable: e.retryable, detail: e.detail })))

@@ -50,6 +50,26 @@ export const originBase = (root: string) => {
   }
 }
 
+/** A request to `root` + `path` (a token or credentials endpoint), with its body's length when it has one. */
+export const originRequest = (
+  root: string,
+  method: OriginRequest["method"],
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer
+): OriginRequest => {
+  const base = originBase(root)
+  return {
+    method,
+    protocol: base.protocol,
+    hostname: base.hostname,
+    port: base.port,
+    path: `${base.basePath}${path}`,
+    headers: body === undefined ? headers : { ...headers, "content-length": String(body.length) },
+    body
+  }
+}
+
 /** Both providers answer a HEAD with the size, ETag, Last-Modified and user metadata of the current version. */
 export const statOf = (headers: IncomingHttpHeaders): ObjectStat => {
   const metadata = metadataFromHeaders(headers, S3_META_PREFIX) ?? metadataFromHeaders(headers, AZURE_META_PREFIX)

@@ -13,6 +13,7 @@ import { ConfigError, Effect } from "effect"
 import type { ControlMessage } from "../protocol/index.js"
 import { formatHostPort, parseHostPortList } from "../transport/address.js"
 import { ControlChannel, type ControlError } from "../transport/ControlChannel.js"
+import { controlTlsFilesOf } from "../transport/controlTls.js"
 import { ClientConfig } from "./ClientConfig.js"
 import { CoordinatorUnavailable } from "./errors.js"
 
@@ -64,15 +65,7 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
         // With a single coordinator a lost connection is retried on it (it may be restarting);
         // with several, once, and then the next entry is asked.
         retries: addresses.length > 1 ? 1 : 2,
-        tls:
-          options.controlTlsCertPath === undefined || options.controlTlsKeyPath === undefined
-            ? undefined
-            : {
-                certPath: options.controlTlsCertPath,
-                keyPath: options.controlTlsKeyPath,
-                caCertPath: options.controlTlsCaCertPath,
-                trustDomain: options.controlTlsTrustDomain
-              }
+        tls: controlTlsFilesOf(options)
       })
     )
     const all = addresses.join(",")

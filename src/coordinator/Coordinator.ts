@@ -15,6 +15,7 @@ import { Maglev } from "../placement/index.js"
 import type { ControlMessage } from "../protocol/index.js"
 import { DEFAULT_CAPS } from "../protocol/frame.js"
 import { parseHostPort } from "../transport/address.js"
+import { controlTlsFilesOf } from "../transport/controlTls.js"
 import { serveAdmin } from "./AdminHttp.js"
 import { makeUi, sampleIntervalFor } from "./ui/overview.js"
 import { traced } from "../transport/tracing.js"
@@ -259,15 +260,7 @@ export const makeCoordinatorOn = (
       caps: COORDINATOR_CAPS,
       readTimeoutMs: options.readTimeoutMs,
       handle,
-      tls:
-        options.controlTlsCertPath === undefined || options.controlTlsKeyPath === undefined
-          ? undefined
-          : {
-              certPath: options.controlTlsCertPath,
-              keyPath: options.controlTlsKeyPath,
-              caCertPath: options.controlTlsCaCertPath,
-              trustDomain: options.controlTlsTrustDomain
-            }
+      tls: controlTlsFilesOf(options)
     })
 
     const cluster: Effect.Effect<ClusterStatus> = Effect.map(view, (v) => ({

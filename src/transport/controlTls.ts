@@ -24,6 +24,17 @@ export interface ControlTlsFiles {
   readonly trustDomain?: string | undefined
 }
 
+/** The TLS files of Talon's four control settings, or none (plain TCP) without a certificate and key. */
+export const controlTlsFilesOf = (o: {
+  readonly controlTlsCertPath?: string | undefined
+  readonly controlTlsKeyPath?: string | undefined
+  readonly controlTlsCaCertPath?: string | undefined
+  readonly controlTlsTrustDomain?: string | undefined
+}): ControlTlsFiles | undefined =>
+  o.controlTlsCertPath === undefined || o.controlTlsKeyPath === undefined
+    ? undefined
+    : { certPath: o.controlTlsCertPath, keyPath: o.controlTlsKeyPath, caCertPath: o.controlTlsCaCertPath, trustDomain: o.controlTlsTrustDomain }
+
 export class ControlTlsError extends Data.TaggedError("ControlTlsError")<{ readonly detail: string }> {
   override get message() {
     return `control-plane TLS: ${this.detail}`

@@ -16,6 +16,7 @@
  */
 import { Clock, Context, Duration, Effect, Either, Layer, Schedule } from "effect"
 import { ControlChannel } from "../../transport/ControlChannel.js"
+import { controlTlsFilesOf } from "../../transport/controlTls.js"
 import { formatHostPort, parseHostPortList } from "../../transport/address.js"
 import { NodeRole, type NodeInfo } from "../../core/ids.js"
 import type { NodeStatus } from "../../protocol/status.js"
@@ -73,10 +74,7 @@ export class Membership extends Context.Tag("talon/worker/Membership")<Membershi
           : Effect.logWarning(`worker ${node.id} ${health}: ${describeProblems(probes)}; it reports ${health} and stays out of placement until the probe passes`)
       )
       const timeout = Duration.millis(Math.max(1000, cfg.heartbeatIntervalMs * 2))
-      const controlTls =
-        cfg.controlTlsCertPath === undefined || cfg.controlTlsKeyPath === undefined
-          ? undefined
-          : { certPath: cfg.controlTlsCertPath, keyPath: cfg.controlTlsKeyPath, caCertPath: cfg.controlTlsCaCertPath, trustDomain: cfg.controlTlsTrustDomain }
+      const controlTls = controlTlsFilesOf(cfg)
       const channels: Array<ControlChannel> = []
       for (const address of coordinators) channels.push(yield* ControlChannel.make(address, { requestTimeout: timeout, retries: 0, tls: controlTls }))
       yield* readiness.update({ nodeId: node.id, detail: `sending status to ${coordinators.join(", ")}` })
