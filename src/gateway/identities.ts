@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from "node:http"
 import { Redacted } from "effect"
 import { decodePath } from "../http/context.js"
 import { type AuthResult, rawQueryPairs, type ReceivedRequest, verifySharedKey, verifySigV4 } from "./auth.js"
+import { operationOf } from "./metrics.js"
 import { type Access, allowing, type Directory, type GrantOperation, type Principal } from "./principals.js"
 
 const identityless = Redacted.make("")
@@ -58,20 +59,11 @@ export const authenticateAzure = (directory: Directory, req: ReceivedRequest, ac
 }
 
 
+/** Talon's grant names: the request's operation, except that a HEAD of a bucket is a `probe`. */
 const operation = (method: string, namesObject: boolean): GrantOperation | undefined => {
-  switch (method) {
-    case "GET":
-      return namesObject ? "read" : "list"
-    case "HEAD":
-      return namesObject ? "stat" : "probe"
-    case "PUT":
-    case "POST":
-      return "write"
-    case "DELETE":
-      return "delete"
-    default:
-      return undefined
-  }
+  const op = operationOf(method, namesObject)
+  if (op === "unsupported") return undefined
+  return method === "HEAD" && !namesObject ? "probe" : op
 }
 
 /** What an S3 request asks: `rawKey` still percent-encoded; copies also read their source. */
