@@ -22,5 +22,5 @@ export { ServeMode, type ServeModeShape, type ServeConnection, type ConnectionCo
 export { RequestHandler, type Reply } from "./server/RequestHandler.js"
 export { Membership, type MembershipShape } from "./membership/Membership.js"
 export { WorkerReadiness, ReadyState } from "./membership/Readiness.js"
-export { AdminHttp, AdminListenError, type AdminHttpShape } from "./admin/AdminHttp.js"
+export { AdminHttp, AdminListenError, type AdminHttpShape } from "./admin/WorkerAdminHttp.js"
 export { worker, workerOptions, explicitWorkerSettings, workerBackendLayer } from "./cli.js"

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { serveMountAdmin } from "../../src/mount/AdminHttp.js"
+import { serveMountAdmin } from "../../src/mount/MountAdminHttp.js"
 import { MountMetrics, renderMountMetrics } from "../../src/mount/metrics.js"
 
 describe("mount admin HTTP", () => {
