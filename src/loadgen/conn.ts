@@ -5,7 +5,7 @@
  */
 import * as net from "node:net"
 import { Flags, HEADER_LEN, MAGIC, MsgType, PROTOCOL_VERSION } from "../protocol/frame.js"
-import type { ThreadSpec } from "./protocol.js"
+import type { ThreadSpec } from "./threadMessages.js"
 
 /** mulberry32: a tiny, fast 32-bit generator; each connection has its own stream. */
 export const nextRandom = (state: Uint32Array, i: number): number => {

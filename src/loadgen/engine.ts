@@ -20,9 +20,9 @@ import hdr from "hdr-histogram-js"
 import { HEADER_LEN } from "../protocol/frame.js"
 import { type Conn, connectAll, KIND_HIT, KIND_MISS, newConns, nextRandom, seedStreams, startReply } from "./conn.js"
 import { LinearRecorder } from "./histogram.js"
-import type { StartSignal, ThreadResult, ThreadSpec } from "./protocol.js"
+import type { StartSignal, ThreadResult, ThreadSpec } from "./threadMessages.js"
 
-export type { FrameTemplate, StartSignal, ThreadResult, ThreadSpec } from "./protocol.js"
+export type { FrameTemplate, StartSignal, ThreadResult, ThreadSpec } from "./threadMessages.js"
 
 /** A thread whose connections are all up: `run` once, then `close` (also safe without a run). */
 export interface ConnectedThread {

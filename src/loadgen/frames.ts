@@ -5,7 +5,7 @@
  */
 import type { ObjectId } from "../core/ids.js"
 import { encodeGetRangeFrame } from "../protocol/range.js"
-import type { FrameTemplate } from "./protocol.js"
+import type { FrameTemplate } from "./threadMessages.js"
 
 /** A GetRange frame for `object` with request id 0 and offset 0, reading `range` bytes. */
 export const getRangeTemplate = (object: ObjectId, range: number): FrameTemplate => {

@@ -11,7 +11,7 @@ import type { ObjectId } from "../core/ids.js"
 import { getRangeTemplate } from "./frames.js"
 import { latencySummary, mergeEncoded } from "./histogram.js"
 import { readCpu, type ServerStats, startWindow } from "./procSampler.js"
-import { Connect, Run, type StartSignal, THREAD_ACTOR, type ThreadFailed, type ThreadMessage, ThreadProtocol, type ThreadResult, type ThreadSpec } from "./protocol.js"
+import { Connect, Run, type StartSignal, THREAD_ACTOR, type ThreadFailed, type ThreadMessage, ThreadProtocol, type ThreadResult, type ThreadSpec } from "./threadMessages.js"
 import type { WorkerInput } from "./worker.js"
 
 export class LoadgenError extends Data.TaggedError("LoadgenError")<{ readonly message: string }> {}

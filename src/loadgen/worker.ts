@@ -8,7 +8,7 @@ import { parentPort, workerData } from "node:worker_threads"
 import { Effect } from "effect"
 import { Actor, Channel, Remote } from "../actor/index.js"
 import { type ConnectedThread, connectThread } from "./engine.js"
-import { THREAD_ACTOR, ThreadFailed, type ThreadMessage, ThreadProtocol } from "./protocol.js"
+import { THREAD_ACTOR, ThreadFailed, type ThreadMessage, ThreadProtocol } from "./threadMessages.js"
 
 /** The thread's `workerData`: shared memory is no message, so it comes at start. */
 export interface WorkerInput {

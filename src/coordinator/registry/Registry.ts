@@ -18,7 +18,7 @@ import type { StateStoreError } from "../state/errors.js"
 import type { StatusProof } from "../../protocol/statusProof.js"
 import { admit, legacyMove, legacyRefusal, refusalOf, staleProof, TokenRefusals, type TokenRefusal } from "./auth.js"
 import { invalidRegistration, isLegacy, legacyStatus } from "./legacy.js"
-import { Heartbeat, Register, RegistryProtocol, ReportStatus, Snapshot, Sweep, type RegistryAck, type RegistryMessage } from "./protocol.js"
+import { Heartbeat, Register, RegistryProtocol, ReportStatus, Snapshot, Sweep, type RegistryAck, type RegistryMessage } from "./registryMessages.js"
 import { emptyView, mergeView, pendingWrites, revisionNumber, type LocalWrite, type RegistryView } from "./view.js"
 
 export interface RegistryCounters {
