@@ -1,6 +1,6 @@
 /**
  * One load-generator thread: an actor (src/actor) served over the thread's parent port, so the
- * controller talks to it with the Schema-typed requests of protocol.ts. `Connect` opens the
+ * controller talks to it with the Schema-typed requests of threadMessages.ts. `Connect` opens the
  * thread's share of the connections; `Run` runs the measured window on them and replies with
  * the thread's counts. The request loop itself (engine.ts) is plain TypeScript.
  */
