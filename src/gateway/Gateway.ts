@@ -23,7 +23,7 @@ import { CacheRoute, type CacheRouteOptions, OriginRoute } from "./routes.js"
 import { describeAuth, listen } from "./server.js"
 import { readinessReasons, serveGatewayAdmin } from "./admin.js"
 import { GatewayMetrics } from "./metrics.js"
-import { StatCache } from "./statCache.js"
+import { OriginStatCache } from "./originStatCache.js"
 import { LocalBlocks, type LocalBlocksShape } from "./localBlocks.js"
 import { TlsLoadError } from "../http/tls.js"
 import { NodeFileSystem } from "@effect/platform-node"
@@ -95,7 +95,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       backend,
       route,
       origin,
-      stats: new StatCache(backend, runtime, options.statTtlMs, options.writeFreshMs),
+      stats: new OriginStatCache(backend, runtime, options.statTtlMs, options.writeFreshMs),
       runtime,
       counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0, localBodies: 0, localBytes: 0 },
       metrics: new GatewayMetrics(),

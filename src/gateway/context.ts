@@ -15,7 +15,7 @@ import type { GatewayOptions } from "./config.js"
 import type { LocalBlocksShape } from "./localBlocks.js"
 import type { OriginHttpShape } from "./OriginHttp.js"
 import type { RouteShape } from "./Route.js"
-import type { StatCache } from "./statCache.js"
+import type { OriginStatCache } from "./originStatCache.js"
 import type { PrincipalStore } from "./principalStore.js"
 import type { AuditLog } from "./audit.js"
 import type { Principal } from "./principals.js"
@@ -39,7 +39,7 @@ export interface Services {
   readonly backend: BackendStoreShape
   readonly route: RouteShape
   readonly origin: OriginHttpShape
-  readonly stats: StatCache
+  readonly stats: OriginStatCache
   readonly runtime: Runtime.Runtime<never>
   readonly counters: GatewayCounters
   /** Talon's gateway families (metrics.ts), for the admin port's /metrics. */

@@ -15,7 +15,7 @@ const MAX_ENTRIES = 10_000
 
 export const objectKey = (o: ObjectId): string => `${o.backend}\0${o.bucket}\0${o.objectPath}`
 
-export class StatCache {
+export class OriginStatCache {
   readonly #entries = new Map<string, { readonly stat: ObjectStat; readonly expiresAt: number; readonly refreshAt: number }>()
   readonly #inflight = new Map<string, Promise<Either.Either<ObjectStat, BackendError>>>()
   readonly #generation = new Map<string, number>()

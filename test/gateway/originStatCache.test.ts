@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Stream } from "effect"
 import { BackendNotFound, type BackendStoreShape, type ObjectStat } from "../../src/backend/BackendStore.js"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
-import { StatCache } from "../../src/gateway/statCache.js"
+import { OriginStatCache } from "../../src/gateway/originStatCache.js"
 
 const OBJ: ObjectId = { backend: Backend.S3, bucket: "b", objectPath: "k" }
 
@@ -53,7 +53,7 @@ describe("gateway stat cache", () => {
     Effect.gen(function* () {
       const origin = yield* scriptedOrigin
       let now = 1_000
-      const cache = new StatCache(origin.backend, yield* Effect.runtime<never>(), 1000, 5000, () => now)
+      const cache = new OriginStatCache(origin.backend, yield* Effect.runtime<never>(), 1000, 5000, () => now)
       yield* origin.hold()
       const waiting = yield* Effect.all([cache.stat(OBJ), cache.stat(OBJ), cache.stat(OBJ)], { concurrency: "unbounded" }).pipe(Effect.fork)
       yield* Effect.sleep("20 millis")
@@ -90,7 +90,7 @@ describe("gateway stat cache", () => {
     Effect.gen(function* () {
       const origin = yield* scriptedOrigin
       let now = 1_000
-      const cache = new StatCache(origin.backend, yield* Effect.runtime<never>(), 10_000, 500, () => now)
+      const cache = new OriginStatCache(origin.backend, yield* Effect.runtime<never>(), 10_000, 500, () => now)
       yield* origin.hold()
       const inflight = yield* cache.stat(OBJ).pipe(Effect.fork)
       yield* Effect.sleep("20 millis")
