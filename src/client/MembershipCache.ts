@@ -23,7 +23,7 @@ import { CoordinatorUnavailable, type TalonClientError } from "./errors.js"
 import { runShared } from "./shared.js"
 import { Workers } from "./Workers.js"
 
-export interface Membership {
+export interface WorkerMembership {
   readonly nodes: ReadonlyArray<NodeInfo>
   readonly placement: Maglev
   /** Worker id → dialable address. */
@@ -59,8 +59,8 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
     const run = yield* FiberSet.makeRuntime<never>()
     // While no coordinator answers, retry about once a second (sooner for short TTLs), not per read.
     const retryMs = Math.max(20, Math.min(1000, options.membershipTtlMs / 2))
-    let membership: Membership | undefined
-    let refreshing: Deferred.Deferred<Membership, TalonClientError> | undefined
+    let membership: WorkerMembership | undefined
+    let refreshing: Deferred.Deferred<WorkerMembership, TalonClientError> | undefined
     let lastRefreshAt = 0
     let warnedEmpty = false
     let staleMembershipUses = 0
@@ -91,7 +91,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
         )
       })
 
-    const fetchMembership: Effect.Effect<Membership, TalonClientError> = Effect.gen(function* () {
+    const fetchMembership: Effect.Effect<WorkerMembership, TalonClientError> = Effect.gen(function* () {
       const reply = yield* listing
       const previous = membership
       const listed = reply.nodes.filter((n) => n.role === NodeRole.Worker)
@@ -107,7 +107,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
         return previous
       }
       warnedEmpty = false
-      const next: Membership = {
+      const next: WorkerMembership = {
         nodes: reply.nodes,
         placement: Maglev.build(listed),
         addresses: new Map(listed.map((n) => [n.id, n.address])),
@@ -124,7 +124,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
     })
 
     /** One refresh at a time, shared by every caller waiting for it. */
-    const startRefresh = (): Deferred.Deferred<Membership, TalonClientError> =>
+    const startRefresh = (): Deferred.Deferred<WorkerMembership, TalonClientError> =>
       refreshing ??
       runShared(run, fetchMembership, {
         started: (pending) => {
@@ -154,7 +154,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
      * the TTL (no refresh succeeded) still used up to `staleLimitMs`. `undefined` when a caller
      * must wait for a coordinator.
      */
-    const fresh = (): Membership | undefined => {
+    const fresh = (): WorkerMembership | undefined => {
       const m = membership
       if (m === undefined) return undefined
       const age = Date.now() - m.fetchedAt
@@ -171,7 +171,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
      * answers, the last one while within `staleLimitMs` (unless `strict`: a caller asking for
      * the coordinators' own answer gets their failure).
      */
-    const get = (refresh: boolean, strict = false): Effect.Effect<Membership, TalonClientError> =>
+    const get = (refresh: boolean, strict = false): Effect.Effect<WorkerMembership, TalonClientError> =>
       Effect.suspend(() => {
         const usable = refresh ? undefined : fresh()
         if (usable !== undefined) return Effect.succeed(usable)
@@ -203,7 +203,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
       get,
       kick,
       /** The membership held right now, whatever its age. */
-      current: (): Membership | undefined => membership,
+      current: (): WorkerMembership | undefined => membership,
       counters: (): MembershipCounters => {
         const m = membership
         return {

@@ -29,7 +29,7 @@ import { objectIdToPath, objectIdToUri } from "../core/objectId.js"
 import { DataErrorCode, retryAfterMs } from "../protocol/index.js"
 import { ClientConfig } from "./ClientConfig.js"
 import { CoordinatorUnavailable, InvalidRequest, NoWorkers, RateLimited, ReadFailed, VersionChanged, type FailedAttempt, type TalonClientError } from "./errors.js"
-import { type Membership, MembershipCache } from "./MembershipCache.js"
+import { type WorkerMembership, MembershipCache } from "./MembershipCache.js"
 import { PieceWindow } from "./PieceWindow.js"
 import { planPieces, type ReadRequestPiece } from "./plan.js"
 import { type RawRead, ReadAheadCache } from "./ReadAheadCache.js"
@@ -64,7 +64,7 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
     const run = yield* FiberSet.makeRuntime<never>()
 
     /** The membership without a runtime call while it is usable; otherwise fetched on a fiber of the client's scope. */
-    const withMembership = (refresh: boolean, onError: (e: TalonClientError) => void, k: (m: Membership) => void): void => {
+    const withMembership = (refresh: boolean, onError: (e: TalonClientError) => void, k: (m: WorkerMembership) => void): void => {
       const m = refresh ? undefined : membership.fresh()
       if (m !== undefined) return k(m)
       run(Effect.exit(membership.get(refresh))).addObserver((exit) => {
@@ -80,7 +80,7 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
     }
 
     // Replica order per block (in-zone owners first, zones.ts), remembered per membership (hashing a block id is most of a small read's CPU).
-    const owners = (m: Membership, block: BlockId): ReadonlyArray<string> => {
+    const owners = (m: WorkerMembership, block: BlockId): ReadonlyArray<string> => {
       const key = `${objectIdToPath(block.object)}\0${block.offset}\0${block.blockSize}\0${block.version}`
       const hit = m.ranks.get(key)
       if (hit !== undefined) return hit
@@ -98,7 +98,7 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
       const fail = (error: TalonClientError) => {
         if (!cancelled) done({ ok: false, error })
       }
-      const tryOwners = (m: Membership, retried: boolean): void => {
+      const tryOwners = (m: WorkerMembership, retried: boolean): void => {
         if (cancelled) return
         const ranked = owners(m, piece.block)
         if (ranked.length === 0) return fail(new NoWorkers({ coordinator: options.coordinator }))

@@ -14,7 +14,7 @@ export { TalonClient, createTalonClient, makeTalonClient, parseTarget, toListPre
 export type { ControlPlaneStats, ListEntry, ReadAheadStats, ObjectInfo, ObjectTarget, RawRead, TalonClientPromise, TalonClientShape } from "./TalonClient.js"
 export { ClientConfig } from "./ClientConfig.js"
 export { Coordinators, coordinatorList } from "./Coordinators.js"
-export { MembershipCache, type Membership } from "./MembershipCache.js"
+export { MembershipCache, type WorkerMembership } from "./MembershipCache.js"
 export { Reader } from "./Reader.js"
 export { StatCache } from "./StatCache.js"
 export { Workers } from "./Workers.js"

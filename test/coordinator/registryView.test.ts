@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest"
 import fc from "fast-check"
 import { mergeView, pendingWrites, revisionNumber, type LocalWrite } from "../../src/coordinator/registry/view.js"
-import type { Membership } from "../../src/coordinator/state/MembershipView.js"
+import type { FollowedMembership } from "../../src/coordinator/state/MembershipView.js"
 import { rejectReason, type StoredNode } from "../../src/coordinator/state/record.js"
 import { worker } from "./state/support.js"
 
@@ -27,7 +27,7 @@ describe("registry view", () => {
       fc.integer({ min: 0, max: 20 })
     ] as const
     fc.assert(fc.property(...arbitraries, (followedNodes, writes, seen) => {
-      const followed: Membership = {
+      const followed: FollowedMembership = {
         ready: true,
         revision: `memory:${seen}`,
         nodes: byId(followedNodes),

@@ -13,7 +13,7 @@ import { NodeRole } from "../../core/ids.js"
 import type { NodeStatus } from "../../protocol/status.js"
 import type { ClusterStateStoreShape } from "../state/ClusterStateStore.js"
 import { membershipEpoch } from "../state/epoch.js"
-import { followMembership, type Membership } from "../state/MembershipView.js"
+import { followMembership, type FollowedMembership } from "../state/MembershipView.js"
 import type { StateStoreError } from "../state/errors.js"
 import type { StatusProof } from "../../protocol/statusProof.js"
 import { admit, legacyMove, legacyRefusal, refusalOf, staleProof, TokenRefusals, type TokenRefusal } from "./auth.js"
@@ -85,7 +85,7 @@ export const makeRegistry = (
     /** Recomputes the view from the store's latest and the local writes, and publishes it. */
     const publish = (state: State): Effect.Effect<State> =>
       Effect.gen(function* () {
-        const latest: Membership = yield* SubscriptionRef.get(followed)
+        const latest: FollowedMembership = yield* SubscriptionRef.get(followed)
         const local = pendingWrites(latest, state.local)
         const now = yield* Clock.currentTimeMillis
         const merged = mergeView(latest, local, now, unhealthyAfterMs)

@@ -6,7 +6,7 @@
  */
 import { NodeRole, type NodeInfo } from "../../core/ids.js"
 import { NODE_ZONE_LABEL, labelOf, type NodeHealth } from "../../protocol/status.js"
-import type { Membership } from "../state/MembershipView.js"
+import type { FollowedMembership } from "../state/MembershipView.js"
 import { effectiveHealth, placementNodes, rejectReason, type StoredNode } from "../state/record.js"
 
 export interface RegistryNode extends StoredNode {
@@ -58,7 +58,7 @@ export const revisionNumber = (revision: string | undefined): number =>
   revision === undefined ? Number.NaN : Number(revision.slice(revision.indexOf(":") + 1))
 
 /** Local writes the followed view has not caught up with (older ones are dropped). */
-export const pendingWrites = (followed: Membership, local: ReadonlyMap<string, LocalWrite>): Map<string, LocalWrite> => {
+export const pendingWrites = (followed: FollowedMembership, local: ReadonlyMap<string, LocalWrite>): Map<string, LocalWrite> => {
   const seen = revisionNumber(followed.revision)
   const out = new Map<string, LocalWrite>()
   for (const [id, w] of local) if (!(seen >= w.revision)) out.set(id, w)
@@ -69,7 +69,7 @@ const byId = (a: StoredNode, b: StoredNode) => (a.status.node.id < b.status.node
 
 /** The merged records at `now` (health derived), without the epoch. */
 export const mergeView = (
-  followed: Membership,
+  followed: FollowedMembership,
   local: ReadonlyMap<string, LocalWrite>,
   now: number,
   unhealthyAfterMs: number

@@ -13,7 +13,7 @@ import type { ClusterStateStoreShape } from "./ClusterStateStore.js"
 import { membershipEpoch } from "./epoch.js"
 import { placementNodes, type StoredNode } from "./record.js"
 
-export interface Membership {
+export interface FollowedMembership {
   /** False until the first snapshot, and whenever the store cannot be followed. */
   readonly ready: boolean
   readonly revision: string | undefined
@@ -39,7 +39,7 @@ export const staleAfterMs = (s: { readonly leaseTtlMs: number; readonly heartbea
 export const probeIntervalMs = (s: { readonly leaseTtlMs: number; readonly heartbeatIntervalMs: number }): number =>
   Math.max(1, Math.min(s.heartbeatIntervalMs, Math.floor(staleAfterMs(s) / 3)))
 
-const initial: Membership = { ready: false, revision: undefined, nodes: new Map(), placement: [], epoch: 0n, error: undefined }
+const initial: FollowedMembership = { ready: false, revision: undefined, nodes: new Map(), placement: [], epoch: 0n, error: undefined }
 
 /** Follows `clusterId` for as long as the scope lives; the ref always holds the latest view. */
 export const followMembership = (store: ClusterStateStoreShape, clusterId: string) =>
