@@ -313,7 +313,7 @@ const rssScenario = (route: "cache" | "origin") =>
     const coordinator = yield* makeCoordinator({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", heartbeatIntervalMs: 1000 }).pipe(Effect.provide(backend))
     if (route === "cache") {
       yield* Layer.build(
-        Worker.layerOf({
+        Worker.layerSettings({
           id: "w1",
           dataAddress: "127.0.0.1:0",
           adminAddress: "127.0.0.1:0",

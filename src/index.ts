@@ -4,11 +4,11 @@
  * namespaces keep same-named errors such as `Worker.ReadFailed` / `Client.ReadFailed` apart).
  *
  *   LocalCluster.layer({ workers: 2 })            // what `talon up` runs
- *   Worker.layerFrom({ pageSize: 0 })            // + a BackendStore layer
+ *   Worker.layerConfig({ pageSize: 0 })            // + a BackendStore layer
  *   Coordinator.layer({ listen: "127.0.0.1:7000" }) // + a BackendStore layer
  *   TalonClient.layer({ coordinator: "127.0.0.1:7000" })
  *   Prefetch.layer({ coordinator })               // warm a prefix: prefetch("s3://b/p/")
- *   Gateway.layerWith({ route: "cache", router, client })
+ *   Gateway.layerDeployment({ route: "cache", router, client })
  *   Actor.make({ name, protocol, capacity, initial, handlers }) // scoped; Remote.serve / Remote.ref
  *   Loadgen.layer                                 // load runs against any GetRange server
  */

@@ -105,7 +105,7 @@ const allocRuns = async (p: AllocParams, rt: Runtime.Runtime<CommandExecutor.Com
   )
   for (const plane of ["native", "portable"] as const) {
     for (const mode of ["pipelined", "multiplexed"] as const) {
-      const layer = Worker.layerWith.pipe(
+      const layer = Worker.layerWithoutDependencies.pipe(
         Layer.provide(
           Layer.mergeAll(
             plane === "native" ? Sendfile.Native : Sendfile.Portable,
@@ -114,7 +114,7 @@ const allocRuns = async (p: AllocParams, rt: Runtime.Runtime<CommandExecutor.Com
           )
         ),
         Layer.provide(
-          WorkerConfig.layerOf({
+          WorkerConfig.layerSettings({
             dataAddress: "127.0.0.1:0",
             adminAddress: "127.0.0.1:0",
             coordinator: "",

@@ -115,7 +115,7 @@ const make = (options: LocalClusterOptions = {}) =>
       if (typeof local === "string") yield* Effect.logWarning(`the gateway serves every read through the data port: ${local}`)
       gateway = Context.get(
         yield* Layer.build(
-          Gateway.layerWith({
+          Gateway.layerDeployment({
             gateway: {
               listen: `${host}:${port(DEFAULT_PORTS.gateway)}`,
               adminListen: `${host}:${port(DEFAULT_PORTS.gatewayAdmin)}`,

@@ -17,7 +17,7 @@ export const colocatedWorker: ColocatedWorker = (router) =>
     LocalBlocks,
     Effect.gen(function* () {
       const backend = yield* Router.make(router)
-      const worker = Context.get(yield* Layer.build(Worker.layerFrom({}).pipe(Layer.provide(Layer.succeed(BackendStore, backend)))), Worker)
+      const worker = Context.get(yield* Layer.build(Worker.layerConfig({}).pipe(Layer.provide(Layer.succeed(BackendStore, backend)))), Worker)
       yield* Effect.logInfo(`co-located worker ${worker.node.id} on ${worker.dataAddress} (${worker.dataPlane} plane)`)
       const local = worker.readPath === undefined ? "the worker runs serving loops (--loops > 1); run it with one loop" : makeLocalReads([worker.readPath])
       if (typeof local === "string") return yield* Effect.fail(new ColocateError({ message: `--colocate cannot send local blocks: ${local}` }))

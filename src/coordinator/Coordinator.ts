@@ -345,6 +345,6 @@ export class Coordinator extends Context.Tag("talon/Coordinator")<Coordinator, C
     Layer.scoped(Coordinator, makeCoordinator(options)).pipe(Layer.provide(tracesLayer("talon-coordinator")))
 
   /** A coordinator on the `ClusterStateStore` the layer is given (several may share one). */
-  static readonly layerOnStore = (options: Partial<CoordinatorOptions> = {}) =>
+  static readonly layerWithoutDependencies = (options: Partial<CoordinatorOptions> = {}) =>
     Layer.scoped(Coordinator, Effect.flatMap(ClusterStateStore, (store) => makeCoordinatorOn(store, options)))
 }

@@ -152,7 +152,7 @@ export class Gateway extends Context.Tag("talon/Gateway")<Gateway, GatewayShape>
    * Everything a deployment needs but the cluster: the gateway over `route`, its origin
    * identity from `router`, and (cache route) a `TalonClient` for `client`.
    */
-  static readonly layerWith = (args: {
+  static readonly layerDeployment = (args: {
     readonly gateway?: Partial<GatewayOptions>
     readonly route: RouteName
     readonly router: Router.RouterOptions

@@ -50,7 +50,7 @@ export const gatewayLayerFromFlags = (flags: Flags, colocated?: () => Promise<Co
       ...(coordinator !== undefined ? { coordinator } : {}),
       ...explicitFrom<TalonClientOptions, "blockSize">(flags, ["blockSize"])
     }
-    const layer = Gateway.layerWith({ gateway: explicit, route, router, client })
+    const layer = Gateway.layerDeployment({ gateway: explicit, route, router, client })
     if (!colocate) return { route, router, layer }
     if (colocated === undefined) {
       return yield* Effect.fail(new GatewayConfigError({ message: "--colocate needs the worker, which this entry point does not load; run it as `talon gateway --colocate`" }))

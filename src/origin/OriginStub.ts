@@ -117,7 +117,7 @@ export class OriginStub extends Context.Tag("talon/OriginStub")<OriginStub, Orig
   static readonly layer = (config: OriginStubConfig): Layer.Layer<OriginStub, OriginStubError> =>
     Layer.scoped(OriginStub, make(config))
   /** Root, host and port from `TALON_ORIGIN_*` (see `OriginStubConfigFromEnv`); no faults. */
-  static readonly layerFromEnv: Layer.Layer<OriginStub, OriginStubError | ConfigError.ConfigError> = Layer.unwrapEffect(
+  static readonly layerConfig: Layer.Layer<OriginStub, OriginStubError | ConfigError.ConfigError> = Layer.unwrapEffect(
     Effect.map(Effect.suspend(() => OriginStubConfigFromEnv), (config) => OriginStub.layer(config))
   )
 }

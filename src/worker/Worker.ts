@@ -8,7 +8,7 @@
  *          + AdminHttp  (/healthz, /readyz, /metrics)
  *
  * `Worker.layer` takes the data plane and serve mode from WorkerConfig;
- * `Worker.layerWith` leaves them (and the backend) to the caller, which is
+ * `Worker.layerWithoutDependencies` leaves them (and the backend) to the caller, which is
  * how tests and benches pick a plane or mode explicitly.
  * Each build is fresh: two workers in one program (e.g. `talon up`) never
  * share a store, listener or counters.
@@ -90,29 +90,29 @@ export const workerHandle = Effect.gen(function* () {
 })
 
 /** DataPlane and ServeMode chosen by `dataPlane` / `serveMode` in WorkerConfig. */
-export const PlaneAndModeFromConfig = Layer.unwrapEffect(
-  Effect.map(WorkerConfig, (cfg) => Layer.merge(Sendfile.fromChoice(cfg.dataPlane), ServeMode.fromName(cfg.serveMode)))
+export const planeAndModeLayer = Layer.unwrapEffect(
+  Effect.map(WorkerConfig, (cfg) => Layer.merge(Sendfile.layerFor(cfg.dataPlane), ServeMode.layerFor(cfg.serveMode)))
 )
 
 export class Worker extends Context.Tag("talon/Worker")<Worker, WorkerShape>() {
   /** Needs WorkerConfig, BackendStore, DataPlane and ServeMode. */
-  static readonly layerWith: Layer.Layer<Worker, WorkerStartError, WorkerConfig | BackendStore | DataPlane | ServeMode> =
+  static readonly layerWithoutDependencies: Layer.Layer<Worker, WorkerStartError, WorkerConfig | BackendStore | DataPlane | ServeMode> =
     Layer.fresh(Layer.effect(Worker, workerHandle).pipe(Layer.provide(ServingLayers)))
 
   /** Needs WorkerConfig and BackendStore; plane and mode come from the config. */
   static readonly layer: Layer.Layer<Worker, WorkerStartError | NativePlaneUnavailable, WorkerConfig | BackendStore> = Layer.fresh(
-    Worker.layerWith.pipe(Layer.provide(PlaneAndModeFromConfig))
+    Worker.layerWithoutDependencies.pipe(Layer.provide(planeAndModeLayer))
   )
 
   /** Needs BackendStore: settings are `explicit` > `TALON_WORKER_*` > defaults. */
-  static readonly layerFrom = (
+  static readonly layerConfig = (
     explicit: Partial<WorkerSettings> = {}
   ): Layer.Layer<Worker, WorkerStartError | NativePlaneUnavailable | ConfigError.ConfigError, BackendStore> =>
     Worker.layer.pipe(Layer.provide(WorkerConfig.layer(explicit)))
 
   /** Needs BackendStore: exactly these settings over the defaults (the environment is ignored). */
-  static readonly layerOf = (
+  static readonly layerSettings = (
     settings: Partial<WorkerSettings>
   ): Layer.Layer<Worker, WorkerStartError | NativePlaneUnavailable | ConfigError.ConfigError, BackendStore> =>
-    Worker.layer.pipe(Layer.provide(WorkerConfig.layerOf(settings)))
+    Worker.layer.pipe(Layer.provide(WorkerConfig.layerSettings(settings)))
 }

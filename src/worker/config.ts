@@ -258,6 +258,6 @@ export class WorkerConfig extends Context.Tag("talon/worker/WorkerConfig")<Worke
   /** Settings from explicit values > `TALON_WORKER_*` > file > defaults. */
   static readonly layer = (explicit: Partial<WorkerSettings> = {}) => Layer.effect(WorkerConfig, resolveWorkerSettings(explicit))
   /** Exactly these settings over the defaults, ignoring the environment (tests, embedding). */
-  static readonly layerOf = (settings: Partial<WorkerSettings>) =>
+  static readonly layerSettings = (settings: Partial<WorkerSettings>) =>
     Layer.effect(WorkerConfig, Effect.suspend(() => resolveOnly(WorkerSchema, settings)))
 }

@@ -32,7 +32,7 @@ describe("TalonClient with a real coordinator and real workers", () => {
           const coordinator = yield* loopbackCoordinator(backend)
           for (const id of ["w1", "w2"]) {
             yield* Layer.build(
-              Worker.layerOf({
+              Worker.layerSettings({
                 id,
                 dataAddress: "127.0.0.1:0",
                 adminAddress: "127.0.0.1:0",

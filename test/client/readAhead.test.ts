@@ -36,7 +36,7 @@ const clusterOf = (n: number) =>
       const scope = yield* Scope.make()
       yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
       yield* Layer.buildWithScope(
-        Worker.layerOf({
+        Worker.layerSettings({
           id: `w${i}`,
           dataAddress: "127.0.0.1:0",
           adminAddress: "127.0.0.1:0",

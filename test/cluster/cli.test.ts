@@ -50,7 +50,7 @@ describe("talon read / talon cluster as processes", () => {
           const backend = Router.layerLocal(origin.url)
           const coordinator = yield* loopbackCoordinator(backend)
           yield* Layer.build(
-            Worker.layerOf({
+            Worker.layerSettings({
               id: "solo",
               dataAddress: "127.0.0.1:0",
               adminAddress: "127.0.0.1:0",

@@ -39,10 +39,10 @@ describe("coordinator without origin credentials", () => {
       expect(page.status).toBe(503)
 
       const worker = ManagedRuntime.make(
-        Worker.layerWith.pipe(
+        Worker.layerWithoutDependencies.pipe(
           Layer.provide(Layer.mergeAll(Sendfile.Portable, ServeMode.Pipelined, Router.layerLocal(origin.url))),
           Layer.provide(
-            WorkerConfig.layerOf({
+            WorkerConfig.layerSettings({
               id: "w-1",
               dataAddress: "127.0.0.1:0",
               adminAddress: "127.0.0.1:0",

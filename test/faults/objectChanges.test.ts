@@ -20,7 +20,7 @@ const URI = "s3://bucket/obj.bin"
 
 const gatewayOn = (originUrl: string, coordinator: string) =>
   Layer.build(
-    Gateway.layerWith({
+    Gateway.layerDeployment({
       gateway: { listen: "127.0.0.1:0", auth: false, workerTimeoutMs: 20_000, statTtlMs: TTL_MS, pieceBytes: 64 * KiB, readAhead: 4 },
       route: "cache",
       router: Router.localOptions(originUrl),

@@ -16,7 +16,7 @@ describe("gateway admin port", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const ctx = yield* Layer.build(
-            Gateway.layerWith({
+            Gateway.layerDeployment({
               gateway: { listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", auth: false },
               route: "cache",
               router: Router.localOptions(`http://${origin}`),

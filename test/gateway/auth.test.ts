@@ -200,7 +200,7 @@ describe("gateway origin identity", () => {
       const proxy = yield* recordingProxy(origin.url)
       yield* Effect.promise(() => raw(origin.url, "PUT", `/${BUCKET}`))
       const gw = yield* Layer.build(
-        Gateway.layerWith({ gateway: { listen: "127.0.0.1:0", ...authOn }, route: "origin", router: Router.localOptions(proxy.url) })
+        Gateway.layerDeployment({ gateway: { listen: "127.0.0.1:0", ...authOn }, route: "origin", router: Router.localOptions(proxy.url) })
       ).pipe(Effect.map((ctx) => Context.get(ctx, Gateway)))
       const s3 = s3ClientFor(gatewayEndpoint(gw))
       yield* send(() => s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: "id.txt", Body: "who am i" })))

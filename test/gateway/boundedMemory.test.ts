@@ -47,7 +47,7 @@ it.scopedLive(
       const backend = Layer.succeed(BackendStore, yield* Router.make(Router.localOptions(origin.url)))
       const coordinator = yield* loopbackCoordinator(backend, { heartbeatIntervalMs: 1000 })
       const worker = yield* Layer.build(
-        Worker.layerOf({
+        Worker.layerSettings({
           id: "w1",
           dataAddress: "127.0.0.1:0",
           adminAddress: "127.0.0.1:0",

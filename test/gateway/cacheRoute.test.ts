@@ -45,7 +45,7 @@ const base = Effect.gen(function* () {
 
 const gatewayOn = (originUrl: string, coordinator: string, options: Partial<GatewayOptions> = {}, client: Partial<TalonClientOptions> = {}) =>
   Layer.build(
-    Gateway.layerWith({
+    Gateway.layerDeployment({
       gateway: { listen: "127.0.0.1:0", auth: false, workerTimeoutMs: 500, ...options },
       route: "cache",
       router: Router.localOptions(originUrl),
@@ -116,7 +116,7 @@ describe("gateway cache route", () => {
       const { dir, origin, backend, coordinator } = yield* base
       const workerScope = yield* Scope.make()
       yield* Layer.buildWithScope(
-        Worker.layerOf({
+        Worker.layerSettings({
           id: "w1",
           dataAddress: "127.0.0.1:0",
           adminAddress: "127.0.0.1:0",

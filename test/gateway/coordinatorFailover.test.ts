@@ -45,7 +45,7 @@ describe("gateway with a coordinator list", () => {
       const second = yield* coordinator(yield* Effect.scope)
 
       yield* Layer.build(
-        Worker.layerOf({
+        Worker.layerSettings({
           id: "w1",
           dataAddress: "127.0.0.1:0",
           adminAddress: "127.0.0.1:0",
@@ -66,7 +66,7 @@ describe("gateway with a coordinator list", () => {
       yield* control.request({ _tag: "Register", node: { id: member!.id, address: member!.address, role: NodeRole.Worker } })
 
       const gw = yield* Layer.build(
-        Gateway.layerWith({
+        Gateway.layerDeployment({
           gateway: { listen: "127.0.0.1:0", auth: false, workerTimeoutMs: 10_000 },
           route: "cache",
           router: Router.localOptions(origin.url),

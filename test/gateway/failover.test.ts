@@ -63,7 +63,7 @@ describe("gateway failover", () => {
         )
 
         const gw = yield* Layer.build(
-          Gateway.layerWith({
+          Gateway.layerDeployment({
             gateway: { listen: "127.0.0.1:0", ...authOn, workerTimeoutMs: 10_000 },
             route: "cache",
             router: Router.localOptions(origin.url),

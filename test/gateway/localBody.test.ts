@@ -45,7 +45,7 @@ const fixture = Layer.scoped(
     const coordinator = yield* patientCoordinator(backend)
     const worker = Context.get(
       yield* Layer.build(
-        Worker.layerOf({
+        Worker.layerSettings({
           id: "w0",
           dataAddress: "127.0.0.1:0",
           adminAddress: "127.0.0.1:0",
@@ -64,7 +64,7 @@ const fixture = Layer.scoped(
     if (typeof local === "string") return yield* Effect.die(new Error(`no local reads: ${local}`))
     const gateway = Context.get(
       yield* Layer.build(
-        Gateway.layerWith({
+        Gateway.layerDeployment({
           gateway: { listen: "127.0.0.1:0", auth: false, statTtlMs: 100, idleTimeoutMs: 10_000 },
           route: "cache",
           router: Router.localOptions(origin.url),

@@ -17,7 +17,7 @@ const BASE = 6 * BLOCK + 12345
 
 const gatewayOn = (originUrl: string, coordinator: string) =>
   Layer.build(
-    Gateway.layerWith({
+    Gateway.layerDeployment({
       gateway: { listen: "127.0.0.1:0", auth: false, workerTimeoutMs: 5000, statTtlMs: 100, pieceBytes: 16 * 1024, readAhead: 6 },
       route: "cache",
       router: Router.localOptions(originUrl),

@@ -51,7 +51,7 @@ describe("gateway principals", () => {
 
       const gw = Context.get(
         yield* Layer.build(
-          Gateway.layerWith({
+          Gateway.layerDeployment({
             gateway: {
               listen: "127.0.0.1:0",
               auth: true,

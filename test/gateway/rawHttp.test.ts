@@ -20,7 +20,7 @@ const send = <O>(p: () => Promise<O>) => Effect.promise(p)
 const gatewayWith = (options: Partial<GatewayOptions>) =>
   Effect.flatMap(TestOriginStub, (origin) =>
     Layer.build(
-      Gateway.layerWith({ gateway: { listen: "127.0.0.1:0", auth: false, ...options }, route: "origin", router: Router.localOptions(origin.url) })
+      Gateway.layerDeployment({ gateway: { listen: "127.0.0.1:0", auth: false, ...options }, route: "origin", router: Router.localOptions(origin.url) })
     ).pipe(Effect.map((ctx): GatewayShape => Context.get(ctx, Gateway)))
   )
 

@@ -29,7 +29,7 @@ const cluster = Effect.gen(function* () {
   const coordinator = yield* patientCoordinator(backend)
   for (const id of ["w1", "w2"]) {
     yield* Layer.build(
-      Worker.layerOf({
+      Worker.layerSettings({
         id,
         dataAddress: "127.0.0.1:0",
         adminAddress: "127.0.0.1:0",
@@ -43,7 +43,7 @@ const cluster = Effect.gen(function* () {
   }
   yield* coordinator.members.pipe(Effect.delay("50 millis"), Effect.repeat({ until: (m) => m.length >= 2 }), Effect.timeout(Duration.seconds(30)))
   const gw = yield* Layer.build(
-    Gateway.layerWith({
+    Gateway.layerDeployment({
       gateway: { listen: "127.0.0.1:0", auth: false, workerTimeoutMs: 20_000, statTtlMs: 60_000 },
       route: "cache",
       router: Router.localOptions(origin.url),

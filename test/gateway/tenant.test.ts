@@ -43,7 +43,7 @@ it.live(
         await fs.writeFile(path.join(cluster.origin.root, "tenants", "obj.bin"), bytes)
       })
       const ctx = yield* Layer.build(
-        Gateway.layerWith({
+        Gateway.layerDeployment({
           gateway: { listen: "127.0.0.1:0", ...authOn },
           route: "cache",
           router: Router.localOptions(cluster.origin.url),

@@ -78,7 +78,7 @@ describe("gateway tracing", () => {
       const backend = Layer.succeed(BackendStore, yield* Router.make(Router.localOptions(origin.url)))
       const coordinator = yield* patientCoordinator(backend)
       yield* Layer.build(
-        Worker.layerOf({
+        Worker.layerSettings({
           id: "w1",
           dataAddress: "127.0.0.1:0",
           adminAddress: "127.0.0.1:0",
@@ -94,7 +94,7 @@ describe("gateway tracing", () => {
       // The gateway alone reads the endpoint (its config as a file would give it); its scope closes to flush the spans.
       const gatewayScope = yield* Scope.make()
       const gw = yield* Layer.buildWithScope(
-        Gateway.layerWith({
+        Gateway.layerDeployment({
           gateway: { listen: "127.0.0.1:0", auth: false },
           route: "cache",
           router: Router.localOptions(origin.url),

@@ -42,7 +42,7 @@ export const startCluster = (o: ClusterOptions) =>
     const coordinator = yield* patientCoordinator(backend)
     for (let i = 0; i < o.workers; i++) {
       yield* Layer.build(
-        Worker.layerOf({
+        Worker.layerSettings({
           id: `w${i}`,
           dataAddress: "127.0.0.1:0",
           adminAddress: "127.0.0.1:0",

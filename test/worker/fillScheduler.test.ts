@@ -37,7 +37,7 @@ const startReader = async (stub: OriginStubShape, settings: Partial<WorkerSettin
     Layer.provideMerge(MissPath.layer),
     Layer.provideMerge(BlockStore.layer),
     Layer.provideMerge(Layer.mergeAll(WorkerMetrics.layer, Router.layerLocal(stub.url))),
-    Layer.provideMerge(WorkerConfig.layerOf({ cacheDirs: [await tempDir(cleanup, "talon-fill-cache-")], versionTtlMs: 60_000, ...settings }))
+    Layer.provideMerge(WorkerConfig.layerSettings({ cacheDirs: [await tempDir(cleanup, "talon-fill-cache-")], versionTtlMs: 60_000, ...settings }))
   )
   const runtime = ManagedRuntime.make(layer)
   cleanup.add(() => runtime.dispose())

@@ -44,7 +44,7 @@ const startReader = async (stub: OriginStubShape, settings: Partial<WorkerSettin
     Layer.provideMerge(BlockStore.layer),
     Layer.provideMerge(Layer.mergeAll(WorkerMetrics.layer, Router.layerLocal(stub.url))),
     Layer.provideMerge(
-      WorkerConfig.layerOf({ cacheDirs: [await tempDir(cleanup, "talon-miss-cache-")], versionTtlMs: 600_000, ...GEOMETRY, ...settings })
+      WorkerConfig.layerSettings({ cacheDirs: [await tempDir(cleanup, "talon-miss-cache-")], versionTtlMs: 600_000, ...GEOMETRY, ...settings })
     )
   )
   const runtime = ManagedRuntime.make(layer)

@@ -101,7 +101,7 @@ describe("several workers in one program", () => {
       const cache = await tempDir(cleanup, `talon-cache-${name}-`)
       return Worker.layer.pipe(
         Layer.provide(
-          WorkerConfig.layerOf({
+          WorkerConfig.layerSettings({
             id: name,
             dataAddress: "127.0.0.1:0",
             adminAddress: "127.0.0.1:0",

@@ -50,7 +50,7 @@ const start = async (data: Uint8Array) => {
     Layer.provideMerge(MissPath.layer),
     Layer.provideMerge(BlockStore.layer),
     Layer.provideMerge(Layer.mergeAll(WorkerMetrics.layer, Router.layerLocal(stub.url))),
-    Layer.provideMerge(WorkerConfig.layerOf({ cacheDirs: [await tempDir(cleanup, "talon-ahead-cache-")], ...SETTINGS }))
+    Layer.provideMerge(WorkerConfig.layerSettings({ cacheDirs: [await tempDir(cleanup, "talon-ahead-cache-")], ...SETTINGS }))
   )
   const runtime = ManagedRuntime.make(layer)
   cleanup.add(() => runtime.dispose())

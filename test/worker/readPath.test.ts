@@ -38,7 +38,7 @@ const start = async (originRoot: string, cacheDir: string, settings: Partial<Wor
     Layer.provideMerge(MissPath.layer),
     Layer.provideMerge(BlockStore.layer),
     Layer.provideMerge(Layer.mergeAll(WorkerMetrics.layer, origin.layer)),
-    Layer.provideMerge(WorkerConfig.layerOf({ cacheDirs: [cacheDir], ...settings }))
+    Layer.provideMerge(WorkerConfig.layerSettings({ cacheDirs: [cacheDir], ...settings }))
   )
   const runtime = ManagedRuntime.make(layer)
   let disposed = false

@@ -77,7 +77,7 @@ const startArm = async (arm: Arm, backend: Layer.Layer<BackendStore>, settings: 
   }
   if (arm.loops !== undefined) {
     const runtime = ManagedRuntime.make(
-      WorkerLoops.layerOf({
+      WorkerLoops.layerSettings({
         dataAddress: "127.0.0.1:0",
         adminAddress: "127.0.0.1:0",
         coordinator: "",

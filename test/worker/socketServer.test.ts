@@ -51,7 +51,7 @@ const startOver = async (
   const base: Layer.Layer<DataServer, unknown, Layer.Layer.Context<typeof DataServer.layer>> =
     sockets === "platform"
       ? // The stock server; a plane that reads sockets itself needs them accepted paused.
-        DataServer.layerOver.pipe(
+        DataServer.layerWithoutDependencies.pipe(
           Layer.provide(NodeSocketServer.layer({ host: "127.0.0.1", port: 0, pauseOnConnect: plane === "native", allowHalfOpen: true }))
         )
       : DataServer.layer
@@ -59,7 +59,7 @@ const startOver = async (
     Layer.provideMerge(ReadLayers),
     Layer.provide(Layer.mergeAll(plane === "native" ? Sendfile.Native : Sendfile.Portable, ServeMode.Pipelined, makeDirBackend(root).layer)),
     Layer.provide(
-      WorkerConfig.layerOf({
+      WorkerConfig.layerSettings({
         dataAddress,
         adminAddress: "127.0.0.1:0",
         coordinator: "",

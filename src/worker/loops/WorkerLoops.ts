@@ -37,7 +37,7 @@ import { WorkerMetrics } from "../metrics.js"
 import { MissPath } from "../miss/MissPath.js"
 import { DataServer, type DataServerShape } from "../server/DataServer.js"
 import { BlockStore } from "../store/BlockStore.js"
-import { PlaneAndModeFromConfig, Worker, workerHandle, type WorkerShape } from "../Worker.js"
+import { planeAndModeLayer, Worker, workerHandle, type WorkerShape } from "../Worker.js"
 import { LeaseOwner } from "./LeaseOwner.js"
 import { makeOwnerActor } from "./OwnerActor.js"
 import { LOOP_ACTOR, LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, LoopMessage, Ready, type Readiness, Revoke } from "./protocol.js"
@@ -274,12 +274,12 @@ const make = Effect.gen(function* () {
 export class WorkerLoops extends Context.Tag("talon/worker/WorkerLoops")<WorkerLoops, WorkerLoopsShape>() {
   /** Needs WorkerConfig (with loops ≥ 2) and BackendStore; plane and mode come from the config. */
   static readonly layer: Layer.Layer<WorkerLoops, unknown, WorkerConfig | BackendStore> = Layer.fresh(
-    Layer.effect(WorkerLoops, make).pipe(Layer.provide(PrimaryLayers), Layer.provide(PlaneAndModeFromConfig))
+    Layer.effect(WorkerLoops, make).pipe(Layer.provide(PrimaryLayers), Layer.provide(planeAndModeLayer))
   )
 
   /** Needs BackendStore: exactly these settings over the defaults (the environment is ignored). */
-  static readonly layerOf = (settings: Partial<WorkerSettings>): Layer.Layer<WorkerLoops, unknown, BackendStore> =>
-    WorkerLoops.layer.pipe(Layer.provide(WorkerConfig.layerOf(settings)))
+  static readonly layerSettings = (settings: Partial<WorkerSettings>): Layer.Layer<WorkerLoops, unknown, BackendStore> =>
+    WorkerLoops.layer.pipe(Layer.provide(WorkerConfig.layerSettings(settings)))
 }
 
 /**
@@ -289,7 +289,7 @@ export class WorkerLoops extends Context.Tag("talon/worker/WorkerLoops")<WorkerL
 export const workerProcessLayer = (explicit: Partial<WorkerSettings>): Layer.Layer<never, unknown, BackendStore> =>
   Layer.unwrapEffect(
     Effect.map(resolveWorkerSettings(explicit), (settings): Layer.Layer<never, unknown, BackendStore> => {
-      const config = WorkerConfig.layerOf(settings)
+      const config = WorkerConfig.layerSettings(settings)
       return settings.loops > 1 ? WorkerLoops.layer.pipe(Layer.provide(config)) : Worker.layer.pipe(Layer.provide(config))
     })
   )

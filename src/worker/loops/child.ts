@@ -59,15 +59,15 @@ const LoopServices = Layer.scopedContext(
 )
 
 const loopLayer = (settings: WorkerSettings) => {
-  const config = WorkerConfig.layerOf(settings)
+  const config = WorkerConfig.layerSettings(settings)
   return DataServer.layer.pipe(
     Layer.provideMerge(LoopServices),
     Layer.provideMerge(
       Layer.mergeAll(
         WorkerMetrics.layer,
         WorkerReadiness.layer,
-        Sendfile.fromChoice(settings.dataPlane),
-        ServeMode.fromName(settings.serveMode)
+        Sendfile.layerFor(settings.dataPlane),
+        ServeMode.layerFor(settings.serveMode)
       )
     ),
     Layer.provide(config)

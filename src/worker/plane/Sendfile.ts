@@ -46,5 +46,5 @@ export const Sendfile = {
   autoWith,
   nativeWith,
   /** The layer for a `--data-plane` value. */
-  fromChoice: (choice: DataPlaneChoice) => (choice === "native" ? Native : choice === "portable" ? Portable : Auto)
+  layerFor: (choice: DataPlaneChoice) => (choice === "native" ? Native : choice === "portable" ? Portable : Auto)
 } as const

@@ -149,9 +149,9 @@ const make = Effect.gen(function* () {
 
 export class DataServer extends Context.Tag("talon/worker/DataServer")<DataServer, DataServerShape>() {
   /** Serves over the SocketServer in context (ours, or @effect/platform-node's NodeSocketServer). */
-  static readonly layerOver = Layer.scoped(DataServer, make)
+  static readonly layerWithoutDependencies = Layer.scoped(DataServer, make)
   /** Serves over a SocketServer listening on `--data-addr`, built for the plane. */
-  static readonly layer = DataServer.layerOver.pipe(Layer.provide(dataSocketServer))
+  static readonly layer = DataServer.layerWithoutDependencies.pipe(Layer.provide(dataSocketServer))
 }
 
 /**

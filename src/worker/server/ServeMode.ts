@@ -45,7 +45,7 @@ export class ServeMode extends Context.Tag("talon/worker/ServeMode")<ServeMode, 
     name: "multiplexed" as const,
     open: openMultiplexed
   }))
-  static readonly fromName = (name: "pipelined" | "multiplexed"): Layer.Layer<ServeMode> =>
+  static readonly layerFor = (name: "pipelined" | "multiplexed"): Layer.Layer<ServeMode> =>
     name === "multiplexed" ? ServeMode.Multiplexed : ServeMode.Pipelined
 }
 

@@ -8,7 +8,7 @@ import type { Cleanup } from "../support/harness.js"
 /** WorkerLoops over `backend` on ephemeral loopback ports, standalone, two loops unless `settings` say otherwise. */
 export const startLoops = async (scope: Cleanup, backend: Layer.Layer<BackendStore>, settings: Partial<WorkerSettings>) => {
   const runtime = ManagedRuntime.make(
-    WorkerLoops.layerOf({
+    WorkerLoops.layerSettings({
       dataAddress: "127.0.0.1:0",
       adminAddress: "127.0.0.1:0",
       coordinator: "",

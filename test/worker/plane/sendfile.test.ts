@@ -55,11 +55,11 @@ describe("Sendfile layers", () => {
     }).pipe(Effect.provide(quiet))
   )
 
-  it.effect("fromChoice maps --data-plane values to the layers", () =>
+  it.effect("layerFor maps --data-plane values to the layers", () =>
     Effect.gen(function* () {
-      expect((yield* Effect.provide(DataPlane, Sendfile.fromChoice("portable"))).name).toBe("portable")
-      expect((yield* Effect.provide(DataPlane, Sendfile.fromChoice("native"))).name).toBe("native")
-      expect((yield* Effect.provide(DataPlane, Sendfile.fromChoice("auto"))).name).toBe("native")
+      expect((yield* Effect.provide(DataPlane, Sendfile.layerFor("portable"))).name).toBe("portable")
+      expect((yield* Effect.provide(DataPlane, Sendfile.layerFor("native"))).name).toBe("native")
+      expect((yield* Effect.provide(DataPlane, Sendfile.layerFor("auto"))).name).toBe("native")
     }).pipe(Effect.provide(quiet))
   )
 })

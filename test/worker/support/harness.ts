@@ -44,10 +44,10 @@ export const startWorker = async (
   mode: Layer.Layer<ServeMode> = ServeMode.Pipelined,
   plane: Layer.Layer<DataPlane, unknown> = Sendfile.Portable
 ): Promise<RunningWorker> => {
-  const layer = Worker.layerWith.pipe(
+  const layer = Worker.layerWithoutDependencies.pipe(
     Layer.provide(Layer.mergeAll(plane, mode, backend)),
     Layer.provide(
-      WorkerConfig.layerOf({
+      WorkerConfig.layerSettings({
         dataAddress: "127.0.0.1:0",
         adminAddress: "127.0.0.1:0",
         coordinator: "",
