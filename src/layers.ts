@@ -11,7 +11,7 @@
  * and the package entry may reach the origin stub: production code never depends on a
  * test double.
  */
-export interface Layer {
+export interface ImportRule {
   /** Folders (under src/) this one may import. */
   readonly imports: ReadonlyArray<string>
   /** Why the layer exists, for the error message when a rule breaks. */
@@ -35,7 +35,7 @@ const library = [
   "gateway"
 ]
 
-export const LAYERS: Readonly<Record<string, Layer>> = {
+export const LAYERS: Readonly<Record<string, ImportRule>> = {
   core: { imports: [], holds: "ids, geometry, bitmaps: no I/O" },
   actor: { imports: [], holds: "typed actors and their remote form" },
   protocol: { imports: ["core"], holds: "the wire formats (frames, bincode, control messages, admin JSON)" },

@@ -7,7 +7,7 @@ import * as fs from "node:fs"
 import { builtinModules } from "node:module"
 import * as path from "node:path"
 import ts from "typescript"
-import type { Layer } from "../../src/layers.js"
+import type { ImportRule } from "../../src/layers.js"
 
 export interface Source {
   /** Path relative to the repository root, `/`-separated: `src/gateway/server.ts`. */
@@ -37,7 +37,7 @@ const builtins = new Set(builtinModules)
 
 export const checkSources = (
   sources: ReadonlyArray<Source>,
-  layers: Readonly<Record<string, Layer>>,
+  layers: Readonly<Record<string, ImportRule>>,
   dependencies: ReadonlySet<string>,
   files: Readonly<Record<string, string>> = {}
 ): Array<Violation> => {
@@ -88,7 +88,7 @@ export const readSources = (dir: string): Array<Source> => {
 
 /** The table's own sanity: every import names a layer, and following imports never loops back. */
 export const tableProblems = (
-  layers: Readonly<Record<string, Layer>>,
+  layers: Readonly<Record<string, ImportRule>>,
   fileLayers: Readonly<Record<string, string>> = {}
 ): Array<string> => {
   const problems: Array<string> = []
