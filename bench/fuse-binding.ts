@@ -1,6 +1,6 @@
 /**
  * The FUSE binding's own cost: sequential 1 MiB reads (`dd bs=1M`) of a file served from memory
- * by the in-test filesystem (test/mount/fuse/fixtures/memoryFs), so everything measured is the
+ * by the in-test filesystem (bench/kit/memoryFs.ts), so everything measured is the
  * kernel round trip, the binding and the JS dispatch, not a cache. JSON Lines on stdout (and
  * `--out FILE`); not a CI gate. Needs /dev/fuse and the built talon_fuse addon.
  *
@@ -23,7 +23,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { loadFuseBinding, type NativeFuseSession } from "../src/mount/fuse/native.js"
-import { MemoryFs } from "../test/mount/fuse/fixtures/memoryFs.js"
+import { MemoryFs } from "./kit/memoryFs.js"
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`)

@@ -23,10 +23,10 @@ import { buildNetdelay, userDelay, userDelayUnavailable } from "./multihost/dela
 import { repoRoot, scriptArgs } from "./lib/args.js"
 import { buildDist, talonBin } from "./lib/build.js"
 import { DATASET_ID, TARGET_RATIO, throughputData } from "./multihost/charts.js"
-import { readCompose } from "./multihost/compose.js"
+import { readCompose } from "./kit/multihost/compose.js"
 import { haHosts, haScenarios } from "./multihost/ha.js"
-import { qdiscAvailable, topology, unavailableReason } from "./multihost/netns.js"
-import { THROUGHPUT_HOSTS, throughput } from "./multihost/throughput.js"
+import { qdiscAvailable, topology, unavailableReason } from "./kit/multihost/netns.js"
+import { THROUGHPUT_HOSTS, throughput } from "./kit/multihost/throughput.js"
 import { printTable, type ScenarioRow } from "./multihost/report.js"
 
 const USAGE = `usage: npx tsx bench/multihost.ts [--scenarios throughput,coordinator-kill,etcd-cut,worker-kill]

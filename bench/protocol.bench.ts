@@ -2,7 +2,7 @@ import { Backend, NodeRole } from "../src/core/ids.js"
 import * as control from "../src/protocol/control.js"
 import * as decoder from "../src/protocol/decoder.js"
 import * as range from "../src/protocol/range.js"
-import { talonSampleStatus } from "../test/support/nodeStatus.js"
+import { talonSampleStatus } from "./kit/nodeStatus.js"
 import { benchBatched } from "./batch.js"
 
 // Local bindings: see bench/batch.ts on vitest's import getters.

@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { FILE_LAYERS, LAYERS } from "../src/layers.js"
-import { checkSources, formatViolation, readSources, tableProblems } from "./layering/checker.js"
+import { checkSources, formatViolation, kitViolations, readSources, readTree, tableProblems } from "./layering/checker.js"
 
 const repo = path.resolve(import.meta.dirname, "..")
 const pkg = JSON.parse(fs.readFileSync(path.join(repo, "package.json"), "utf8")) as { dependencies: Record<string, string> }
@@ -90,6 +90,22 @@ describe("module layers (src/layers.ts)", () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true })
     }
+  })
+
+  it("bench and tests share fixtures only through bench/kit", () => {
+    const sources = [...readTree(repo, "bench"), ...readTree(repo, "test")]
+    expect(sources.length).toBeGreaterThan(300)
+    expect(kitViolations(sources).map(formatViolation)).toEqual([])
+    const planted = [
+      { file: "bench/x.ts", text: `import { a } from "../test/support/a.js"\n` },
+      { file: "test/worker/x.test.ts", text: `import { b } from "../../bench/lib/b.js"\nimport { c } from "../../bench/kit/c.js"\n` },
+      { file: "test/bench/x.test.ts", text: `import { d } from "../../bench/lib/d.js"\n` },
+      { file: "bench/kit/y.ts", text: `import { e } from "../../src/core/ids.js"\n` }
+    ]
+    expect(kitViolations(planted).map(formatViolation)).toEqual([
+      `bench/x.ts:1 imports "../test/support/a.js": a bench imports nothing under test/: move the shared fixture to bench/kit`,
+      `test/worker/x.test.ts:1 imports "../../bench/lib/b.js": a test imports bench/ only through bench/kit (or from test/bench/, which tests the bench tooling)`
+    ])
   })
 
   it("finds a cycle planted in the table", () => {

@@ -3,7 +3,7 @@
  * talon/ref ratios, with the chart and table specs `bench/bench-charts.ts` renders.
  */
 import { type BenchData, BENCH_DATA_SCHEMA, type Cell, describeMachine, ratioTable, type Row, tableColumns, today } from "../lib/chartsData.js"
-import type { ThroughputResult } from "./throughput.js"
+import type { ThroughputResult } from "../kit/multihost/throughput.js"
 
 export const DATASET_ID = "multihost_throughput"
 export const TARGET_RATIO = 0.9

@@ -10,8 +10,8 @@ import { mkdirSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Effect, type Scope } from "effect"
-import { NetnsError, type Topology } from "./netns.js"
-import { type ProcessFailed, start } from "./procs.js"
+import { NetnsError, type Topology } from "../kit/multihost/netns.js"
+import { type ProcessFailed, start } from "../kit/multihost/procs.js"
 
 const source = join(dirname(fileURLToPath(import.meta.url)), "netdelay.c")
 

@@ -12,7 +12,7 @@ import { Effect } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import type { ClusterStatus } from "../../src/protocol/clusterStatus.js"
 import type { NodeStatus } from "../../src/protocol/status.js"
-import { freshWorkerStatus } from "../support/nodeStatus.js"
+import { freshWorkerStatus } from "../../bench/kit/nodeStatus.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { EtcdCluster, etcdAvailable } from "./state/etcdHarness.js"
 import {

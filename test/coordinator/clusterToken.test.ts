@@ -21,7 +21,7 @@ import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { freePort, kill9, originEnv, originWith, outputs, pollUntil, spawnTalon, startWorker, tempDir } from "../faults/fixtures/talon.js"
 import { capturingProxy } from "./fixtures/capturingProxy.js"
 import { testCoordinator } from "./fixtures/harness.js"
-import { freshWorkerStatus } from "../support/nodeStatus.js"
+import { freshWorkerStatus } from "../../bench/kit/nodeStatus.js"
 
 const T = 300_000
 const START_MS = 180_000

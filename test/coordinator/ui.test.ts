@@ -12,7 +12,7 @@ import fc from "fast-check"
 import { History } from "../../src/coordinator/ui/history.js"
 import { emptyMetrics, type NodeStatus } from "../../src/protocol/status.js"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
-import { freshWorkerStatus } from "../support/nodeStatus.js"
+import { freshWorkerStatus } from "../../bench/kit/nodeStatus.js"
 import { browserMissing, chromium } from "./fixtures/chromium.js"
 import { testCoordinator } from "./fixtures/harness.js"
 

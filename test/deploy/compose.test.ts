@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest"
 import * as path from "node:path"
-import { launchOf, profile, readCompose, startOrder } from "../../bench/multihost/compose.js"
+import { launchOf, profile, readCompose, startOrder } from "../../bench/kit/multihost/compose.js"
 import { cliSurface } from "./cliSurface.js"
 
 const root = path.resolve(import.meta.dirname, "../..")

@@ -10,10 +10,10 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Effect } from "effect"
-import { waitHttp } from "../../bench/multihost/cluster.js"
-import { cutOff, heal, listNamespaces, sweep, topology, unavailableReason } from "../../bench/multihost/netns.js"
-import { runToEnd, start } from "../../bench/multihost/procs.js"
-import { lastJson } from "../../bench/multihost/throughput.js"
+import { waitHttp } from "../../bench/kit/multihost/cluster.js"
+import { cutOff, heal, listNamespaces, sweep, topology, unavailableReason } from "../../bench/kit/multihost/netns.js"
+import { runToEnd, start } from "../../bench/kit/multihost/procs.js"
+import { lastJson } from "../../bench/kit/multihost/throughput.js"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const talon = path.join(root, "bin", "talon.mjs")

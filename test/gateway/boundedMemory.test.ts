@@ -20,7 +20,7 @@ import { sampleBytes } from "../../src/origin/seed.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { raw, tempDir } from "../origin/fixtures/testOrigin.js"
 import { sparseObject } from "../support/sparseObject.js"
-import { slowRead, startListeningChild } from "./fixtures/slowReader.js"
+import { slowRead, startListeningChild } from "../../bench/kit/slowReader.js"
 import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
 
 const MiB = 1024 * 1024

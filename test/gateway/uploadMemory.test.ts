@@ -11,7 +11,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { tempDir } from "../origin/fixtures/testOrigin.js"
-import { rssBytes, startListeningChild } from "./fixtures/slowReader.js"
+import { rssBytes, startListeningChild } from "../../bench/kit/slowReader.js"
 
 const MiB = 1024 * 1024
 const PART = 8 * MiB

@@ -118,3 +118,37 @@ export const tableProblems = (
 
 export const formatViolation = (v: Violation): string =>
   v.specifier === "" ? `${v.file}: ${v.rule}` : `${v.file}:${v.line} imports "${v.specifier}": ${v.rule}`
+
+/** Every .ts/.mjs file under `dir/<folder>`, as Sources with repo-relative paths. */
+export const readTree = (dir: string, folder: string): Array<Source> => {
+  const walk = (rel: string): Array<string> =>
+    fs.readdirSync(path.join(dir, rel), { withFileTypes: true }).flatMap((e) => {
+      const p = `${rel}/${e.name}`
+      if (e.isDirectory()) return e.name === "node_modules" || e.name.startsWith(".") ? [] : walk(p)
+      return /\.(ts|mts|mjs)$/.test(e.name) && !e.name.endsWith(".d.ts") ? [p] : []
+    })
+  return walk(folder).map((file) => ({ file, text: fs.readFileSync(path.join(dir, file), "utf8") }))
+}
+
+/**
+ * Bench and tests share fixtures through one kit, `bench/kit`: a bench never imports test/,
+ * and a test imports bench/ only through the kit, except the tests of the bench tooling
+ * itself (test/bench/), which import what they test.
+ */
+export const kitViolations = (sources: ReadonlyArray<Source>): Array<Violation> => {
+  const out: Array<Violation> = []
+  for (const { file, text } of sources) {
+    for (const ref of ts.preProcessFile(text, true, true).importedFiles) {
+      const specifier = ref.fileName
+      if (!specifier.startsWith(".")) continue
+      const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier))
+      const line = text.slice(0, ref.pos).split("\n").length
+      if (file.startsWith("bench/") && target.startsWith("test/")) {
+        out.push({ file, line, specifier, rule: "a bench imports nothing under test/: move the shared fixture to bench/kit" })
+      } else if (file.startsWith("test/") && !file.startsWith("test/bench/") && target.startsWith("bench/") && !target.startsWith("bench/kit/")) {
+        out.push({ file, line, specifier, rule: "a test imports bench/ only through bench/kit (or from test/bench/, which tests the bench tooling)" })
+      }
+    }
+  }
+  return out
+}

@@ -22,7 +22,7 @@ import {
   type ControlMessage,
   type NodeStatus
 } from "../../src/protocol/index.js"
-import { talonSampleStatus } from "../support/nodeStatus.js"
+import { talonSampleStatus } from "../../bench/kit/nodeStatus.js"
 import { nodeStatusArb } from "./arbitraries.js"
 
 const hex = (parts: ReadonlyArray<string>): string => parts.join("")

@@ -12,7 +12,7 @@ import * as vm from "node:vm"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import fc from "fast-check"
-import { MemoryFs, patternBytes } from "./fixtures/memoryFs.js"
+import { MemoryFs, patternBytes } from "../../../bench/kit/memoryFs.js"
 import { binding, defaultOptions, fuseUnavailable, isMounted, mounted, sh } from "./fixtures/mounted.js"
 
 const reason = fuseUnavailable()

@@ -8,7 +8,7 @@
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, type Scope } from "effect"
-import { type Arm, type RoundsReport, runRounds, spread } from "../lib/rounds.js"
+import { type Arm, type RoundsReport, runRounds, spread } from "../../lib/rounds.js"
 import { bringUp, NotReady } from "./cluster.js"
 import { type ComposeService, profile } from "./compose.js"
 import type { Topology } from "./netns.js"
