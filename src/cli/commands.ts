@@ -5,9 +5,8 @@ type AnyCommand = Command.Command<any, never, any, any>
 
 /**
  * Every `talon <sub>` command by name, each from its component's `src/<component>/cli.ts`,
- * loaded on demand: `talon gateway` imports the gateway's graph only (measured from dist/:
- * 105 MiB RSS and 32 MiB of heap after import, against 158 MiB and 61 MiB for every
- * subcommand's), which a long-running server then also does not carry through its GCs.
+ * loaded on demand: `talon gateway` imports the gateway's graph only, which a long-running
+ * server then also does not carry through its GCs (docs/decisions/measured-in-code.md).
  */
 const loaders: Record<string, () => Promise<AnyCommand>> = {
   up: () => import("../cluster/cli.js").then((m) => m.up),

@@ -102,9 +102,8 @@ export const startWindow = (
   Effect.gen(function* () {
     const t0 = yield* readCpu(pids)
     let peak = yield* readRss(pids)
-    // A bare timer, not a repeated Effect: it shares the generator's core, and ten fiber
-    // runs a second on the main thread (plus the JIT compiling them) cost ~1 µs per
-    // request at 15k rps, more than this sample is worth.
+    // A bare timer, not a repeated Effect: it shares the generator's core, where fiber runs
+    // cost more per request than this sample is worth (docs/decisions/measured-in-code.md).
     const paths = pids.map((pid) => `/proc/${pid}/status`)
     const timer = setInterval(() => {
       let kb = 0

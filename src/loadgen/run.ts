@@ -111,12 +111,10 @@ const READ_BUFFER_BYTES = 256 * 1024
 /**
  * Why a ramp: Linux grows a socket's receive buffer from what the reader drains per
  * round trip. When every connection's `depth` replies land at once on a client that
- * is already the bottleneck, some runs keep their windows at the initial ~230 KiB
- * for good (seen with `ss -tmi` against ceiling; pound's grew to MiBs). The server is
- * then window-bound, and each window update the client sends makes the server
- * transmit inside the client's softirq, on the client's CPU: ~38 µs of client CPU
- * per 64 KiB request instead of ~21, and ceiling idles. Growing the depth over part
- * of the warmup let the windows open in every run measured. Never into the window.
+ * is already the bottleneck, some runs keep their windows small for good, and the
+ * server turns window-bound and costs the client CPU (docs/decisions/loadgen-speed.md,
+ * "TCP receive windows"). Growing the depth over part of the warmup lets the windows
+ * open. Never into the window.
  */
 const rampMs = (spec: LoadSpec): number =>
   Math.round(1000 * Math.max(0, Math.min(spec.ramp ?? Math.min(1, spec.warmup / 2), spec.warmup)))

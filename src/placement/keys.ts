@@ -12,8 +12,8 @@ const sha256WordsAfterPrefix = importedAfterPrefix
  *
  * Keys are written straight into the SHA-256 message words: byte i of the key goes to byte
  * `i ^ 3` of a Uint8Array over the word array (see sha256.ts), so there is no byte buffer to
- * convert and nothing is allocated per lookup. The 3 is a literal on purpose: read from a
- * module constant it cost ~4% of a lookup in context loads and checks.
+ * convert and nothing is allocated per lookup. The 3 is a literal on purpose: a module
+ * constant costs context loads and checks on every lookup (docs/decisions/measured-in-code.md).
  */
 
 const BLOCK_DOMAIN = Buffer.from("talon-cache-maglev-block-v1\0", "latin1")

@@ -2,11 +2,10 @@
  * SHA-256 (FIPS 180-4) over big-endian message words in a caller-owned Int32Array,
  * allocation-free.
  *
- * Why not node:crypto: `createHash("sha256")` or `crypto.hash` costs ~3 µs per call on this
- * machine (binding overhead), while a placement lookup hashes ~80–120 bytes (two compression
- * blocks). Why words rather than bytes: assembling each word from four byte loads made the
- * rounds a third slower, so callers write message bytes straight into a byte view of the
- * word array at `index ^ 3` (see `hostWords`).
+ * Why not node:crypto: its per-call binding overhead is larger than hashing the ~80–120
+ * bytes of a placement lookup. Why words rather than bytes: assembling each word from byte
+ * loads slows the rounds, so callers write message bytes straight into a byte view of the
+ * word array at `index ^ 3` (see `hostWords`). Numbers: docs/decisions/measured-in-code.md.
  * Correctness is pinned by test/placement/sha256.test.ts against node:crypto.
  *
  * The rounds are mechanically unrolled: round i rotates the roles of a..h by i, adds K[i]

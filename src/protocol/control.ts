@@ -160,7 +160,8 @@ const VARIANTS: ReadonlyArray<Variant> = ControlMessage.members.map((cls, tag) =
     /*
      * Decoded fields (with `_tag`) already satisfy the schema, and a Schema class instance is
      * its fields on the class's prototype: built directly, as the constructor's validation-free
-     * path would, without its ~1 µs of copying and default-merging per message.
+     * path would, without its copying and default-merging per message
+     * (docs/decisions/measured-in-code.md).
      */
     make: (fields) => Object.setPrototypeOf(fields, proto) as ControlMessage
   }

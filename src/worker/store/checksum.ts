@@ -1,7 +1,8 @@
 /**
  * Per-unit checksums: XXH64 (xxhash-wasm, pure WebAssembly, no platform binaries),
- * chosen over node:crypto's SHA-256 because it hashes 3-10x faster here (BENCHMARKS.md)
- * and the threat is a flipped or torn byte on disk, not an adversary.
+ * chosen over node:crypto's SHA-256 because it hashes several times faster
+ * (docs/decisions/measured-in-code.md) and the threat is a flipped or torn byte on disk,
+ * not an adversary.
  *
  * `sums` file of a block directory: "TSM1", u32le unit count, count × u64le hashes,
  * then a presence bitmap (one bit per unit, LSB first). A unit whose bit is clear
