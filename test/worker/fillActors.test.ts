@@ -129,4 +129,24 @@ describe("fill scheduler actors", () => {
     expect(Buffer.compare(stored(store, blockOf("c"), 0, 8), Buffer.from(c))).toBe(0)
     await eventually(async () => (await blocks()) === 0, "retired after the retry")
   })
+
+  it("a handler that dies restarts on the supervision schedule: the miss that hit it fails, the next one fills", { timeout: 60_000 }, async () => {
+    const d = pattern(BLOCK, 4)
+    const origin = makeOrigin({ d })
+    const { store, fill, blocks } = await start(origin)
+    const missingRuns = store.missingRuns.bind(store)
+    let crashes = 1
+    store.missingRuns = (key, first, end) => {
+      if (crashes-- > 0) throw new Error("index lookup died")
+      return missingRuns(key, first, end)
+    }
+    const crashed = await fill(blockOf("d"), 0, 8)
+    expect(crashed._tag).toBe("Left")
+    if (crashed._tag === "Left") expect(crashed.left).toMatchObject({ _tag: "ActorCrashed" })
+    expect(origin.fetches).toBe(0)
+    expect((await fill(blockOf("d"), 0, 8))._tag).toBe("Right")
+    expect(origin.fetches).toBe(1)
+    expect(Buffer.compare(stored(store, blockOf("d"), 0, 8), Buffer.from(d))).toBe(0)
+    await eventually(async () => (await blocks()) === 0, "retired after the restart")
+  })
 })

@@ -9,12 +9,18 @@
  * miss and retires it once nothing of it is in flight. Every change to either map is a message handled in order, so a retiring
  * block actor can never be handed a new miss.
  *
- * Callers (the serve loops) are promise-based: a fill is a promise per unit, settled by the
- * fetch as soon as that unit is committed or has failed. The bound on concurrent origin
- * fetches is the RangeFetch's (MissPath's semaphore over `originConcurrency`).
+ * Callers are answered with what to wait on: one promise per unit, settled by the fetch as soon
+ * as that unit is committed or has failed, so the waiting happens on the caller's side and never
+ * holds a mailbox. Promises rather than Deferreds because a fill awaits every unit it needs and
+ * an Effect await per unit costs several times a promise's (docs/decisions/measured-in-code.md).
+ * Only the actors change their maps; the count of blocks in flight is a message too. The bound
+ * on concurrent origin fetches is the RangeFetch's (MissPath's semaphore over
+ * `originConcurrency`). A handler that dies restarts on the supervision schedule below: a
+ * block actor with no units in flight (fills already started still settle their promises),
+ * the registry with its map.
  */
-import { Effect, Exit, Runtime, Schema, Scope } from "effect"
-import { Actor, type ActorRef } from "../../actor/index.js"
+import { Effect, Exit, Runtime, Schedule, Schema, Scope } from "effect"
+import { Actor, type ActorRef, Supervision } from "../../actor/index.js"
 import type { BlockId } from "../../core/ids.js"
 import { BlockIdSchema } from "../../protocol/identity.js"
 import { blockKey } from "../store/layout.js"
@@ -60,6 +66,9 @@ const Waits = Schema.Array(
   Schema.declare((u: unknown): u is Promise<void> => u instanceof Promise, { identifier: "Promise<void>" })
 )
 
+/** A crashed fill actor restarts a few times, quickly: fills queued behind the crash still get handled. */
+const supervision = Supervision.restart(Schedule.exponential("10 millis").pipe(Schedule.intersect(Schedule.recurs(5))))
+
 const Units = {
   first: Schema.Int,
   end: Schema.Int,
@@ -90,7 +99,9 @@ class Fill extends Schema.TaggedRequest<Fill>()("Fill", {
 }) {}
 /** To the registry, from a block actor whose units have all settled. */
 class Idle extends Schema.TaggedRequest<Idle>()("Idle", { success: Schema.Void, failure: Schema.Never, payload: { key: Schema.String } }) {}
-const RegistryProtocol = Schema.Union(Fill, Idle)
+/** To the registry: how many blocks have units in flight. */
+class CountBlocks extends Schema.TaggedRequest<CountBlocks>()("CountBlocks", { success: Schema.Int, failure: Schema.Never, payload: {} }) {}
+const RegistryProtocol = Schema.Union(Fill, Idle, CountBlocks)
 
 /** Far more than a block's units plus its concurrent readers: a full mailbox would be a bug. */
 const MAILBOX = 1 << 16
@@ -101,7 +112,7 @@ interface BlockFill {
 }
 
 export interface FillSchedulerShape {
-  /** Makes units `[first, end)` of `id` present: resolves when each has been committed once, rejects with the fetch's error. */
+  /** Makes units `[first, end)` of `id` present: succeeds when each has been committed once, fails with the fetch's error. */
   readonly fill: (id: BlockId, blockLength: number, objectSize: number, first: number, end: number, ahead?: boolean) => Effect.Effect<void, unknown>
   /** Blocks with units in flight (one actor each). */
   readonly blocks: Effect.Effect<number>
@@ -109,6 +120,10 @@ export interface FillSchedulerShape {
 
 /** Effects run by fetch callbacks outside any fiber (messages to the actors; never fail for lack of room). */
 type Runner = <A, E>(effect: Effect.Effect<A, E>) => void
+
+/** Waits for every unit; fails with the first failure. */
+const awaitAll = (waits: ReadonlyArray<Promise<void>>): Effect.Effect<void, unknown> =>
+  waits.length === 0 ? Effect.void : Effect.tryPromise({ try: () => Promise.all(waits), catch: (e) => e }).pipe(Effect.asVoid)
 
 const blockActor = (
   target: RunTarget,
@@ -120,20 +135,20 @@ const blockActor = (
   Effect.gen(function* () {
     let self: ActorRef<BlockMsg> | undefined
     const fetchUnits = target.fetchUnits ?? Infinity
-    // The actor's state: the pending fill of each unit in flight. Mutated only by its handlers.
-    const inflight = new Map<number, Pending>()
-    const live = (unit: number) => {
-      const p = inflight.get(unit)
-      return p !== undefined && !p.settled
-    }
     self = yield* Actor.make<BlockMsg, Map<number, Pending>>({
       name: `fill ${key}`,
       protocol: BlockProtocol,
       capacity: MAILBOX,
-      initial: inflight,
+      // The actor's state: the pending fill of each unit in flight, changed only by its handlers.
+      initial: Effect.sync(() => new Map<number, Pending>()),
+      supervision,
       handlers: {
         Claim: (state, m) =>
           Effect.sync(() => {
+            const live = (unit: number) => {
+              const p = state.get(unit)
+              return p !== undefined && !p.settled
+            }
             const waits: Array<Promise<void>> = []
             for (const [s, e] of target.store.missingRuns(key, m.first, m.end)) {
               let i = s
@@ -184,7 +199,8 @@ export const makeFillScheduler = (settings: RunTarget): Effect.Effect<FillSchedu
       Runtime.runFork(runtime)(Effect.ignoreLogged(effect))
     }
     let registry: ActorRef<typeof RegistryProtocol.Type> | undefined
-    // The registry's state: the actor of each block with units in flight.
+    // The registry's state: the actor of each block with units in flight. A restart keeps it
+    // (those actors and their fills are still running), so it is made once, here.
     const blocks = new Map<string, BlockFill>()
     yield* Effect.addFinalizer(() => Effect.forEach(blocks.values(), (b) => Scope.close(b.scope, Exit.void), { discard: true }))
     registry = yield* Actor.make({
@@ -192,6 +208,7 @@ export const makeFillScheduler = (settings: RunTarget): Effect.Effect<FillSchedu
       protocol: RegistryProtocol,
       capacity: MAILBOX,
       initial: blocks,
+      supervision,
       handlers: {
         Fill: (state, m) =>
           Effect.gen(function* () {
@@ -218,16 +235,14 @@ export const makeFillScheduler = (settings: RunTarget): Effect.Effect<FillSchedu
               yield* Scope.close(b.scope, Exit.void)
             }
             return [undefined, state] as const
-          })
+          }),
+        CountBlocks: (state) => Effect.succeed([state.size, state] as const)
       }
     })
     const ref = registry
     return {
       fill: (id, blockLength, objectSize, first, end, ahead = false) =>
-        ref.ask(new Fill({ block: id, blockLength, objectSize, first, end, ahead }, true)).pipe(
-          Effect.flatMap((waits) => (waits.length === 0 ? Effect.void : Effect.tryPromise({ try: () => Promise.all(waits), catch: (e) => e }))),
-          Effect.asVoid
-        ),
-      blocks: Effect.sync(() => blocks.size)
+        Effect.flatMap(ref.ask(new Fill({ block: id, blockLength, objectSize, first, end, ahead }, true)), awaitAll),
+      blocks: Effect.orDie(ref.ask(new CountBlocks({}, true)))
     }
   })
