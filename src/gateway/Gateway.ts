@@ -5,7 +5,7 @@
  *   Gateway.layer(options)  needs  Route | BackendStore | OriginHttp
  *   Route.Cache             needs  TalonClient | BackendStore
  *   Route.Origin            needs  BackendStore
- *   Gateway.origin(router)  gives  BackendStore | OriginHttp   (the gateway's origin identity)
+ *   Gateway.layerOrigin(router)  gives  BackendStore | OriginHttp   (the gateway's origin identity)
  */
 import { type ConfigError, Context, Data, Effect, Layer, Option, type Scope } from "effect"
 import { BackendStore } from "../backend/BackendStore.js"
@@ -145,7 +145,7 @@ export class Gateway extends Context.Tag("talon/Gateway")<Gateway, GatewayShape>
     Layer.scoped(Gateway, make(options)).pipe(Layer.provide(tracesLayer("talon-gateway")))
 
   /** The gateway's side of the origin: `BackendStore` and the listing/bucket calls, one identity. */
-  static readonly origin = (router: Router.RouterOptions): Layer.Layer<BackendStore | OriginHttp> =>
+  static readonly layerOrigin = (router: Router.RouterOptions): Layer.Layer<BackendStore | OriginHttp> =>
     Layer.merge(Router.layer(router), OriginHttpModule.layer(router))
 
   /**
@@ -161,7 +161,7 @@ export class Gateway extends Context.Tag("talon/Gateway")<Gateway, GatewayShape>
     /** A worker in this process whose resident blocks the gateway sends by sendfile (co-located mode). */
     readonly local?: LocalBlocksShape
   }): Layer.Layer<Gateway, GatewayError | ConfigError.ConfigError> => {
-    const origin = Gateway.origin(args.router)
+    const origin = Gateway.layerOrigin(args.router)
     const routeLayer =
       args.route === "cache"
         ? CacheRoute({
