@@ -4,9 +4,10 @@
  * sent with the native addon's sendfile on the HTTP socket's fd. No routing, no auth, no cache
  * lookup: the floor under the gateway's own per-request work, to set beside nginx's numbers in
  * gateway-nginx-bench. Server on CPU 0, this client on CPU 1, paired order-swapped rounds, every
- * byte checked. Prints only.
+ * byte checked. Prints only. Arm `effect` (`--arms copy,effect`) is the copy on @effect/platform's
+ * HttpServer + HttpRouter instead of a bare node:http handler: what that front end costs per request.
  *
- *   npx tsx bench/gateway-body-probe.ts [--size 1M] [--rounds 4] [--seconds 3]
+ *   npx tsx bench/gateway-body-probe.ts [--size 1M] [--rounds 4] [--seconds 3] [--arms copy,sendfile,effect]
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -26,7 +27,8 @@ const flags = await parseFlags("gateway-body-probe", "node:http serving warm ran
   size: Flag.text("size", "1M", "Range size (divides 64 MiB)."),
   rounds: Flag.number("rounds", 4, "Measured rounds."),
   seconds: Flag.number("seconds", 3, "Seconds per run."),
-  concurrency: Flag.number("concurrency", 8, "Connections, one request in flight each.")
+  concurrency: Flag.number("concurrency", 8, "Connections, one request in flight each."),
+  arms: Flag.text("arms", "copy,sendfile", "Arms, comma-separated, of copy (the baseline), sendfile and effect (the copy on @effect/platform's HttpServer).")
 })
 const SIZE = 64 * 1024 * 1024
 
@@ -42,21 +44,26 @@ const main = Effect.gen(function* () {
   writeFileSync(file, object)
   const server = (mode: string) =>
     Effect.gen(function* () {
-      const p = yield* Proc.spawn(`probe-${mode}`, [process.execPath, join(repoRoot, "bench/gateway-nginx/bodyProbeServer.mjs"), file, mode, defaultAddonPath], { cpus: "0", grace: "2 seconds" })
+      const argv =
+        mode === "effect"
+          ? [process.execPath, join(repoRoot, "bench/gateway-nginx/httpServerProbe.mjs"), file]
+          : [process.execPath, join(repoRoot, "bench/gateway-nginx/bodyProbeServer.mjs"), file, mode, defaultAddonPath]
+      const p = yield* Proc.spawn(`probe-${mode}`, argv, { cpus: "0", grace: "2 seconds" })
       const port = Number((yield* p.waitFor(/port (\d+)/, "30 seconds"))[1])
       const target: Target = { host: "127.0.0.1", port, plan: plainPlanner(SIZE), front: () => [p.pid], pids: () => [p.pid], memPids: () => [p.pid] }
       return target
     })
-  const copy = yield* server("copy")
-  const sendfile = yield* server("sendfile")
+  const names = flags.arms.split(",").map((a) => a.trim())
+  if (!names.includes("copy") || names.some((a) => !["copy", "sendfile", "effect"].includes(a))) {
+    return yield* Effect.fail(new Error(`--arms ${flags.arms}: copy (the baseline) and any of sendfile, effect`))
+  }
+  const targets = new Map<string, Target>()
+  for (const name of names) targets.set(name, yield* server(name))
   let seed = 1
   const nextOffset = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0), ((seed >>> 8) % (SIZE / size)) * size)
   const opts = { object, size, concurrency: flags.concurrency, seconds: flags.seconds, nextOffset, originGets: async () => 0 }
   const report = yield* runRounds(
-    [
-      { name: "copy", run: () => runArm(copy, opts) },
-      { name: "sendfile", run: () => runArm(sendfile, opts) }
-    ],
+    names.map((name) => ({ name, run: () => runArm(targets.get(name)!, opts) })),
     {
       rounds: flags.rounds,
       warmupRound: true,
@@ -64,8 +71,11 @@ const main = Effect.gen(function* () {
       onRun: (r) => Effect.sync(() => console.log(`${r.warmup ? "warmup " : `round ${r.round}`} ${r.arm.padEnd(8)} rps ${r.result.rps}  CPU ${r.result.server_cpu_ms_per_req} ms/req  p50 ${r.result.p50_ms} ms  p99 ${r.result.p99_ms} ms  RSS ${r.result.rss_mib} MiB`))
     }
   )
-  const r = report.ratios["sendfile"]!
-  console.log(`\nsendfile / copy per round: rps ${r["rps"]!.perRound.map((x) => x.toFixed(2)).join(" ")}; CPU per request ${r["server_cpu_ms_per_req"]!.perRound.map((x) => x.toFixed(2)).join(" ")}`)
+  console.log("")
+  for (const name of names.filter((n) => n !== "copy")) {
+    const r = report.ratios[name]!
+    console.log(`${name} / copy per round: rps ${r["rps"]!.perRound.map((x) => x.toFixed(2)).join(" ")}; CPU per request ${r["server_cpu_ms_per_req"]!.perRound.map((x) => x.toFixed(2)).join(" ")}`)
+  }
 })
 
 runDriver(main)

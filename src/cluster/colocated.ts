@@ -7,6 +7,7 @@ import { Context, Data, Effect, Layer } from "effect"
 import { BackendStore } from "../backend/BackendStore.js"
 import * as Router from "../backend/Router.js"
 import { type ColocatedWorker, LocalBlocks } from "../gateway/localBlocks.js"
+import { resolveClientOptions } from "../client/config.js"
 import { makeLocalReads } from "../worker/LocalReads.js"
 import { Worker } from "../worker/Worker.js"
 
@@ -19,7 +20,12 @@ export const colocatedWorker: ColocatedWorker = (router) =>
       const backend = yield* Router.make(router)
       const worker = Context.get(yield* Layer.build(Worker.layerConfig({}).pipe(Layer.provide(Layer.succeed(BackendStore, backend)))), Worker)
       yield* Effect.logInfo(`co-located worker ${worker.node.id} on ${worker.dataAddress} (${worker.dataPlane} plane)`)
-      const local = worker.readPath === undefined ? "the worker runs serving loops (--loops > 1); run it with one loop" : makeLocalReads([worker.readPath])
+      // The gateway's reads are charged to its client's tenant, local hits included.
+      const { tenant } = yield* resolveClientOptions()
+      const local =
+        worker.readPath === undefined
+          ? "the worker serves through --loops > 1 loop processes, and this process (where the gateway's sockets are) serves no reads itself; run the co-located worker with one loop (TALON_WORKER_LOOPS=1)"
+          : makeLocalReads([worker.readPath], { limiters: [worker.stats.tenants], tenant })
       if (typeof local === "string") return yield* Effect.fail(new ColocateError({ message: `--colocate cannot send local blocks: ${local}` }))
       return local
     })

@@ -66,6 +66,13 @@ const sameText = (a: string, b: string): boolean => {
   return x.length === y.length && timingSafeEqual(x, y)
 }
 
+/** A hex signature against a computed digest: one decode, no hex string of the digest. */
+const sameDigest = (digest: Buffer, hex: string): boolean => {
+  if (hex.length !== digest.length * 2) return false
+  const given = Buffer.from(hex, "hex")
+  return given.length === digest.length && timingSafeEqual(given, digest)
+}
+
 const hmac = (key: Buffer | string, data: string): Buffer => createHmac("sha256", key).update(data, "utf8").digest()
 
 /**
@@ -96,15 +103,30 @@ const decodedKey = (base64: string): Buffer => {
 }
 const sha256Hex = (data: string): string => createHash("sha256").update(data, "utf8").digest("hex")
 
+let lastAmzDate = ""
+let lastAmzMs = 0
 /** `20240101T000000Z` → epoch ms. */
 const parseAmzDate = (s: string | undefined): number | undefined => {
   if (s === undefined) return undefined
+  if (s === lastAmzDate) return lastAmzMs
+  const ms = parseAmzDateOnce(s)
+  if (ms !== undefined) {
+    lastAmzDate = s
+    lastAmzMs = ms
+  }
+  return ms
+}
+const parseAmzDateOnce = (s: string): number | undefined => {
   const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(s)
   if (m === null) return undefined
   return Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]))
 }
 
+/** A path of unreserved characters only is its own canonical form (nothing to decode or escape). */
+const PLAIN_PATH = /^[A-Za-z0-9\-._~/]*$/
+
 const canonicalUri = (rawPath: string): string | undefined => {
+  if (rawPath !== "" && PLAIN_PATH.test(rawPath)) return rawPath
   const segments: Array<string> = []
   for (const segment of rawPath.split("/")) {
     const decoded = safeDecode(segment)
@@ -122,7 +144,11 @@ const canonicalQuery = (pairs: ReadonlyArray<readonly [string, string]>): string
     .map(([k, v]) => `${k}=${v}`)
     .join("&")
 
-const canonicalHeaderValue = (v: string | undefined) => (v ?? "").trim().replace(/\s+/g, " ")
+const FOLDABLE = /[\t\n\v\f\r]| {2}/
+const canonicalHeaderValue = (v: string | undefined) => {
+  const t = (v ?? "").trim()
+  return FOLDABLE.test(t) ? t.replace(/\s+/g, " ") : t
+}
 
 interface SigV4Parts {
   readonly accessKeyId: string
@@ -142,18 +168,28 @@ const parseCredential = (credential: string) => {
   return { accessKeyId: parts[0]!, date: parts[1]!, region: parts[2]!, service: parts[3]! }
 }
 
+const SIGV4 = "AWS4-HMAC-SHA256 "
+
+/** The value of `name=` among the Authorization header's comma-separated fields, trimmed. */
+const authField = (authorization: string, name: string): string | undefined => {
+  let at = SIGV4.length
+  while (at < authorization.length) {
+    let end = authorization.indexOf(",", at)
+    if (end < 0) end = authorization.length
+    const eq = authorization.indexOf("=", at)
+    if (eq > at && eq < end && authorization.slice(at, eq).trim() === name) return authorization.slice(eq + 1, end).trim()
+    at = end + 1
+  }
+  return undefined
+}
+
 const fromHeader = (req: ReceivedRequest, authorization: string): SigV4Parts | AuthResult => {
-  if (!authorization.startsWith("AWS4-HMAC-SHA256 ")) {
+  if (!authorization.startsWith(SIGV4)) {
     return deny(400, "InvalidRequest", "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.")
   }
-  const fields = new Map<string, string>()
-  for (const part of authorization.slice("AWS4-HMAC-SHA256 ".length).split(",")) {
-    const eq = part.indexOf("=")
-    if (eq > 0) fields.set(part.slice(0, eq).trim(), part.slice(eq + 1).trim())
-  }
-  const credential = parseCredential(fields.get("Credential") ?? "")
-  const signedHeaders = fields.get("SignedHeaders")
-  const signature = fields.get("Signature")
+  const credential = parseCredential(authField(authorization, "Credential") ?? "")
+  const signedHeaders = authField(authorization, "SignedHeaders")
+  const signature = authField(authorization, "Signature")
   if (credential === undefined || signedHeaders === undefined || signature === undefined) {
     return deny(400, "AuthorizationHeaderMalformed", "The authorization header is malformed; expected Credential, SignedHeaders and Signature.")
   }
@@ -161,7 +197,16 @@ const fromHeader = (req: ReceivedRequest, authorization: string): SigV4Parts | A
   if (amzDate === undefined) return deny(403, "AccessDenied", "AWS authentication requires a valid x-amz-date header")
   const payloadHash = headerValue(req.headers, "x-amz-content-sha256")
   if (payloadHash === undefined) return deny(400, "InvalidRequest", "Missing required header for this request: x-amz-content-sha256")
-  return { ...credential, signedHeaders: signedHeaders.split(";"), signature, amzDate, payloadHash }
+  return {
+    accessKeyId: credential.accessKeyId,
+    date: credential.date,
+    region: credential.region,
+    service: credential.service,
+    signedHeaders: signedHeaders.split(";"),
+    signature,
+    amzDate,
+    payloadHash
+  }
 }
 
 const fromQuery = (req: ReceivedRequest, pairs: ReadonlyArray<readonly [string, string]>): SigV4Parts | AuthResult => {
@@ -231,24 +276,25 @@ export const verifySigV4 = (req: ReceivedRequest, expect: SigV4Expectation): Aut
   }
   const uri = canonicalUri(req.rawPath)
   if (uri === undefined) return deny(400, "InvalidURI", "Couldn't parse the specified URI.")
-  const signedNames = [...parsed.signedHeaders].map((h) => h.toLowerCase())
+  // One pass over the signed names: lower-cased, the canonical header block and the list built as strings.
+  let names = ""
+  let block = ""
+  let signsHost = false
+  for (const signed of parsed.signedHeaders) {
+    const name = signed.toLowerCase()
+    if (name === "host") signsHost = true
+    names = names === "" ? name : `${names};${name}`
+    block += `${name}:${canonicalHeaderValue(headerValue(req.headers, name))}\n`
+  }
   // Without `host` in the signature a captured request could be replayed against any other endpoint.
-  if (!signedNames.includes("host")) {
+  if (!signsHost) {
     return deny(403, "AccessDenied", "The request signature must sign the 'host' header (SignedHeaders lacks host).")
   }
-  const canonicalRequest = [
-    req.method.toUpperCase(),
-    uri,
-    canonicalQuery(pairs.filter(([k]) => k !== "X-Amz-Signature")),
-    signedNames.map((name) => `${name}:${canonicalHeaderValue(headerValue(req.headers, name))}\n`).join(""),
-    signedNames.join(";"),
-    parsed.payloadHash
-  ].join("\n")
-  const scope = `${parsed.date}/${parsed.region}/${parsed.service}/aws4_request`
-  const toSign = `AWS4-HMAC-SHA256\n${parsed.amzDate}\n${scope}\n${sha256Hex(canonicalRequest)}`
+  const query = pairs.length === 0 ? "" : canonicalQuery(presigned ? pairs.filter(([k]) => k !== "X-Amz-Signature") : pairs)
+  const canonicalRequest = `${req.method.toUpperCase()}\n${uri}\n${query}\n${block}\n${names}\n${parsed.payloadHash}`
+  const toSign = `AWS4-HMAC-SHA256\n${parsed.amzDate}\n${parsed.date}/${parsed.region}/${parsed.service}/aws4_request\n${sha256Hex(canonicalRequest)}`
   const kSigning = signingKey(Redacted.value(expect.secretAccessKey), parsed.date, parsed.region, parsed.service)
-  const expected = createHmac("sha256", kSigning).update(toSign, "utf8").digest("hex")
-  if (!sameText(expected, parsed.signature.toLowerCase())) {
+  if (!sameDigest(createHmac("sha256", kSigning).update(toSign, "utf8").digest(), parsed.signature)) {
     return deny(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
   }
   return OK

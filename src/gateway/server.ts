@@ -87,11 +87,13 @@ export const handleRequest = (g: Services) => {
     const raw = req.url ?? "/"
     const q = raw.indexOf("?")
     const segments = target.pathname.split("/").slice(1)
+    // S3's bucket and key, worked out once for the metrics, the grants and the route.
+    const address = azure ? undefined : s3Address(target, segments)
     // Refused before it reached a route (busy, unsigned): Talon's route "none".
     let routed = false
     const metrics = g.metrics
     if (metrics !== undefined) {
-      const namesObject = azure ? segments.length >= 3 && segments[2] !== "" : (s3Address(target, segments).rawKey ?? "") !== ""
+      const namesObject = address === undefined ? segments.length >= 3 && segments[2] !== "" : (address.rawKey ?? "") !== ""
       const operation = operationOf(method, namesObject)
       watchResponse(res, (headersMs, totalMs, bytes) =>
         metrics.observe({
@@ -108,7 +110,7 @@ export const handleRequest = (g: Services) => {
     const aborts = new RequestAbort()
     const ctx: GwCtx = new RequestContext(req, res, method, requestId, target.query, target.pathname, q < 0 ? "" : raw.slice(q + 1), g, aborts)
     if (g.spans !== undefined) {
-      const s3 = azure ? undefined : s3Address(target, segments)
+      const s3 = address
       const bucket = s3 === undefined ? (segments[1] ?? "") : s3.bucket
       const namesObject = s3 === undefined ? segments.length >= 3 && segments[2] !== "" : (s3.rawKey ?? "") !== ""
       const operation = operationOf(method, namesObject)
@@ -141,7 +143,6 @@ export const handleRequest = (g: Services) => {
     })
 
     try {
-      const address = azure ? undefined : s3Address(target, segments)
       const accesses =
         g.principals === undefined && g.audit === undefined
           ? undefined

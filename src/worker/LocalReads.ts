@@ -9,6 +9,7 @@ import type { ObjectId } from "../core/ids.js"
 import type { FileSegment } from "./plane/DataPlane.js"
 import { makeSocketSendfile } from "./plane/HttpSendfile.js"
 import type { RangeReply, ReadOutcome, ReadPathImpl } from "./ReadPath.js"
+import type { TenantLimiter } from "./tenants/TenantLimiter.js"
 
 export interface LocalPiece {
   readonly segments: ReadonlyArray<FileSegment>
@@ -27,19 +28,42 @@ export interface LocalReads {
 }
 
 
+export interface LocalReadOptions {
+  readonly addonPath?: string | undefined
+  /**
+   * Each worker's tenant limiter (its `stats.tenants`), by position in `paths`: a local hit is
+   * charged to `tenant` as the data port would charge the same read, and a refused one is left to
+   * the route (whose data-port read the worker refuses in turn), so sendfile cannot bypass a limit.
+   */
+  readonly limiters?: ReadonlyArray<TenantLimiter | undefined> | undefined
+  /** The front end's tenant (the client's `tenant` setting); empty or absent = unattributed. */
+  readonly tenant?: string | undefined
+}
+
 /**
  * The local reads of `paths` (the workers of this process, all of one block size), or why there
  * are none (the addon or epoll is unavailable: the gateway then keeps its portable path).
  */
-export const makeLocalReads = (paths: ReadonlyArray<ReadPathImpl>, addonPath?: string): LocalReads | string => {
+export const makeLocalReads = (paths: ReadonlyArray<ReadPathImpl>, options: LocalReadOptions = {}): LocalReads | string => {
   if (paths.length === 0) return "no worker runs in this process"
-  const sender = makeSocketSendfile(addonPath)
+  const sender = makeSocketSendfile(options.addonPath)
+  const tenant = options.tenant === "" ? undefined : options.tenant
+  const limiters = options.limiters ?? []
   if (typeof sender === "string") return sender
   const blockSize = paths[0]!.geometry.blockSize
   let pinned = 0
-  const pieceOf = (path: ReadPathImpl, outcome: ReadOutcome): LocalPiece | undefined => {
+  /** A hit pinned and charged to the tenant; "refused" (released again) when the tenant is over its limit. */
+  const pieceOf = (i: number, outcome: ReadOutcome): LocalPiece | undefined | "refused" => {
     if (outcome._tag !== "RangeReply") return undefined
+    const path = paths[i]!
     const reply: RangeReply = outcome
+    // Charged as the data port charges the same read; over the limit, the route's read meets the
+    // same limiter there and is refused (so sendfile is no way around a limit).
+    const limiter = limiters[i]
+    if (limiter !== undefined && limiter.admit(tenant, reply.length) > 0) {
+      path.release(reply)
+      return "refused"
+    }
     pinned++
     let held = true
     return {
@@ -55,14 +79,16 @@ export const makeLocalReads = (paths: ReadonlyArray<ReadPathImpl>, addonPath?: s
   if (paths.some((p) => p.geometry.blockSize !== blockSize)) return "the workers of this process differ in block size"
   const from = (i: number, object: ObjectId, version: string, offset: number, length: number): LocalPiece | undefined | Promise<LocalPiece | undefined> => {
     for (; i < paths.length; i++) {
-      const path = paths[i]!
-      const outcome = path.readCached(object, version, offset, length)
+      const outcome = paths[i]!.readCached(object, version, offset, length)
       if (outcome instanceof Promise) {
-        const next = i + 1
-        return outcome.then((o) => pieceOf(path, o) ?? from(next, object, version, offset, length))
+        const at = i
+        return outcome.then((o) => {
+          const piece = pieceOf(at, o)
+          return piece === "refused" ? undefined : (piece ?? from(at + 1, object, version, offset, length))
+        })
       }
-      const piece = pieceOf(path, outcome)
-      if (piece !== undefined) return piece
+      const piece = pieceOf(i, outcome)
+      if (piece !== undefined) return piece === "refused" ? undefined : piece
     }
     return undefined
   }

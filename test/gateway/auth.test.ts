@@ -10,7 +10,7 @@ import { Sha256 } from "@aws-crypto/sha256-js"
 import { BlobServiceClient, type RestError, StorageSharedKeyCredential } from "@azure/storage-blob"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { SignatureV4 } from "@smithy/signature-v4"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Clock, Context, Effect, Layer, Redacted, TestClock, TestContext } from "effect"
 import fc from "fast-check"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -256,6 +256,77 @@ describe("signature verifiers against independent signers", () => {
         { numRuns: 60 }
       )
     )
+  )
+
+  // The verifier keeps signing keys per secret, day, region and service: these check that a warm
+  // cache never lets a wrong signature, another key's signature or another day's scope through.
+  const signedAt = (secret: { accessKeyId: string; secretAccessKey: string }, at: Date, headers: Record<string, string> = {}) =>
+    S3Backend.makeS3Signer(S3Backend.localOptions("http://127.0.0.1:9000", secret))({ method: "GET", bucket: "bucket", key: "a/b c.bin", query: {}, headers }, at).then((req) => {
+      const q = req.path.indexOf("?")
+      return { method: "GET", rawPath: q < 0 ? req.path : req.path.slice(0, q), rawQuery: q < 0 ? "" : req.path.slice(q + 1), headers: headersOf(req.headers) }
+    })
+  const expecting = (secret: { accessKeyId: string; secretAccessKey: string }, nowMs: number) => ({
+    accessKeyId: secret.accessKeyId,
+    secretAccessKey: Redacted.make(secret.secretAccessKey),
+    region: "us-east-1",
+    nowMs,
+    clockSkewMs: 900_000
+  })
+  const codeOf = (r: ReturnType<typeof verifySigV4>) => (r.ok ? "ok" : r.code)
+  const tamper = (req: Awaited<ReturnType<typeof signedAt>>, edit: (auth: string) => string) => ({ ...req, headers: { ...req.headers, authorization: edit(req.headers.authorization as string) } })
+
+  it.effect("SigV4 with a warm signing key: a changed signature, range or header is refused; an upper-case signature is the same", () =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const req = yield* Effect.promise(() => signedAt(S3_KEY, new Date(now), { range: "bytes=0-65535" }))
+      const expect_ = expecting(S3_KEY, now)
+      expect(codeOf(verifySigV4(req, expect_))).toBe("ok")
+      expect(codeOf(verifySigV4(req, expect_))).toBe("ok")
+      const flipped = tamper(req, (a) => a.replace(/Signature=([0-9a-f])/, (_m, c: string) => `Signature=${c === "0" ? "1" : "0"}`))
+      expect(codeOf(verifySigV4(flipped, expect_))).toBe("SignatureDoesNotMatch")
+      expect(codeOf(verifySigV4(tamper(req, (a) => a.slice(0, -1)), expect_))).toBe("SignatureDoesNotMatch")
+      expect(codeOf(verifySigV4(tamper(req, (a) => `${a}00`), expect_))).toBe("SignatureDoesNotMatch")
+      expect(codeOf(verifySigV4(tamper(req, (a) => a.replace(/Signature=(.*)$/, (_m, sig: string) => `Signature=${sig.toUpperCase()}`)), expect_))).toBe("ok")
+      expect(codeOf(verifySigV4({ ...req, headers: { ...req.headers, range: "bytes=0-65536" } }, expect_))).toBe("SignatureDoesNotMatch")
+      expect(codeOf(verifySigV4({ ...req, rawPath: req.rawPath.replace("a/", "A/") }, expect_))).toBe("SignatureDoesNotMatch")
+    })
+  )
+
+  it.effect("SigV4 with two keys in turn: each verifies under its own secret only", () =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const second = { accessKeyId: "SECONDKEYEXAMPLE", secretAccessKey: "second-secret-of-forty-characters-000000" }
+      for (let i = 0; i < 3; i++) {
+        const one = yield* Effect.promise(() => signedAt(S3_KEY, new Date(now)))
+        const two = yield* Effect.promise(() => signedAt(second, new Date(now)))
+        expect(codeOf(verifySigV4(one, expecting(S3_KEY, now)))).toBe("ok")
+        expect(codeOf(verifySigV4(two, expecting(second, now)))).toBe("ok")
+        expect(codeOf(verifySigV4(two, { ...expecting(second, now), secretAccessKey: Redacted.make(S3_KEY.secretAccessKey) }))).toBe("SignatureDoesNotMatch")
+        expect(codeOf(verifySigV4(one, expecting(second, now)))).toBe("InvalidAccessKeyId")
+      }
+    })
+  )
+
+  it.effect("SigV4 across midnight (TestClock): the new day's scope verifies, yesterday's signature past the skew is refused", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(Date.UTC(2026, 11, 4, 23, 59, 58))
+      const before = yield* Clock.currentTimeMillis
+      const late = yield* Effect.promise(() => signedAt(S3_KEY, new Date(before)))
+      expect(late.headers["x-amz-date"]).toBe("20261204T235958Z")
+      expect(codeOf(verifySigV4(late, expecting(S3_KEY, before)))).toBe("ok")
+      yield* TestClock.adjust("4 seconds")
+      const after = yield* Clock.currentTimeMillis
+      const early = yield* Effect.promise(() => signedAt(S3_KEY, new Date(after)))
+      expect(early.headers.authorization).toContain("/20261205/us-east-1/s3/aws4_request")
+      expect(codeOf(verifySigV4(early, expecting(S3_KEY, after)))).toBe("ok")
+      // Yesterday's request is still inside the skew window, under yesterday's key.
+      expect(codeOf(verifySigV4(late, expecting(S3_KEY, after)))).toBe("ok")
+      // A signature computed with the old day's key but claiming the new day's scope does not verify.
+      const mixed = { ...late, headers: { ...late.headers, authorization: (late.headers.authorization as string).replace("/20261204/", "/20261205/"), "x-amz-date": "20261205T000002Z" } }
+      expect(codeOf(verifySigV4(mixed, expecting(S3_KEY, after)))).toBe("SignatureDoesNotMatch")
+      yield* TestClock.adjust("20 minutes")
+      expect(codeOf(verifySigV4(late, expecting(S3_KEY, yield* Clock.currentTimeMillis)))).toBe("RequestTimeTooSkewed")
+    }).pipe(Effect.provide(TestContext.TestContext))
   )
 
   it.effect("Shared Key: the backend's signatures verify, and fail for another key or a changed header", () =>

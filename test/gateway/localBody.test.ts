@@ -16,6 +16,8 @@ import * as Router from "../../src/backend/Router.js"
 import { Gateway, type GatewayShape } from "../../src/gateway/Gateway.js"
 import { OriginStub, type OriginStubShape } from "../../src/origin/OriginStub.js"
 import { type LocalReads, makeLocalReads } from "../../src/worker/LocalReads.js"
+import { Backend, type ObjectId } from "../../src/core/ids.js"
+import { TenantLimiter } from "../../src/worker/tenants/TenantLimiter.js"
 import { nativeCounters } from "../../src/worker/plane/Native.js"
 import { Worker, type WorkerShape } from "../../src/worker/Worker.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
@@ -240,6 +242,40 @@ layer(fixture, { excludeTestServices: true, timeout: "60 seconds" })("gateway co
       expect(f.local.pinned()).toBe(0)
       const r = yield* Effect.promise(() => raw(f.gateway.url, "GET", "/bucket/gone.bin", { Range: `bytes=7-${2 * BLOCK}` }))
       expect(sha(r.body)).toBe(sha(data.subarray(7, 2 * BLOCK + 1)))
+    })
+  )
+
+  it.effect("local hits count as worker requests and are charged to the front end's tenant; over its limit a local hit is not served here", () =>
+    Effect.gen(function* () {
+      const f = yield* Colocated
+      const data = randomBytes(2 * BLOCK)
+      yield* Effect.promise(() => put(f, "tenant.bin", data))
+      yield* Effect.promise(() => raw(f.gateway.url, "GET", "/bucket/tenant.bin"))
+      // talon_worker_requests_total is hits + misses + errors: a local hit of two blocks is two of them.
+      const requests = () => f.worker.stats.hits + f.worker.stats.misses + f.worker.stats.errors
+      const before = requests()
+      const localBefore = f.gateway.stats().localBodies
+      const r = yield* Effect.promise(() => raw(f.gateway.url, "GET", "/bucket/tenant.bin", { Range: `bytes=5-${BLOCK + 5}` }))
+      expect(sha(r.body)).toBe(sha(data.subarray(5, BLOCK + 6)))
+      expect(f.gateway.stats().localBodies).toBe(localBefore + 1)
+      expect(requests()).toBe(before + 2)
+
+      // The same blocks through a limiter of 3 requests at once (and a clock that never moves): 3 pieces, then none.
+      const limiter = new TenantLimiter({ enabled: true, default: {}, overrides: { "team-a": { readIops: { rate: 1, burstRatio: 3 } } } }, () => 0)
+      const limited = makeLocalReads([f.worker.readPath!], { limiters: [limiter], tenant: "team-a" })
+      if (typeof limited === "string") throw new Error(limited)
+      const version = r.headers.etag!.toString().replaceAll('"', "")
+      const object: ObjectId = { backend: Backend.S3, bucket: "bucket", objectPath: "tenant.bin" }
+      const pieces: Array<boolean> = []
+      for (let i = 0; i < 5; i++) {
+        const got = limited.resident(object, version, 0, 4096)
+        const piece = got instanceof Promise ? yield* Effect.promise(() => got) : got
+        pieces.push(piece !== undefined)
+        piece?.release()
+      }
+      expect(pieces).toEqual([true, true, true, false, false])
+      expect(limited.pinned()).toBe(0)
+      expect(limiter.byLabel().get("team-a")).toEqual({ admitted: 3, admittedBytes: 3 * 4096, limited: 2 })
     })
   )
 })
