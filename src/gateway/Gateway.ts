@@ -96,7 +96,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       backend,
       route,
       origin,
-      stats: new StatCache(backend, runtime, options.statTtlMs, options.writeFreshMs),
+      stats: new StatCache(backend, runtime, options.statTtlMs, options.writeFreshMs, () => clock.unsafeCurrentTimeMillis()),
       runtime,
       now: () => clock.unsafeCurrentTimeMillis(),
       counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0, localBodies: 0, localBytes: 0 },
