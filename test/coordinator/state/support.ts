@@ -5,6 +5,7 @@ import { NodeRole } from "../../../src/core/index.js"
 import { emptyMetrics, type NodeStatus } from "../../../src/protocol/index.js"
 import { ClusterStateStore, type ClusterStateStoreShape } from "../../../src/coordinator/state/ClusterStateStore.js"
 import type { StateStoreSettings } from "../../../src/coordinator/state/config.js"
+import { eventuallyAsync } from "../../support/eventually.js"
 
 /**
  * Short timings so leases expire within seconds (etcd rounds TTLs up to whole seconds, minimum
@@ -62,19 +63,16 @@ export const openStore = async (layer: Layer.Layer<ClusterStateStore, unknown>):
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/** Polls `read` until `done` holds (every 50 ms, up to `timeoutMs`); returns the last value or throws with it. */
-export const pollUntil = async <A>(read: () => Promise<A>, done: (a: A) => boolean, timeoutMs = 30_000, what = "condition"): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  let last: A = await read()
-  while (!done(last)) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(last, (_, v) => (typeof v === "bigint" ? v.toString() : v))}`)
-    await sleep(50)
-    last = await read()
-  }
-  return last
-}
+/** Reads until `done` holds (see eventually.ts), up to `timeoutMs`; returns the value or throws with the last one. */
+export const pollUntil = <A>(read: () => Promise<A>, done: (a: A) => boolean, timeoutMs = 30_000, what = "condition"): Promise<A> =>
+  eventuallyAsync(
+    async () => {
+      const last = await read()
+      if (!done(last)) throw new Error(`last value: ${JSON.stringify(last, (_, v) => (typeof v === "bigint" ? v.toString() : v))}`)
+      return last
+    },
+    { what, within: timeoutMs, every: "50 millis" }
+  )
 
 /** Runs an effect, returning its failure (or "succeeded"). */
 export const failureOf = <A, E>(effect: Effect.Effect<A, E>): Promise<E | "succeeded"> =>
