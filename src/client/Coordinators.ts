@@ -69,6 +69,9 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
       })
     )
     const all = addresses.join(",")
+    // Counters are read synchronously (no runtime call), so the clock is captured once.
+    const clock = yield* Effect.clock
+    const now = (): number => clock.unsafeCurrentTimeMillis()
     let active = 0
     let downSince: number | undefined
     let failures = 0
@@ -91,7 +94,7 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
           )
         }
         if (downSince !== undefined) {
-          logs.push(Effect.logInfo(`coordinator ${addresses[index]} answers again after ${Date.now() - downSince} ms without a coordinator`))
+          logs.push(Effect.logInfo(`coordinator ${addresses[index]} answers again after ${now() - downSince} ms without a coordinator`))
           downSince = undefined
         }
         return Effect.all(logs, { discard: true })
@@ -101,7 +104,7 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
       Effect.suspend(() => {
         failures++
         if (downSince !== undefined) return Effect.void
-        downSince = Date.now()
+        downSince = now()
         const who = addresses.length > 1 ? `no coordinator of ${all} answers` : `coordinator ${all} does not answer`
         return Effect.logWarning(
           `${who} (${problems.join("; ")}): reads go on with the last membership for up to ${options.staleLimitMs} ms and stats come from workers; the coordinators are retried in the background`
@@ -154,7 +157,7 @@ export class Coordinators extends Effect.Service<Coordinators>()("talon/client/C
       counters: (): CoordinatorCounters => ({
         coordinator: addresses[active]!,
         coordinatorReachable: downSince === undefined,
-        coordinatorDownForMs: downSince === undefined ? undefined : Date.now() - downSince,
+        coordinatorDownForMs: downSince === undefined ? undefined : now() - downSince,
         coordinatorFailures: failures,
         coordinatorFailovers: failovers
       })

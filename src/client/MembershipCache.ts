@@ -57,11 +57,14 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
     // Refreshes outlive the caller that started them (an interrupted read must not fail the
     // others waiting on it), but not the client: they run in its scope.
     const run = yield* FiberSet.makeRuntime<never>()
+    // Read synchronously on the read path (fresh), so captured once rather than asked per call.
+    const clock = yield* Effect.clock
+    const now = (): number => clock.unsafeCurrentTimeMillis()
     // While no coordinator answers, retry about once a second (sooner for short TTLs), not per read.
     const retryMs = Math.max(20, Math.min(1000, options.membershipTtlMs / 2))
     let membership: WorkerMembership | undefined
     let refreshing: Deferred.Deferred<WorkerMembership, TalonClientError> | undefined
-    let lastRefreshAt = 0
+    let lastRefreshAt = Number.NEGATIVE_INFINITY
     let warnedEmpty = false
     let staleMembershipUses = 0
     let emptyMembershipsIgnored = 0
@@ -76,7 +79,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
             ? Effect.succeed({ nodes: reply.nodes, zones: new Map<string, string | null>() })
             : Effect.fail(coordinators.unexpected("MembershipQuery", reply))
         )
-        if (options.zone === "" || (v2RefusedAt !== undefined && Date.now() - v2RefusedAt < V2_COOLDOWN_MS)) return v1
+        if (options.zone === "" || (v2RefusedAt !== undefined && now() - v2RefusedAt < V2_COOLDOWN_MS)) return v1
         const v2 = Effect.flatMap(coordinators.ask({ _tag: "MembershipQueryV2" }, true), (reply) =>
           reply._tag === "MembershipListV2"
             ? Effect.succeed({ nodes: reply.nodes.map((n) => n.info), zones: new Map(reply.nodes.map((n) => [n.info.id, n.zone])) })
@@ -85,7 +88,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
         return Effect.catchAll(v2, () =>
           Effect.tap(v1, () =>
             Effect.sync(() => {
-              v2RefusedAt = Date.now()
+              v2RefusedAt = now()
             })
           )
         )
@@ -95,13 +98,13 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
       const reply = yield* listing
       const previous = membership
       const listed = reply.nodes.filter((n) => n.role === NodeRole.Worker)
-      const now = Date.now()
-      if (listed.length === 0 && previous !== undefined && previous.addresses.size > 0 && now - previous.fetchedAt < options.staleLimitMs) {
+      const at = now()
+      if (listed.length === 0 && previous !== undefined && previous.addresses.size > 0 && at - previous.fetchedAt < options.staleLimitMs) {
         emptyMembershipsIgnored++
         if (!warnedEmpty) {
           warnedEmpty = true
           yield* Effect.logWarning(
-            `coordinator ${coordinators.counters().coordinator} lists no workers (restarted, or every worker left): keeping the last ${previous.addresses.size} workers, confirmed ${now - previous.fetchedAt} ms ago, for up to ${options.staleLimitMs} ms while they re-register`
+            `coordinator ${coordinators.counters().coordinator} lists no workers (restarted, or every worker left): keeping the last ${previous.addresses.size} workers, confirmed ${at - previous.fetchedAt} ms ago, for up to ${options.staleLimitMs} ms while they re-register`
           )
         }
         return previous
@@ -111,7 +114,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
         nodes: reply.nodes,
         placement: Maglev.build(listed),
         addresses: new Map(listed.map((n) => [n.id, n.address])),
-        fetchedAt: now,
+        fetchedAt: at,
         ranks: new Map(),
         zones: reply.zones
       }
@@ -129,7 +132,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
       runShared(run, fetchMembership, {
         started: (pending) => {
           refreshing = pending
-          lastRefreshAt = Date.now()
+          lastRefreshAt = now()
         },
         ended: () => (refreshing = undefined),
         closed: () => new CoordinatorUnavailable({ coordinator: options.coordinator, detail: "the client was closed" })
@@ -139,14 +142,14 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
      * A refresh is due past half the TTL, or at once while no coordinator answers; either way
      * at most once per retry interval (an ignored empty list leaves the membership's age as it was).
      */
-    const due = (now: number): boolean => {
-      if (membership === undefined || refreshing !== undefined || now - lastRefreshAt < retryMs) return false
-      return !coordinators.reachable() || now - membership.fetchedAt >= options.membershipTtlMs / 2
+    const due = (at: number): boolean => {
+      if (membership === undefined || refreshing !== undefined || at - lastRefreshAt < retryMs) return false
+      return !coordinators.reachable() || at - membership.fetchedAt >= options.membershipTtlMs / 2
     }
 
     /** While no coordinator answers: one refresh in the background when a retry is due, membership or not (a stat skipping the coordinators asks for this). */
     const kick = (): void => {
-      if (refreshing === undefined && Date.now() - lastRefreshAt >= retryMs) startRefresh()
+      if (refreshing === undefined && now() - lastRefreshAt >= retryMs) startRefresh()
     }
 
     /**
@@ -157,7 +160,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
     const fresh = (): WorkerMembership | undefined => {
       const m = membership
       if (m === undefined) return undefined
-      const age = Date.now() - m.fetchedAt
+      const age = now() - m.fetchedAt
       if (age < options.membershipTtlMs) return m
       if (age < options.staleLimitMs) {
         staleMembershipUses++
@@ -179,7 +182,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
         const next = Deferred.await(startRefresh())
         if (cached === undefined || strict) return next
         return Effect.catchTag(next, "CoordinatorUnavailable", (e) =>
-          Date.now() - cached.fetchedAt < options.staleLimitMs
+          now() - cached.fetchedAt < options.staleLimitMs
             ? Effect.succeed(cached)
             : Effect.fail(
                 new CoordinatorUnavailable({
@@ -192,7 +195,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
       })
 
     // The background refresh: a fiber of the client's scope, logging through the caller's logger.
-    yield* Effect.suspend(() => (due(Date.now()) ? Effect.ignore(Deferred.await(startRefresh())) : Effect.void)).pipe(
+    yield* Effect.suspend(() => (due(now()) ? Effect.ignore(Deferred.await(startRefresh())) : Effect.void)).pipe(
       Effect.zipRight(Effect.sleep(Duration.millis(retryMs))),
       Effect.forever,
       Effect.forkScoped
@@ -207,7 +210,7 @@ export class MembershipCache extends Effect.Service<MembershipCache>()("talon/cl
       counters: (): MembershipCounters => {
         const m = membership
         return {
-          membershipAgeMs: m === undefined ? undefined : Date.now() - m.fetchedAt,
+          membershipAgeMs: m === undefined ? undefined : now() - m.fetchedAt,
           membershipWorkers: m?.addresses.size ?? 0,
           staleMembershipUses,
           emptyMembershipsIgnored

@@ -42,6 +42,9 @@ export class StatCache extends Effect.Service<StatCache>()("talon/client/StatCac
     const membership = yield* MembershipCache
     const workers = yield* Workers
     const run = yield* FiberSet.makeRuntime<never>()
+    // Read synchronously on the read path (freshStat), so captured once rather than asked per call.
+    const clock = yield* Effect.clock
+    const now = (): number => clock.unsafeCurrentTimeMillis()
     const cache = new Map<string, { info: ObjectInfo; at: number }>()
     const inFlight = new Map<string, Deferred.Deferred<ObjectInfo, TalonClientError>>()
     let workerStats = 0
@@ -50,11 +53,11 @@ export class StatCache extends Effect.Service<StatCache>()("talon/client/StatCac
     const remember = (key: string, info: ObjectInfo): void => {
       // Bounded: a client reading millions of objects must not keep every stat forever.
       if (cache.size >= MAX_STAT_ENTRIES) {
-        const now = Date.now()
-        for (const [k, v] of cache) if (now - v.at >= options.staleLimitMs) cache.delete(k)
+        const at = now()
+        for (const [k, v] of cache) if (at - v.at >= options.staleLimitMs) cache.delete(k)
         if (cache.size >= MAX_STAT_ENTRIES) cache.clear()
       }
-      cache.set(key, { info, at: Date.now() })
+      cache.set(key, { info, at: now() })
     }
 
     const statReply = (object: ObjectId, key: string, reply: ControlMessage, what: string): Effect.Effect<ObjectInfo, TalonClientError> => {
@@ -73,7 +76,7 @@ export class StatCache extends Effect.Service<StatCache>()("talon/client/StatCac
 
     const lastStat = (key: string, cause: CoordinatorUnavailable): Effect.Effect<ObjectInfo, TalonClientError> => {
       const hit = cache.get(key)
-      if (hit !== undefined && Date.now() - hit.at < options.staleLimitMs) {
+      if (hit !== undefined && now() - hit.at < options.staleLimitMs) {
         staleStats++
         return Effect.succeed(hit.info)
       }
@@ -135,7 +138,7 @@ export class StatCache extends Effect.Service<StatCache>()("talon/client/StatCac
       const key = objectIdToPath(object)
       const hit = cache.get(key)
       if (hit === undefined) return undefined
-      const age = Date.now() - hit.at
+      const age = now() - hit.at
       if (age >= options.statTtlMs) return undefined
       if (age >= options.statTtlMs / 2 && !inFlight.has(key)) fetchStat(object, key)
       return hit.info

@@ -119,7 +119,7 @@ export const makeCoordinatorOn = (
         "--object-metadata origin needs origin credentials (TALON_S3_* or TALON_AZURE_*); set them, or use --object-metadata workers to ask a live worker"
       )
     }
-    const startedAt = Date.now()
+    const startedAt = yield* Clock.currentTimeMillis
     const talon = new CoordinatorTalonMetrics()
     const store = talon.store(untimedStore)
     const registry = yield* makeRegistry(store, { clusterId: options.clusterId })
@@ -291,7 +291,7 @@ export const makeCoordinatorOn = (
         epoch: epochForWire(v.epoch),
         counters: registry.counters,
         control: control.stats,
-        uptimeSeconds: (Date.now() - startedAt) / 1000
+        uptimeSeconds: (now - startedAt) / 1000
       })
     )
 

@@ -87,6 +87,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
           )
     const audit = options.auditLog === undefined ? undefined : yield* openAuditLog(options.auditLog).pipe(Effect.mapError((e) => new GatewayError({ message: e.message })))
     const local = Option.getOrUndefined(yield* Effect.serviceOption(LocalBlocks))
+    const clock = yield* Effect.clock
     const services: Services = {
       ...(local === undefined ? {} : { local }),
       principals,
@@ -95,8 +96,9 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       backend,
       route,
       origin,
-      stats: new OriginStatCache(backend, runtime, options.statTtlMs, options.writeFreshMs),
+      stats: new OriginStatCache(backend, runtime, options.statTtlMs, options.writeFreshMs, () => clock.unsafeCurrentTimeMillis()),
       runtime,
+      now: () => clock.unsafeCurrentTimeMillis(),
       counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0, localBodies: 0, localBytes: 0 },
       metrics: new GatewayMetrics(),
       // Made only when this gateway exports traces (the layer below installed the OTLP tracer).

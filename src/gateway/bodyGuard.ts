@@ -30,18 +30,23 @@ export interface BodyGuardOptions {
   readonly minBytesPerSec: number
   /** A hex SHA-256 the body must match (a signed payload). */
   readonly sha256?: string | undefined
+  /** The gateway's Clock (a Node stream on the body path cannot ask the Effect runtime per chunk). */
+  readonly now: () => number
 }
 
 export class BodyGuard extends Transform {
   length = 0
-  readonly #started = Date.now()
-  #lastByte = Date.now()
+  readonly #started: number
+  #lastByte: number
+  // A per-request Node stream on the body path: a plain timer, cleared with the stream.
   readonly #timer: NodeJS.Timeout
   readonly #hash: Hash | undefined
   #held: Buffer | undefined
 
   constructor(private readonly options: BodyGuardOptions) {
     super()
+    this.#started = options.now()
+    this.#lastByte = this.#started
     this.#hash = options.sha256 === undefined ? undefined : createHash("sha256")
     const tick = Math.max(50, Math.min(1000, Math.floor(options.idleMs / 4)))
     this.#timer = setInterval(() => this.#check(), tick)
@@ -49,7 +54,7 @@ export class BodyGuard extends Transform {
   }
 
   #check(): void {
-    const now = Date.now()
+    const now = this.options.now()
     const elapsed = now - this.#started
     if (now - this.#lastByte > this.options.idleMs) {
       return this.#fail(new BodyTimeout(`no request body bytes arrived for ${this.options.idleMs} ms`))
@@ -66,7 +71,7 @@ export class BodyGuard extends Transform {
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     this.length += chunk.length
-    this.#lastByte = Date.now()
+    this.#lastByte = this.options.now()
     if (this.length > this.options.maxBytes) return done(new BodyLimit(this.options.maxBytes))
     if (this.#hash === undefined) return done(null, chunk)
     this.#hash.update(chunk)

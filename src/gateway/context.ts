@@ -42,6 +42,8 @@ export interface Services {
   readonly stats: OriginStatCache
   readonly runtime: Runtime.Runtime<never>
   readonly counters: GatewayCounters
+  /** The service's Clock, read synchronously on the request path (signature windows, body deadlines). */
+  readonly now: () => number
   /** Talon's gateway families (metrics.ts), for the admin port's /metrics. */
   readonly metrics?: GatewayMetrics
   /** The co-located worker's resident blocks (absent: every read goes through the route). */

@@ -27,7 +27,8 @@ export class OriginStatCache {
     runtime: Runtime.Runtime<never>,
     private readonly ttlMs: number,
     private readonly writeFreshMs: number,
-    private readonly now: () => number = Date.now
+    /** The gateway's Clock (the cache is read synchronously on the request path). */
+    private readonly now: () => number
   ) {
     this.#run = Runtime.runPromise(runtime)
   }

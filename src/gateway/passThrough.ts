@@ -105,6 +105,7 @@ export const passThrough = async (ctx: GwCtx, d: Dialect, o: PassOptions): Promi
       maxBytes: header(ctx, "x-amz-decoded-content-length") !== undefined ? limit + Math.ceil(limit / 1024) + 65536 : limit,
       idleMs: g.options.bodyIdleMs,
       minBytesPerSec: g.options.minBodyBytesPerSec,
+      now: g.now,
       sha256: sha !== undefined && /^[0-9a-f]{64}$/.test(sha) ? sha : undefined
     })
     body = guard

@@ -36,7 +36,7 @@ const authorize = (g: Services, ctx: GwCtx, azure: boolean, account: string | un
   const { options } = g
   if (!options.auth) return { ok: true }
   const received = { method: ctx.method, rawPath: ctx.rawPath, rawQuery: ctx.rawQuery, headers: ctx.req.headers }
-  const nowMs = Date.now()
+  const nowMs = g.now()
   // A protocol with an identity file authenticates against its principals (judged by grants in handleRequest).
   const principals = g.principals
   if (principals !== undefined && (azure ? options.azureClientIdentitiesPath : options.s3ClientIdentitiesPath) !== undefined) {

@@ -3,7 +3,7 @@
  * with injectable faults and request counters. Scoped: the server stops when the
  * layer's scope closes.
  */
-import { type ConfigError, Context, Data, Effect, Layer } from "effect"
+import { type ConfigError, Context, Data, Duration, Effect, Layer } from "effect"
 import { resolve } from "../config/Setting.js"
 import { DEFAULT_UPLOAD_TTL_MS, OriginSchema } from "./config.js"
 import * as fs from "node:fs/promises"
@@ -70,20 +70,18 @@ const make = (config: OriginStubConfig): Effect.Effect<OriginStubShape, OriginSt
     const ttl = config.uploadTtlMs ?? DEFAULT_UPLOAD_TTL_MS
     const sweep = () => Promise.all([sweepUploads(root, ttl), sweepBlocks(root, ttl)]).catch(() => undefined)
     yield* Effect.promise(sweep)
-    // Abandoned uploads expire on a timer as well as at start-up: a long-running stub must not fill its disk.
-    yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const timer = setInterval(() => void sweep(), Math.max(50, Math.min(60_000, Math.floor(ttl / 2))))
-        timer.unref()
-        return timer
-      }),
-      (timer) => Effect.sync(() => clearInterval(timer))
+    // Abandoned uploads expire on a schedule as well as at start-up: a long-running stub must not fill its disk.
+    yield* Effect.promise(sweep).pipe(
+      Effect.delay(Duration.millis(Math.max(50, Math.min(60_000, Math.floor(ttl / 2))))),
+      Effect.forever,
+      Effect.forkScoped
     )
+    const clock = yield* Effect.clock
     const state: StubState = {
       root,
       stats: new StatsCounter(),
       faults: new FaultState({ ...noFaults, ...config.faults }),
-      tokens: new TokenIssuer(),
+      tokens: new TokenIssuer(() => clock.unsafeCurrentTimeMillis()),
       url: ""
     }
     const server = yield* Effect.acquireRelease(

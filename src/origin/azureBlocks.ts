@@ -160,6 +160,7 @@ export const getBlockList = async (ctx: Ctx, container: string, blob: string) =>
 }
 
 /** Removes staging directories untouched for `ttlMs` (uncommitted blocks); returns how many. */
+// Ages are file mtimes (the OS's wall clock), so `now` defaults to the wall clock, not the Effect Clock.
 export const sweepBlocks = async (root: string, ttlMs: number, now = Date.now()): Promise<number> => {
   let removed = 0
   for (const name of await fs.readdir(blocksRoot(root)).catch(() => [] as Array<string>)) {

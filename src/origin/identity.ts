@@ -81,7 +81,7 @@ const sessionCredentials = (ctx: Ctx, flow: "sts" | "imds") => {
     accessKeyId: `ASIA${suffix}`,
     secret: `stub-secret-${token.slice(-24)}`,
     token,
-    expiration: new Date(Date.now() + expiresIn * 1000).toISOString()
+    expiration: new Date(ctx.state.tokens.now() + expiresIn * 1000).toISOString()
   }
 }
 
@@ -117,12 +117,12 @@ const instanceMetadata = (ctx: Ctx, pathname: string) => {
     if (!Number.isInteger(ttl) || ttl < 1 || ttl > 21600) return sendText(ctx, 400, "X-aws-ec2-metadata-token-ttl-seconds must be 1..21600")
     const session = `imds-session-${randomBytes(12).toString("base64url")}`
     const sessions = ctx.state.tokens.imdsSessions
-    for (const [old, until] of sessions) if (until <= Date.now()) sessions.delete(old)
-    sessions.set(session, Date.now() + ttl * 1000)
+    for (const [old, until] of sessions) if (until <= ctx.state.tokens.now()) sessions.delete(old)
+    sessions.set(session, ctx.state.tokens.now() + ttl * 1000)
     return sendText(ctx, 200, session)
   }
   const session = header(ctx, "x-aws-ec2-metadata-token") ?? ""
-  if ((ctx.state.tokens.imdsSessions.get(session) ?? 0) <= Date.now()) return sendText(ctx, 401, "")
+  if ((ctx.state.tokens.imdsSessions.get(session) ?? 0) <= ctx.state.tokens.now()) return sendText(ctx, 401, "")
   if (pathname === IMDS_CREDENTIALS_PATH) {
     if (ctx.state.tokens.settings.refuse) return sendText(ctx, 404, "")
     return sendText(ctx, 200, IMDS_ROLE)
@@ -176,7 +176,7 @@ const jwtGrant = async (ctx: Ctx) => {
   if (typeof claims.iss !== "string" || typeof claims.scope !== "string") return invalid("the assertion needs iss and scope")
   const expected = `${ctx.state.url}${OAUTH_TOKEN_PATH}`
   if (claims.aud !== expected) return invalid(`the assertion's aud must be ${expected}`)
-  const now = Math.floor(Date.now() / 1000)
+  const now = Math.floor(ctx.state.tokens.now() / 1000)
   if (typeof claims.exp !== "number" || claims.exp <= now) return invalid("the assertion has expired (check the clock)")
   if (typeof claims.iat !== "number" || claims.iat > now + 300) return invalid("the assertion was issued in the future (check the clock)")
   grant(ctx, "jwt")
@@ -214,7 +214,7 @@ const managedIdentity = (ctx: Ctx) => {
     return entraError(ctx, 400, "invalid_request", "Identity not found (refused by the origin stub)")
   }
   const { token, expiresIn } = ctx.state.tokens.issue("msi")
-  const now = Math.floor(Date.now() / 1000)
+  const now = Math.floor(ctx.state.tokens.now() / 1000)
   sendJson(ctx, 200, {
     access_token: token,
     expires_in: String(expiresIn),

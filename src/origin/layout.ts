@@ -103,7 +103,7 @@ export const rememberContentEtag = (stat: { ino: bigint; size: bigint; mtimeNs: 
 }
 
 let lastMtimeMs = 0
-/** A modification time later than any this process has set (millisecond steps). */
+/** A modification time later than any this process has set (millisecond steps). File mtimes are the OS's wall clock, hence not the Effect Clock. */
 export const nextMtime = (): Date => {
   lastMtimeMs = Math.max(Date.now(), lastMtimeMs + 1)
   return new Date(lastMtimeMs)

@@ -256,6 +256,7 @@ export const listUploads = async (ctx: Ctx, bucket: string): Promise<void> => {
 }
 
 /** Removes uploads started more than `ttlMs` ago and never completed or aborted; returns how many. */
+// Ages are file mtimes (the OS's wall clock), so `now` defaults to the wall clock, not the Effect Clock.
 export const sweepUploads = async (root: string, ttlMs: number, now = Date.now()): Promise<number> => {
   let removed = 0
   for (const id of await fs.readdir(uploadsDir(root)).catch(() => [] as Array<string>)) {

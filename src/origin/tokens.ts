@@ -1,7 +1,7 @@
 /**
  * The stub's token issuer: the bearer tokens its emulated identity endpoints hand out (the
  * GCE metadata server, the OAuth JWT grant) and the check its GCS front end makes on every
- * request. Tokens expire on the stub's wall clock; an admin patch can shorten what the
+ * request. Tokens expire on the stub's Clock (`now`); an admin patch can shorten what the
  * stub honours below what it advertises (clock skew, revocation), refuse grants, or expire
  * every token at once, so clients' refresh and refusal paths can be exercised.
  */
@@ -39,12 +39,15 @@ export class TokenIssuer {
   /** IMDSv2 session tokens (which unlock credentials, and are not credentials themselves) → expiry. */
   readonly imdsSessions = new Map<string, number>()
 
+  /** `now`: the stub's Clock, read synchronously by its request handlers. */
+  constructor(readonly now: () => number) {}
+
   update(patch: TokenSettingsPatch): TokenSettings {
     this.settings = { ...this.settings, ...patch }
     return this.settings
   }
 
-  issue(flow: Flow, now: number = Date.now()): { readonly token: string; readonly expiresIn: number } {
+  issue(flow: Flow, now: number = this.now()): { readonly token: string; readonly expiresIn: number } {
     // Expired entries are dropped as new ones come, so the map stays as big as the live set.
     for (const [token, until] of this.tokens) if (until <= now) this.tokens.delete(token)
     const token = `${prefixOf(flow)}${randomBytes(18).toString("base64url")}`
@@ -54,13 +57,13 @@ export class TokenIssuer {
     return { token, expiresIn: this.settings.ttlSeconds }
   }
 
-  check(authorization: string | undefined, now: number = Date.now()): TokenCheck {
+  check(authorization: string | undefined, now: number = this.now()): TokenCheck {
     const m = authorization === undefined ? null : /^Bearer\s+(\S+)$/i.exec(authorization)
     return this.checkToken(m === null ? undefined : m[1], now)
   }
 
   /** A bare token (an AWS session token); `missing` when there is none. */
-  checkToken(token: string | undefined, now: number = Date.now()): TokenCheck {
+  checkToken(token: string | undefined, now: number = this.now()): TokenCheck {
     const verdict: TokenCheck = token === undefined ? "missing" : this.verdict(token, now)
     if (verdict !== "ok") this.rejected++
     return verdict
@@ -78,7 +81,7 @@ export class TokenIssuer {
   }
 
   /** Every token issued so far stops working (a revocation, or time jumping past them). */
-  expireAll(now: number = Date.now()): void {
+  expireAll(now: number = this.now()): void {
     for (const token of this.tokens.keys()) this.tokens.set(token, now)
   }
 

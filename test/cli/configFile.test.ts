@@ -8,6 +8,7 @@ import { Config, Effect } from "effect"
 import { configPathFrom, flattenConfig, readConfigFile } from "../../src/cli/configFile.js"
 import { ALL_COMPONENTS } from "../../src/config/registry.js"
 import type { Setting } from "../../src/config/Setting.js"
+import { eventually } from "../support/eventually.js"
 
 const repo = path.resolve(__dirname, "../..")
 
@@ -47,15 +48,13 @@ const talon = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   )
 
 const waitFor = <A>(what: string, probe: () => A | undefined, output: () => string, ms = 60_000) =>
-  Effect.promise(async () => {
-    const until = Date.now() + ms
-    for (;;) {
+  eventually(
+    Effect.suspend(() => {
       const v = probe()
-      if (v !== undefined) return v
-      if (Date.now() > until) throw new Error(`timed out waiting for ${what}; output:\n${output()}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  })
+      return v !== undefined ? Effect.succeed(v) : Effect.fail(`output so far:\n${output()}`)
+    }),
+    { what, within: ms, every: "50 millis" }
+  ).pipe(Effect.orDie)
 
 describe("config file", () => {
   it("maps tables to TALON_<SECTION>_<NAME>, lists comma-joined, TALON_* keys verbatim", () => {

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Either, Stream, type Scope } from "effect"
+import { Chunk, Effect, Either, Stream, TestClock, type Scope } from "effect"
 import { ControlChannel } from "../../src/transport/ControlChannel.js"
 import { createTalonClient, makeTalonClient, type RawRead, type TalonClientShape } from "../../src/client/TalonClient.js"
 import { SlabPool } from "../../src/client/SlabPool.js"
@@ -21,6 +21,7 @@ import { testCoordinator } from "../coordinator/fixtures/harness.js"
 import { FakeWorker } from "./fixtures/fakeWorker.js"
 import { scopedFakeWorker } from "./fixtures/registeredWorker.js"
 import { scriptedControl } from "./fixtures/scriptedControl.js"
+import { eventually } from "../support/eventually.js"
 
 const BLOCK = 64 * 1024
 const data = randomBytes(5 * BLOCK + 1234)
@@ -351,7 +352,8 @@ describe("createTalonClient (promise facade)", () => {
 })
 
 describe("TalonClient stat cache", () => {
-  it.live("concurrent stats share one StatObject; past half the TTL the cached answer is served while one refresh runs", () =>
+  // On TestClock: the stat TTL is the client's Clock, so half of it passes with TestClock.adjust, not a sleep.
+  it.effect("concurrent stats share one StatObject; past half the TTL the cached answer is served while one refresh runs", () =>
     Effect.scoped(
       Effect.gen(function* () {
         // A coordinator that counts StatObject requests and answers them only when told to.
@@ -367,7 +369,7 @@ describe("TalonClient stat cache", () => {
         const release = () => {
           for (const answer of held.splice(0)) answer()
         }
-        const waitAsked = (n: number) => Effect.repeat(Effect.sleep("5 millis"), { until: () => asked >= n })
+        const waitAsked = (n: number) => eventually(Effect.sync(() => expect(asked).toBeGreaterThanOrEqual(n)), { what: `StatObject asked ${n} times` })
         const client = yield* makeTalonClient({
           coordinator: control.address,
           statTtlMs: 3000
@@ -383,16 +385,22 @@ describe("TalonClient stat cache", () => {
         expect(client.cachedStat(object)?.version).toBe("v1")
 
         // Past half the TTL: the cached answer comes at once (the refresh is still held), and one refresh went out.
-        yield* Effect.sleep("1600 millis")
+        yield* TestClock.adjust("1499 millis")
+        expect(client.cachedStat(object)?.version).toBe("v1")
+        expect(asked).toBe(1)
+        yield* TestClock.adjust("1 millis")
         version = "v2"
         expect((yield* client.stat(URI)).version).toBe("v1")
         expect(client.cachedStat(object)?.version).toBe("v1")
         yield* waitAsked(2)
         expect(asked).toBe(2)
         release()
-        yield* Effect.repeat(Effect.sleep("5 millis"), { until: () => client.cachedStat(object)?.version === "v2" })
+        yield* eventually(Effect.sync(() => expect(client.cachedStat(object)?.version).toBe("v2")), { what: "the refreshed stat cached" })
         expect((yield* client.stat(URI)).version).toBe("v2")
         expect(asked).toBe(2)
+        // The refreshed stat lives a full TTL from its refresh, then is asked again.
+        yield* TestClock.adjust("3000 millis")
+        expect(client.cachedStat(object)).toBeUndefined()
       })
     )
   )

@@ -8,13 +8,14 @@
  */
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber, Option, TestClock } from "effect"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
 import { NodeRole } from "../../src/core/ids.js"
 import { encodeControlFrame, type ControlMessage } from "../../src/protocol/index.js"
 import type { MemoryObject } from "../coordinator/fixtures/memoryBackend.js"
 import { scopedFakeWorker } from "./fixtures/registeredWorker.js"
 import { scriptedControl } from "./fixtures/scriptedControl.js"
+import { eventually } from "../support/eventually.js"
 
 const BLOCK = 64 * 1024
 const data = randomBytes(3 * BLOCK + 99)
@@ -34,8 +35,26 @@ const scriptedCoordinator = (members: () => ControlMessage) =>
     return { ...control, queries }
   })
 
+/**
+ * `effect` run to its end while the test's clock moves on 50 ms per try: the client's retries
+ * to a coordinator that is gone wait on its Clock.
+ */
+const drive = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.gen(function* () {
+    const fiber = yield* Effect.fork(effect)
+    yield* eventually(
+      Effect.zipRight(
+        TestClock.adjust("50 millis"),
+        Effect.flatMap(fiber.poll, (done) => (Option.isSome(done) ? Effect.void : Effect.fail("still running")))
+      ),
+      { what: "the request to finish" }
+    )
+    return yield* Fiber.join(fiber)
+  })
+
 describe("TalonClient while the coordinator restarts or is gone", () => {
-  it.live("an empty list does not replace the held membership within the stale limit; past it, it does", () =>
+  // On TestClock: the membership's TTL and stale limit are the client's Clock; only the socket I/O is real.
+  it.effect("an empty list does not replace the held membership within the stale limit; past it, it does", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const worker = yield* scopedFakeWorker(store)
@@ -49,18 +68,23 @@ describe("TalonClient while the coordinator restarts or is gone", () => {
           blockSize: BLOCK,
           membershipTtlMs: 100,
           statTtlMs: 60_000,
-          staleLimitMs: 3000
+          staleLimitMs: 2000
         })
         expect(Buffer.from(yield* client.read(URI, 0, data.length)).equals(data)).toBe(true)
-        const confirmedAt = Date.now()
 
         restarted = true
         const queriesBefore = coordinator.queries.n
-        // Well past the TTL: the client has asked again and been told "no workers" several times.
-        while (coordinator.queries.n < queriesBefore + 3) {
-          expect(Buffer.from(yield* client.read(URI, BLOCK - 7, BLOCK)).equals(data.subarray(BLOCK - 7, 2 * BLOCK - 7))).toBe(true)
-          yield* Effect.sleep("20 millis")
-        }
+        // Well past the TTL (each try moves the client's clock 60 ms on, far from the stale limit):
+        // the client has asked again and been told "no workers" several times, and reads go on.
+        yield* eventually(
+          Effect.gen(function* () {
+            yield* TestClock.adjust("60 millis")
+            expect(Buffer.from(yield* client.read(URI, BLOCK - 7, BLOCK)).equals(data.subarray(BLOCK - 7, 2 * BLOCK - 7))).toBe(true)
+            expect(coordinator.queries.n).toBeGreaterThanOrEqual(queriesBefore + 3)
+            expect(client.controlPlane().emptyMembershipsIgnored).toBeGreaterThanOrEqual(3)
+          }),
+          { what: "three empty membership lists ignored" }
+        )
         expect((yield* client.members()).map((n) => n.id)).toEqual(["only"])
         const cp = client.controlPlane()
         expect(cp.emptyMembershipsIgnored).toBeGreaterThanOrEqual(3)
@@ -68,20 +92,16 @@ describe("TalonClient while the coordinator restarts or is gone", () => {
         expect(cp.membershipWorkers).toBe(1)
 
         // Past the stale limit the empty list is believed: the read names the lack of workers.
-        yield* Effect.sleep(`${Math.max(0, confirmedAt + 3000 - Date.now()) + 200} millis`)
-        const err = yield* Effect.flip(
-          Effect.gen(function* () {
-            yield* client.members()
-            yield* Effect.sleep("150 millis")
-            return yield* client.read(URI, 0, 10)
-          })
-        )
+        // (TestClock.adjust wakes the background refresh at each of its ticks on the way.)
+        yield* TestClock.adjust("2 seconds")
+        yield* client.members()
+        const err = yield* Effect.flip(client.read(URI, 0, 10))
         expect(err._tag).toBe("NoWorkers")
       })
     )
   )
 
-  it.live("with the coordinator gone and no worker able to stat, the last stat serves within the stale limit; past it, the error says so", () =>
+  it.effect("with the coordinator gone and no worker able to stat, the last stat serves within the stale limit; past it, the error says so", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const worker = yield* scopedFakeWorker(store)
@@ -98,19 +118,18 @@ describe("TalonClient while the coordinator restarts or is gone", () => {
           connectTimeoutMs: 500
         })
         expect(Buffer.from(yield* client.read(URI, 0, data.length)).equals(data)).toBe(true)
-        const statAt = Date.now()
         yield* Effect.promise(coordinator.stop)
-        yield* Effect.sleep("300 millis")
+        yield* TestClock.adjust("300 millis")
 
         // Both TTLs are long past: the fake worker refuses StatObject, so the last stat is all there is.
-        expect(Buffer.from(yield* client.read(URI, 5, 2 * BLOCK)).equals(data.subarray(5, 5 + 2 * BLOCK))).toBe(true)
+        expect(Buffer.from(yield* drive(client.read(URI, 5, 2 * BLOCK))).equals(data.subarray(5, 5 + 2 * BLOCK))).toBe(true)
         const cp = client.controlPlane()
         expect(cp.coordinatorReachable).toBe(false)
         expect(cp.staleStats).toBeGreaterThan(0)
         expect(cp.staleMembershipUses).toBeGreaterThan(0)
 
-        yield* Effect.sleep(`${Math.max(0, statAt + 2000 - Date.now()) + 200} millis`)
-        const err = yield* Effect.flip(client.stat(URI))
+        yield* TestClock.adjust("2 seconds")
+        const err = yield* Effect.flip(drive(client.stat(URI)))
         expect(err._tag).toBe("CoordinatorUnavailable")
         expect(err.message).toContain("no worker of the last membership answered the stat")
         expect(err.message).toContain("2000 ms")

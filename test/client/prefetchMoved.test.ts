@@ -16,6 +16,7 @@ import { Coordinator } from "../../src/coordinator/Coordinator.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { WorkerConfig } from "../../src/worker/config.js"
+import { eventually } from "../support/eventually.js"
 
 const MiB = 1024 * 1024
 const BLOCK = MiB
@@ -71,7 +72,7 @@ describe("Prefetch when a worker leaves", () => {
         const scopes = yield* Effect.all([Scope.make(), Scope.make(), Scope.make()])
         for (const [i, s] of scopes.entries()) yield* worker(i, s)
         yield* Effect.addFinalizer(() => Effect.forEach(scopes, (s) => Scope.close(s, Exit.void), { discard: true }))
-        while ((yield* coordinator.members).length < 3) yield* Effect.sleep("50 millis")
+        yield* eventually(Effect.flatMap(coordinator.members, (m) => Effect.sync(() => expect(m.length).toBe(3))), { what: "three workers registered" })
 
         // The client takes the three-worker membership and keeps it (a long TTL)...
         const ctx = yield* Layer.build(
@@ -81,7 +82,7 @@ describe("Prefetch when a worker leaves", () => {
         expect((yield* client.members()).length).toBe(3)
         // ...then one worker stops, and the coordinator drops it.
         yield* Scope.close(scopes[2]!, Exit.void)
-        while ((yield* coordinator.members).length > 2) yield* Effect.sleep("50 millis")
+        yield* eventually(Effect.flatMap(coordinator.members, (m) => Effect.sync(() => expect(m.length).toBe(2))), { what: "the stopped worker dropped" })
 
         const summary = yield* Context.get(ctx, Prefetch).prefetch("s3://data/")
         const total = data.reduce((n, b) => n + b.length, 0)

@@ -23,6 +23,7 @@ import { Worker } from "../../src/worker/Worker.js"
 import { WorkerConfig } from "../../src/worker/config.js"
 import { scopedFakeWorker } from "./fixtures/registeredWorker.js"
 import { scriptedControl } from "./fixtures/scriptedControl.js"
+import { eventually } from "../support/eventually.js"
 
 const KiB = 1024
 const BLOCK = 256 * KiB
@@ -120,12 +121,12 @@ describe("zones on a local cluster", () => {
         const a = yield* startWorker("a")
         const b = yield* startWorker("b")
         // Both listed, each with its zone reported (zones ride the status heartbeat).
-        for (let i = 0; ; i++) {
-          const status = yield* cluster.coordinator.cluster
-          if (status.members.length === 2 && status.members.every((m) => m.zone !== null)) break
-          if (i === 100) return yield* Effect.dieMessage("workers did not join with their zones")
-          yield* Effect.sleep("50 millis")
-        }
+        yield* eventually(
+          Effect.flatMap(cluster.coordinator.cluster, (status) =>
+            Effect.sync(() => expect(status.members.map((m) => m.zone !== null)).toEqual([true, true]))
+          ),
+          { what: "both workers joined with their zones", every: "50 millis" }
+        )
 
         const client = yield* makeTalonClient({
           coordinator: cluster.coordinator.controlAddress,

@@ -17,6 +17,7 @@ import { OriginStub } from "../../src/origin/OriginStub.js"
 import { nativeCounters } from "../../src/worker/plane/Native.js"
 import { raw, tempDir } from "../origin/fixtures/testOrigin.js"
 import { patientCoordinator } from "../support/loopbackCoordinator.js"
+import { eventually } from "../support/eventually.js"
 
 const run = Command.run(
   gatewayCommand(() => import("../../src/cluster/colocated.js").then((m) => m.colocatedWorker)),
@@ -49,14 +50,14 @@ it.scopedLive("--colocate starts a worker in the process and sends its resident 
       ["TALON_WORKER_DATA_PLANE", "portable"]
     ])
     const fiber = yield* run(argv).pipe(Effect.provide(NodeContext.layer), Effect.withConfigProvider(ConfigProvider.fromMap(env)), Effect.forkScoped)
-    const url = yield* Effect.promise(async () => {
-      for (let i = 0; i < 600; i++) {
+    const url = yield* eventually(
+      Effect.sync(() => {
         const m = logged.join("\n").match(/listening on (http:\/\/127\.0\.0\.1:\d+) \(cache route\)/)
-        if (m) return m[1]!
-        await new Promise((r) => setTimeout(r, 50))
-      }
-      throw new Error(`gateway never reported its endpoint:\n${logged.join("\n")}`)
-    })
+        if (m === null) throw new Error(`not in the log yet:\n${logged.join("\n")}`)
+        return m[1]!
+      }),
+      { what: "the gateway to report its endpoint", within: "30 seconds", every: "50 millis" }
+    )
     expect(logged.join("\n")).toContain("co-located")
     yield* coordinator.members.pipe(Effect.delay("20 millis"), Effect.repeat({ until: (m) => m.length === 1 }), Effect.timeout("30 seconds"))
     const range = { Range: "bytes=100-2100099" }

@@ -7,6 +7,7 @@ import { TalonClient } from "../../src/client/TalonClient.js"
 import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3"
 import { BlobServiceClient, StorageSharedKeyCredential } from "@azure/storage-blob"
 import { AZURITE_ACCOUNT, AZURITE_KEY } from "../../src/origin/OriginStub.js"
+import { eventually } from "../support/eventually.js"
 
 // `npm start` = `talon up`: a real child process, read through it with the client library,
 // then Ctrl-C (SIGINT) must stop everything and remove the temp dir.
@@ -40,11 +41,11 @@ describe("talon up", () => {
       Effect.gen(function* () {
         const client = yield* TalonClient
         // Workers register asynchronously; the client refreshes membership and retries once.
-        for (let i = 0; ; i++) {
-          const r = yield* Effect.either(client.read(`s3://${SEED_BUCKET}/${SAMPLE_KEY}`, offset, 4096))
-          if (r._tag === "Right" || i === 30) return yield* r
-          yield* Effect.sleep("500 millis")
-        }
+        return yield* eventually(client.read(`s3://${SEED_BUCKET}/${SAMPLE_KEY}`, offset, 4096), {
+          what: "a read through the started cluster",
+          within: "15 seconds",
+          every: "100 millis"
+        })
       }).pipe(Effect.provide(TalonClient.layer({ coordinator: coordinator!, membershipTtlMs: 200 })))
     )
     expect(Buffer.from(bytes).equals(sampleBytes(offset, 4096))).toBe(true)

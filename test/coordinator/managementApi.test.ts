@@ -15,6 +15,7 @@ import { schemaProblems } from "../support/jsonSchema.js"
 import { memoryBackend } from "./fixtures/memoryBackend.js"
 import { clusterCapacity } from "../../src/client/prefetchCapacity.js"
 import { objects } from "./fixtures/harness.js"
+import { eventuallyAsync } from "../support/eventually.js"
 
 const TOKEN = "0123456789abcdef-admin"
 const cleanup = makeCleanup()
@@ -52,13 +53,15 @@ beforeAll(async () => {
   })
   workerAdmin = worker.worker.adminAddress
   // Both records (the worker's status and the coordinator's own) arrive through the store's watch.
-  for (let i = 0; i < 800; i++) {
-    const view = await get(coordinator, "/api/v1/cluster", TOKEN)
-    const body = view.status === 200 ? view.json() : {}
-    if (body["healthy_worker_count"] === 1 && body["coordinator_count"] === 1 && Number(body["total_capacity_bytes"]) > 0) return
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error("the worker never joined")
+  await eventuallyAsync(
+    async () => {
+      const view = await get(coordinator, "/api/v1/cluster", TOKEN)
+      expect(view.status).toBe(200)
+      const body = view.json()
+      expect([body["healthy_worker_count"], body["coordinator_count"], Number(body["total_capacity_bytes"]) > 0]).toEqual([1, 1, true])
+    },
+    { what: "the worker joined", within: "20 seconds", every: "25 millis" }
+  )
 }, 60_000)
 afterAll(() => cleanup.run())
 

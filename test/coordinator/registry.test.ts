@@ -6,6 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, TestClock } from "effect"
 import { NodeRole } from "../../src/core/ids.js"
+import { eventually } from "../support/eventually.js"
 import { makeRegistry } from "../../src/coordinator/registry/Registry.js"
 import { Heartbeat, Register, ReportStatus, Snapshot, Sweep } from "../../src/coordinator/registry/registryMessages.js"
 import type { RegistryView } from "../../src/coordinator/registry/view.js"
@@ -32,19 +33,20 @@ const setup = Effect.gen(function* () {
 /**
  * Sweeps until `done` holds of the snapshot. The store's follower hashes the
  * epoch on a real promise, so its view lands a moment of real time after the
- * TestClock moved; this waits for that, moving the clock on by 10 ms a
- * round so the store's expiry fiber keeps running.
+ * TestClock moved; `eventually` waits for that on the live clock, moving the
+ * TestClock on by 10 ms a round so the store's expiry fiber keeps running.
  */
 const sweepUntil = (registry: Effect.Effect.Success<typeof setup>["registry"], done: (v: RegistryView) => boolean) =>
-  Effect.gen(function* () {
-    for (let i = 0; ; i++) {
+  eventually(
+    Effect.gen(function* () {
       yield* registry.actor.ask(new Sweep())
       const view = yield* registry.actor.ask(new Snapshot())
-      if (done(view) || i >= 200) return view
-      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 10)))
+      if (done(view)) return view
       yield* TestClock.adjust(10)
-    }
-  })
+      return yield* Effect.fail(`not yet: ${view.nodes.length} nodes`)
+    }),
+    { what: "the swept snapshot", every: "10 millis" }
+  )
 
 const at = (status: ReturnType<typeof worker>, ms: number) => ({ ...status, startedAtUnixMs: ms, reportedAtUnixMs: ms + status.heartbeatSeq })
 

@@ -12,6 +12,7 @@ import { vi } from "vitest"
 import { gateway } from "../../src/gateway/cli.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { raw, tempDir } from "../origin/fixtures/testOrigin.js"
+import { eventually } from "../support/eventually.js"
 
 const run = Command.run(gateway, { name: "talon-gateway", version: "test" })
 
@@ -49,14 +50,14 @@ it.scopedLive("serves with flags over TALON_GATEWAY_* env, origin from TALON_S3_
       ),
       Effect.forkScoped
     )
-    const url = yield* Effect.promise(async () => {
-      for (let i = 0; i < 600; i++) {
+    const url = yield* eventually(
+      Effect.sync(() => {
         const m = logged.join("\n").match(/listening on (http:\/\/127\.0\.0\.1:\d+) \(origin route\)/)
-        if (m) return m[1]!
-        await new Promise((r) => setTimeout(r, 50))
-      }
-      throw new Error(`gateway never reported its endpoint:\n${logged.join("\n")}`)
-    })
+        if (m === null) throw new Error(`not in the log yet:\n${logged.join("\n")}`)
+        return m[1]!
+      }),
+      { what: "the gateway to report its endpoint", within: "30 seconds", every: "50 millis" }
+    )
     // Flags beat env (--listen port 0 over :1, --auth off over TALON_GATEWAY_AUTH=true).
     expect(url).not.toMatch(/:1$/)
     expect(logged.join("\n")).toContain("AUTH IS OFF")

@@ -8,6 +8,7 @@ import { Deferred, Effect, Stream } from "effect"
 import { BackendNotFound, type BackendStoreShape, type ObjectStat } from "../../src/backend/BackendStore.js"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
 import { OriginStatCache } from "../../src/gateway/originStatCache.js"
+import { eventually } from "../support/eventually.js"
 
 const OBJ: ObjectId = { backend: Backend.S3, bucket: "b", objectPath: "k" }
 
@@ -56,7 +57,7 @@ describe("gateway stat cache", () => {
       const cache = new OriginStatCache(origin.backend, yield* Effect.runtime<never>(), 1000, 5000, () => now)
       yield* origin.hold()
       const waiting = yield* Effect.all([cache.stat(OBJ), cache.stat(OBJ), cache.stat(OBJ)], { concurrency: "unbounded" }).pipe(Effect.fork)
-      yield* Effect.sleep("20 millis")
+      yield* eventually(Effect.sync(() => expect(origin.heads()).toBe(1)), { what: "the HEAD at the origin" })
       yield* origin.release()
       const answers = yield* waiting.await.pipe(Effect.flatten)
       expect(answers.map((a) => a.version)).toEqual(["v1", "v1", "v1"])
@@ -69,9 +70,14 @@ describe("gateway stat cache", () => {
       origin.setVersion(2)
       now += 200 // past half: the cached answer now, a refresh behind it
       expect((yield* cache.stat(OBJ)).version).toBe("v1")
-      yield* Effect.sleep("20 millis")
+      // One refresh HEAD, whose answer is then cached (asking meanwhile starts no other).
+      yield* eventually(
+        Effect.gen(function* () {
+          expect((yield* cache.stat(OBJ)).version).toBe("v2")
+        }),
+        { what: "the background refresh's answer cached" }
+      )
       expect(origin.heads()).toBe(2)
-      expect((yield* cache.stat(OBJ)).version).toBe("v2")
 
       now += 5_000 // expired: the caller waits for the origin
       origin.setVersion(3)
@@ -93,7 +99,7 @@ describe("gateway stat cache", () => {
       const cache = new OriginStatCache(origin.backend, yield* Effect.runtime<never>(), 10_000, 500, () => now)
       yield* origin.hold()
       const inflight = yield* cache.stat(OBJ).pipe(Effect.fork)
-      yield* Effect.sleep("20 millis")
+      yield* eventually(Effect.sync(() => expect(origin.heads()).toBe(1)), { what: "the HEAD at the origin" })
       origin.setVersion(2)
       cache.written(OBJ) // the old HEAD's answer must not be remembered
       yield* origin.release()

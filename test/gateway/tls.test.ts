@@ -17,6 +17,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Gateway } from "../../src/gateway/Gateway.js"
 import { issueCert } from "../support/tlsCerts.js"
+import { eventually } from "../support/eventually.js"
 import { AZURE_KEY, gatewayFixture, S3_KEY } from "./fixtures/targets.js"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "talon-tls-"))
@@ -51,10 +52,20 @@ const issuer = (url: string) =>
     req.end()
   })
 
-const waitFor = async (what: () => Promise<boolean>, ms = 30_000) => {
-  for (const until = Date.now() + ms; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) if (await what()) return true
-  return false
-}
+/** Counts the "TLS reload refused" lines the gateway writes to stderr while `effect` runs. */
+const countingRefusals = <A, E, R>(effect: (refusals: () => number) => Effect.Effect<A, E, R>) =>
+  Effect.suspend(() => {
+    let refusals = 0
+    const original = process.stderr.write
+    process.stderr.write = ((chunk: string | Uint8Array, ...rest: Array<never>) => {
+      if (String(chunk).includes("TLS reload refused")) refusals++
+      return original.call(process.stderr, chunk, ...rest)
+    }) as typeof process.stderr.write
+    return Effect.ensuring(
+      effect(() => refusals),
+      Effect.sync(() => (process.stderr.write = original))
+    )
+  })
 
 layer(gatewayFixture("origin", { gateway: { tlsCert: certFile, tlsKey: keyFile } }), { excludeTestServices: true, timeout: "60 seconds" })(
   "gateway over HTTPS",
@@ -89,15 +100,20 @@ layer(gatewayFixture("origin", { gateway: { tlsCert: certFile, tlsKey: keyFile }
         expect(yield* Effect.promise(() => issuer(gw.url))).toBe("first test CA")
         fs.writeFileSync(keyFile, second.key)
         fs.writeFileSync(certFile, second.cert)
-        expect(yield* Effect.promise(() => waitFor(async () => (await issuer(gw.url)) === "second test CA"))).toBe(true)
+        yield* eventually(Effect.promise(async () => expect(await issuer(gw.url)).toBe("second test CA")), { what: "the renewed certificate served", within: "30 seconds", every: "100 millis" })
         const renewed = s3With(gw.url, second.ca)
         const again = yield* Effect.promise(() => renewed.send(new GetObjectCommand({ Bucket: "tls", Key: "obj.bin" })).then(async (o) => Buffer.from(await o.Body!.transformToByteArray())))
         expect(again.equals(body)).toBe(true)
 
-        // A broken pair (the first key with the second certificate) on SIGHUP is refused: still the second.
-        fs.writeFileSync(keyFile, first.key)
-        process.kill(process.pid, "SIGHUP")
-        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 2500)))
+        // A broken pair (the first key with the second certificate) is refused, on SIGHUP and when the
+        // file watch sees the key change: still the second.
+        yield* countingRefusals((refusals) =>
+          Effect.gen(function* () {
+            fs.writeFileSync(keyFile, first.key)
+            process.kill(process.pid, "SIGHUP")
+            yield* eventually(Effect.sync(() => expect(refusals()).toBeGreaterThanOrEqual(2)), { what: "the SIGHUP and file-change reloads refused" })
+          })
+        )
         expect(yield* Effect.promise(() => issuer(gw.url))).toBe("second test CA")
         fs.rmSync(dir, { recursive: true, force: true })
       })

@@ -16,6 +16,7 @@ import { issueCert } from "../support/tlsCerts.js"
 import { makeDirBackend } from "../worker/support/dirBackend.js"
 import { makeCleanup, startWorker, tempDir } from "../worker/support/harness.js"
 import { testCoordinator } from "../coordinator/fixtures/harness.js"
+import { eventuallyAsync } from "../support/eventually.js"
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "talon-admin-tls-"))
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
@@ -48,15 +49,15 @@ const plainRefused = async (address: string): Promise<boolean> => {
 }
 
 /** Polls until the endpoint serves a certificate from `issuer` (the files are watched, polled each second). */
-const servesFrom = async (address: string, ca: Buffer, issuer: string) => {
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    const r = await get(address, "/healthz", ca).catch(() => undefined)
-    if (r?.issuer === issuer) return r
-    if (Date.now() > deadline) throw new Error(`${address} did not switch to a certificate from ${issuer}`)
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-}
+const servesFrom = (address: string, ca: Buffer, issuer: string) =>
+  eventuallyAsync(
+    async () => {
+      const r = await get(address, "/healthz", ca)
+      expect(r.issuer).toBe(issuer)
+      return r
+    },
+    { what: `${address} serving a certificate from ${issuer}`, within: "20 seconds", every: "200 millis" }
+  )
 
 const pairFiles = (name: string, issued: typeof first) => {
   const cert = path.join(dir, `${name}-served.pem`)

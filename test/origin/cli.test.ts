@@ -10,6 +10,7 @@ import * as path from "node:path"
 import { vi } from "vitest"
 import { origin } from "../../src/origin/cli.js"
 import { raw, rawEffect, tempDir } from "./fixtures/testOrigin.js"
+import { eventually } from "../support/eventually.js"
 
 it.scopedLive("serves until interrupted, taking options from flags and TALON_ORIGIN_* env", () =>
   Effect.gen(function* () {
@@ -36,14 +37,14 @@ it.scopedLive("serves until interrupted, taking options from flags and TALON_ORI
       ),
       Effect.forkScoped
     )
-    const url = yield* Effect.promise(async () => {
-      for (let i = 0; i < 600; i++) {
+    const url = yield* eventually(
+      Effect.sync(() => {
         const m = logged.join("\n").match(/listening on (http:\/\/127\.0\.0\.1:\d+)/)
-        if (m) return m[1]!
-        await new Promise((r) => setTimeout(r, 50))
-      }
-      throw new Error(`origin never reported its endpoint:\n${logged.join("\n")}`)
-    })
+        if (m === null) throw new Error(`not in the log yet:\n${logged.join("\n")}`)
+        return m[1]!
+      }),
+      { what: "the origin to report its endpoint", within: "30 seconds", every: "50 millis" }
+    )
     expect(logged.join("\n")).toMatch(/seeded bucket talon: 7 objects \(7 written\) under .*from-env/)
     // Flag beats env (--port 0 over TALON_ORIGIN_PORT=1, --failure-mode over env); env beats default.
     expect(url).not.toMatch(/:1$/)

@@ -8,6 +8,7 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { raw, TestOrigin } from "./fixtures/testOrigin.js"
+import { eventually } from "../support/eventually.js"
 
 const AZ = { "x-ms-version": "2021-12-02" }
 
@@ -24,16 +25,14 @@ layer(TestOrigin({ uploadTtlMs: 400 }), { excludeTestServices: true, timeout: "6
       expect(block.status).toBe(201)
       expect((yield* Effect.promise(() => raw(stub.url, "GET", `/expiry/mp.bin?uploadId=${uploadId}`))).status).toBe(200)
       expect((yield* Effect.promise(() => raw(stub.url, "GET", "/acct/expiry/b.bin?comp=blocklist&blocklisttype=uncommitted", AZ))).status).toBe(200)
-      // Both disappear once older than the TTL (polled: the sweep runs on a timer).
-      const done = yield* Effect.promise(async () => {
-        for (const until = Date.now() + 30_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
-          const parts = await raw(stub.url, "GET", `/expiry/mp.bin?uploadId=${uploadId}`)
-          const blocks = await raw(stub.url, "GET", "/acct/expiry/b.bin?comp=blocklist&blocklisttype=uncommitted", AZ)
-          if (parts.status === 404 && blocks.status === 404) return true
-        }
-        return false
-      })
-      expect(done).toBe(true)
+      // Both disappear once older than the TTL (on the wall clock: the sweep judges file mtimes).
+      yield* eventually(
+        Effect.promise(async () => {
+          expect((await raw(stub.url, "GET", `/expiry/mp.bin?uploadId=${uploadId}`)).status).toBe(404)
+          expect((await raw(stub.url, "GET", "/acct/expiry/b.bin?comp=blocklist&blocklisttype=uncommitted", AZ)).status).toBe(404)
+        }),
+        { what: "the abandoned upload and blocks swept", within: "30 seconds", every: "100 millis" }
+      )
       const parts = yield* Effect.promise(() => raw(stub.url, "GET", `/expiry/mp.bin?uploadId=${uploadId}`))
       expect(parts.body.toString()).toContain("<Code>NoSuchUpload</Code>")
       const left = yield* Effect.promise(() => fs.readdir(path.join(stub.root, ".talon-tmp", "uploads")).catch(() => []))

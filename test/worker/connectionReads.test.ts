@@ -15,6 +15,7 @@ import { ServeMode } from "../../src/worker/server/ServeMode.js"
 import { pattern, startDirWorker } from "./support/dirBackend.js"
 import { makeCleanup } from "./support/harness.js"
 import { connect, expectReadTimeout, within } from "./support/rawClient.js"
+import { eventuallyAsync } from "../support/eventually.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
@@ -147,8 +148,7 @@ for (const plane of planes) {
         next.close()
         await next.closed
         // Every connection is gone from the server, and every pin it held was returned.
-        for (let i = 0; i < 200 && w.worker.stats.connectionsOpen > 0; i++) await new Promise((r) => setTimeout(r, 10))
-        expect(w.worker.stats.connectionsOpen).toBe(0)
+        await eventuallyAsync(() => expect(w.worker.stats.connectionsOpen).toBe(0), { what: "every connection gone from the server" })
       })
 
       it("a partial frame left idle is dropped after the read timeout; an idle connection is not; half-close gets every reply", async () => {

@@ -18,6 +18,7 @@ import { type FillSchedulerShape, makeFillScheduler } from "../../src/worker/mis
 import { DiskStore } from "../../src/worker/store/DiskStore.js"
 import { blockKey } from "../../src/worker/store/layout.js"
 import { pattern } from "./support/dirBackend.js"
+import { eventuallyAsync } from "../support/eventually.js"
 
 const KiB = 1024
 const PAGE = 16 * KiB
@@ -62,14 +63,14 @@ const start = async (origin: ReturnType<typeof makeOrigin>) => {
   return { store, fill, blocks }
 }
 
-/** Polls `f` until it holds (the machine may be loaded: no fixed sleeps). */
-const eventually = async (f: () => Promise<boolean>, what: string) => {
-  for (let i = 0; i < 2000; i++) {
-    if (await f()) return
-    await new Promise((r) => setTimeout(r, 5))
-  }
-  throw new Error(`never happened: ${what}`)
-}
+/** Asks `f` until it holds (the machine may be loaded: no fixed sleeps). */
+const eventually = (f: () => Promise<boolean>, what: string) =>
+  eventuallyAsync(
+    async () => {
+      if (!(await f())) throw new Error("not yet")
+    },
+    { what, every: "5 millis" }
+  )
 
 /** The units' bytes as the store holds them on disk. */
 const stored = (store: DiskStore, id: BlockId, first: number, end: number): Buffer => {

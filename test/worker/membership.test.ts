@@ -14,6 +14,7 @@ import { makeCleanup, startWorker, tempDir } from "./support/harness.js"
 import { connect } from "./support/rawClient.js"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
+import { eventuallyAsync } from "../support/eventually.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
@@ -74,13 +75,13 @@ const fakeCoordinator = async (port = 0) => {
   }
 }
 
-const until = async (what: string, cond: () => boolean | Promise<boolean>, ms = 10_000) => {
-  const deadline = Date.now() + ms
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
+const until = (what: string, cond: () => boolean | Promise<boolean>, ms = 10_000) =>
+  eventuallyAsync(
+    async () => {
+      if (!(await cond())) throw new Error("not yet")
+    },
+    { what, within: ms, every: "25 millis" }
+  )
 
 const setupOrigin = async () => {
   const root = await tempDir(cleanup, "talon-origin-")

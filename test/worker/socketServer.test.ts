@@ -25,6 +25,7 @@ import { BlockStore } from "../../src/worker/store/BlockStore.js"
 import { makeDirBackend, pattern } from "./support/dirBackend.js"
 import { makeCleanup, tempDir } from "./support/harness.js"
 import { connect } from "./support/rawClient.js"
+import { eventuallyAsync } from "../support/eventually.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
@@ -105,8 +106,7 @@ describe("data server over a SocketServer", () => {
         const server = await start()
         await readAll(server.port, data)
         // Connections end with their sockets: the server counts none once the clients are gone.
-        for (let i = 0; i < 200 && server.connections() > 0; i++) await new Promise((r) => setTimeout(r, 25))
-        expect(server.connections()).toBe(0)
+        await eventuallyAsync(() => expect(server.connections()).toBe(0), { what: "the server counting no connections" })
       })
     }
   }
@@ -121,8 +121,7 @@ describe("data server over a SocketServer", () => {
 
     const idle = net.connect(server.port, "127.0.0.1")
     await new Promise((r) => idle.once("connect", r))
-    for (let i = 0; i < 200 && server.connections() === 0; i++) await new Promise((r) => setTimeout(r, 25))
-    expect(server.connections()).toBe(1)
+    await eventuallyAsync(() => expect(server.connections()).toBe(1), { what: "the server counting the idle connection" })
     const closed = new Promise((r) => idle.once("close", r))
     idle.on("error", () => {})
     await runtime.dispose()

@@ -77,7 +77,8 @@ export const makeEtcdStore = (settings: StateStoreSettings) =>
             ...(settings.etcdUsername !== undefined && settings.etcdPassword !== undefined
               ? { auth: { username: settings.etcdUsername, password: Redacted.value(settings.etcdPassword) } }
               : {}),
-            // Unary calls get a deadline; watch streams live until cancelled.
+            // Unary calls get a deadline; watch streams live until cancelled. gRPC deadlines are
+            // wall-clock instants, so this reads the wall clock, not the Effect Clock.
             defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeoutMs })
           })
       ),

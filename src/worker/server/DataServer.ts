@@ -6,7 +6,7 @@
  * reads them itself, the plane's batch accept on the listening fd).
  */
 import * as SocketServer from "@effect/platform/SocketServer"
-import { Context, Data, Effect, Layer, Option } from "effect"
+import { Context, Data, Effect, Layer, Option, Schedule } from "effect"
 import * as net from "node:net"
 import { DataPlane } from "../plane/DataPlane.js"
 import { setSendBuffer } from "../plane/Native.js"
@@ -18,7 +18,7 @@ import { MissPath } from "../miss/MissPath.js"
 import { WorkerReadiness } from "../membership/Readiness.js"
 import { ReadPath } from "../ReadPath.js"
 import { BlockStore } from "../store/BlockStore.js"
-import { HitPublisher } from "./HitPublisher.js"
+import { HIT_SWEEP_MS, HitPublisher } from "./HitPublisher.js"
 import { ServeMode } from "./ServeMode.js"
 import { TenantLimiter } from "../tenants/TenantLimiter.js"
 import { RequestHandler } from "./RequestHandler.js"
@@ -106,6 +106,8 @@ const make = Effect.gen(function* () {
         publisher.close()
       })
     )
+    // Interrupted before the finalizer above closes the publisher (finalizers run in reverse).
+    yield* Effect.sync(() => publisher.sweep()).pipe(Effect.repeat(Schedule.spaced(HIT_SWEEP_MS)), Effect.forkScoped)
   }
   const sizeSendBuffer = yield* sendBufferSizer(cfg.sendBuffer)
   let open = 0

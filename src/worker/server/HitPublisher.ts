@@ -20,7 +20,8 @@ import type { KnownObject } from "./ObjectIdCache.js"
 
 /** An object with less servable time left than this is left to JS (its renewal is near). */
 const MIN_FRESH_MS = 20
-const SWEEP_MS = 250
+/** How often the owner calls `sweep` (a fiber of the worker's scope, see DataServer.ts). */
+export const HIT_SWEEP_MS = 250
 
 interface Published {
   readonly key: string
@@ -40,7 +41,6 @@ export class HitPublisher {
   readonly #tagged: Array<Unit | undefined> = []
   readonly #freeTags: Array<number> = []
   readonly #swept = new Int32Array(4096)
-  readonly #timer: ReturnType<typeof setInterval>
   #closed = false
 
   constructor(
@@ -48,6 +48,7 @@ export class HitPublisher {
     private readonly store: DiskStore,
     private readonly versions: VersionCache,
     private readonly ready: ReadyState,
+    // The VersionCache's clock: `until` is read from its entries.
     private readonly now: () => number = Date.now
   ) {
     store.onUnitGone = (u) => this.#unitGone(u)
@@ -58,8 +59,6 @@ export class HitPublisher {
     ready.onChange = (isReady) => {
       if (!isReady) this.clear()
     }
-    this.#timer = setInterval(() => this.sweep(), SWEEP_MS)
-    this.#timer.unref()
   }
 
   /** The serve loop answered a hit of `known` from `reply`: publish its object and unit if they are not yet. */
@@ -139,7 +138,6 @@ export class HitPublisher {
     if (this.#closed) return
     this.sweep()
     this.#closed = true
-    clearInterval(this.#timer)
     this.clear()
     this.table.close()
     if (this.store.onUnitGone !== undefined) this.store.onUnitGone = undefined

@@ -97,25 +97,28 @@ export const storeContract = (b: BackendUnderTest, handles: Array<StoreHandle>) 
     const c = newClusterId()
     const { leaseTtlMs, unhealthyAfterMs, heartbeatIntervalMs } = h.store.settings
     const events = await collect(h, c, (await Effect.runPromise(h.store.snapshot(c))).revision)
-    const began = Date.now()
+    const began = await h.now()
     let seq = 0
     let lastPut = 0
-    while (Date.now() - began < leaseTtlMs + 1_500) {
-      lastPut = Date.now()
+    while ((await h.now()) - began < leaseTtlMs + 1_500) {
+      lastPut = await h.now()
       expect((await Effect.runPromise(h.store.put(worker(c, "w1", "inc-1", ++seq)))).disposition).toBe("applied")
-      await new Promise((r) => setTimeout(r, heartbeatIntervalMs))
+      await h.passTime(heartbeatIntervalMs)
     }
     const alive = await Effect.runPromise(h.store.snapshot(c))
     expect(alive.nodes.map((n) => n.health)).toEqual(["healthy"])
     expect(alive.placement.map((n) => n.id)).toEqual(["w1"])
     // Now silent: unhealthy once unhealthy-after has passed, while the record is still there.
     const silentSince = lastPut
-    const sick = await pollUntil(() => Effect.runPromise(h.store.snapshot(c)), (s) => s.nodes[0]?.health !== "healthy", 30_000, "unhealthy")
-    expect(Date.now() - silentSince).toBeGreaterThanOrEqual(unhealthyAfterMs - 100)
+    // On a TestClock each poll moves the store's time on a step; on real time, the poll's pause does.
+    const step = h.testClock ? 250 : 0
+    const later = <A>(read: () => Promise<A>) => async () => (step > 0 ? await h.passTime(step) : undefined, await read())
+    const sick = await pollUntil(later(() => Effect.runPromise(h.store.snapshot(c))), (s) => s.nodes[0]?.health !== "healthy", 30_000, "unhealthy")
+    expect((await h.now()) - silentSince).toBeGreaterThanOrEqual(unhealthyAfterMs - 100)
     expect(sick.nodes.map((n) => n.health)).toEqual(["unhealthy"])
     expect(sick.placement).toEqual([])
-    await pollUntil(() => Effect.runPromise(h.store.snapshot(c)), (s) => s.nodes.length === 0, 30_000, "lease expiry")
-    expect(Date.now() - silentSince).toBeGreaterThanOrEqual(leaseTtlMs - 200)
+    await pollUntil(later(() => Effect.runPromise(h.store.snapshot(c))), (s) => s.nodes.length === 0, 30_000, "lease expiry")
+    expect((await h.now()) - silentSince).toBeGreaterThanOrEqual(leaseTtlMs - 200)
     await pollUntil(async () => events.at(-1)?.kind, (k) => k === "removed", 30_000, "a removal event")
     expect(events.at(-1)).toMatchObject({ kind: "removed", clusterId: c, nodeId: "w1" })
   })
@@ -229,8 +232,8 @@ export const storeContract = (b: BackendUnderTest, handles: Array<StoreHandle>) 
     const events = await collect(h, c, (await Effect.runPromise(h.store.snapshot(c))).revision)
     const scope = Effect.runSync(Scope.make())
     const me = (seq: number) => Effect.succeed(worker(c, "self", "inc-self", seq, { reportedAtUnixMs: 1_000 + seq }))
-    await Effect.runPromise(Scope.extend(keepOwnRecord(h.store, me), scope))
-    await new Promise((r) => setTimeout(r, h.store.settings.leaseTtlMs + 1_000))
+    await Effect.runPromise(h.clocked(Scope.extend(keepOwnRecord(h.store, me), scope)))
+    await h.passTime(h.store.settings.leaseTtlMs + 1_000)
     const alive = await Effect.runPromise(h.store.snapshot(c))
     expect(alive.nodes.map((n) => [n.status.node.id, n.health])).toEqual([["self", "healthy"]])
     expect(alive.nodes[0]!.status.heartbeatSeq).toBeGreaterThan(2)

@@ -2,7 +2,7 @@
 import { afterAll, describe } from "vitest"
 import { ClusterStateStore } from "../../../src/coordinator/state/ClusterStateStore.js"
 import { storeContract } from "./contract.js"
-import { FAST, openStore, type StoreHandle } from "./support.js"
+import { FAST, openStoreOnTestClock, type StoreHandle } from "./support.js"
 
 describe("ClusterStateStore.Memory", () => {
   const handles: Array<StoreHandle> = []
@@ -16,7 +16,7 @@ describe("ClusterStateStore.Memory", () => {
       durable: false,
       open: async (overrides = {}) => {
         const key = JSON.stringify(overrides, (_, v) => (typeof v === "object" && v !== null && "_tag" in v ? String(v) : v))
-        if (!shared.has(key)) shared.set(key, openStore(ClusterStateStore.Memory({ ...FAST, ...overrides })))
+        if (!shared.has(key)) shared.set(key, openStoreOnTestClock(ClusterStateStore.Memory({ ...FAST, ...overrides })))
         const h = await shared.get(key)!
         return { ...h, close: async () => {} }
       }

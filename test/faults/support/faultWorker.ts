@@ -11,6 +11,7 @@ import { Effect } from "effect"
 import { Backend, type ObjectId } from "../../../src/core/ids.js"
 import type { OriginStubShape } from "../../../src/origin/index.js"
 import { decodeMeta, LAYOUT_VERSION, parsePageFileName } from "../../../src/worker/store/layout.js"
+import { eventuallyAsync } from "../../support/eventually.js"
 import type { Cleanup } from "../../worker/support/harness.js"
 import { startOriginStub } from "../../worker/support/originFiles.js"
 import { spawnWorker, stubCredentials, type WorkerChild } from "../../worker/support/workerProcess.js"
@@ -87,14 +88,13 @@ export const metric = async (w: WorkerProcess, name: string): Promise<number> =>
 }
 
 /** Polls `check` until it returns true (no fixed sleeps: the machine may be slow); throws with `what` after `ms`. */
-export const eventually = async (what: string, check: () => Promise<boolean>, ms = 120_000): Promise<void> => {
-  const deadline = Date.now() + ms
-  for (;;) {
-    if (await check()) return
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
+export const eventually = (what: string, check: () => Promise<boolean>, ms = 120_000): Promise<void> =>
+  eventuallyAsync(
+    async () => {
+      if (!(await check())) throw new Error("not yet")
+    },
+    { what, within: ms, every: "100 millis" }
+  )
 
 export interface UnitFile {
   readonly file: string

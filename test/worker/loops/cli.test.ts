@@ -14,6 +14,7 @@ import { makeCleanup, tempDir } from "../support/harness.js"
 import { putObjectAt, startOriginStub } from "../support/originFiles.js"
 import { expectRange, within } from "../support/rawClient.js"
 import { spawnWorker, stubCredentials } from "../support/workerProcess.js"
+import { eventuallyAsync } from "../../support/eventually.js"
 
 const cleanup = makeCleanup()
 afterEach(() => cleanup.run())
@@ -36,14 +37,12 @@ const start = (args: ReadonlyArray<string>, env: Record<string, string>) => {
   return { ...spawnWorker(cleanup, args, env, 240_000), pids }
 }
 
-const allGone = async (pids: ReadonlyArray<number>, ms = 30_000) => {
-  const deadline = Date.now() + ms
-  while (pids.some(alive)) {
-    if (Date.now() > deadline) return false
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  return true
-}
+// The loops are the worker's children, not this process's: no exit event reaches the test, so it polls.
+const allGone = (pids: ReadonlyArray<number>, ms = 30_000) =>
+  eventuallyAsync(() => expect(pids.filter(alive)).toEqual([]), { what: "every loop process gone", within: ms, every: "50 millis" }).then(
+    () => true,
+    () => false
+  )
 
 describe("talon worker --loops 2 (processes)", () => {
   it("serves through its loops, and leaves none behind on SIGTERM or SIGKILL", async () => {

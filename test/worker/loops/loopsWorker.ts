@@ -3,6 +3,7 @@ import { Layer, ManagedRuntime } from "effect"
 import type { BackendStore } from "../../../src/backend/BackendStore.js"
 import type { WorkerSettings } from "../../../src/worker/config.js"
 import { WorkerLoops } from "../../../src/worker/loops/WorkerLoops.js"
+import { eventuallyAsync } from "../../support/eventually.js"
 import type { Cleanup } from "../support/harness.js"
 
 /** WorkerLoops over `backend` on ephemeral loopback ports, standalone, two loops unless `settings` say otherwise. */
@@ -21,10 +22,10 @@ export const startLoops = async (scope: Cleanup, backend: Layer.Layer<BackendSto
 }
 
 /** Polls `cond` (a fact about other processes, reported asynchronously) until it holds or the bound passes. */
-export const eventually = async (cond: () => boolean, what: string, ms = 20_000): Promise<void> => {
-  const deadline = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
+export const eventually = (cond: () => boolean, what: string, ms = 20_000): Promise<void> =>
+  eventuallyAsync(
+    () => {
+      if (!cond()) throw new Error("not yet")
+    },
+    { what, within: ms, every: "50 millis" }
+  )

@@ -38,22 +38,39 @@ export const spawnWorker = (
     stdio: ["ignore", "pipe", "pipe"]
   })
   let out = ""
-  child.stdout!.on("data", (d) => (out += d))
-  child.stderr!.on("data", (d) => (out += d))
-  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)))
+  // Waiters re-check on each chunk of output and on the exit, not on a timer.
+  const changed = new Set<() => void>()
+  const gathered = (d: Buffer | string) => {
+    out += d
+    for (const f of changed) f()
+  }
+  child.stdout!.on("data", gathered)
+  child.stderr!.on("data", gathered)
+  const exited = new Promise<number | null>((r) =>
+    child.once("exit", (code) => {
+      r(code)
+      for (const f of changed) f()
+    })
+  )
   const kill = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
     await exited
   }
   cleanup.add(kill)
-  const waitFor = async (re: RegExp, ms = waitMs): Promise<RegExpExecArray> => {
-    const deadline = Date.now() + ms
-    for (;;) {
-      const m = re.exec(out)
-      if (m !== null) return m
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${re} in the worker's output:\n${out}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
+  const waitFor = (re: RegExp, ms = waitMs): Promise<RegExpExecArray> =>
+    new Promise((resolve, reject) => {
+      const done = () => {
+        changed.delete(check)
+        clearTimeout(timer)
+      }
+      const check = () => {
+        const m = re.exec(out)
+        if (m !== null) return done(), resolve(m)
+        if (child.exitCode !== null || child.signalCode !== null) return done(), reject(new Error(`the worker exited before ${re} appeared in its output:\n${out}`))
+      }
+      const timer = setTimeout(() => (done(), reject(new Error(`no ${re} in the worker's output within ${ms} ms:\n${out}`))), ms)
+      changed.add(check)
+      check()
+    })
   return { child, exited, output: () => out, waitFor, kill }
 }
