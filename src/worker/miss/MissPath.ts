@@ -148,7 +148,7 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
       }
 
       const body = (object: ObjectId, version: string, offset: number, length: number, sink: RangeSink): Effect.Effect<void, ReadFailed> => {
-        const pushRange = backend.pushRange
+        const pushRange = cfg.originReceive === "reused" ? backend.pushRange : undefined
         if (pushRange !== undefined) {
           // Chunks straight from the origin socket's reused buffer: copied by the sink, never held.
           const counted = (chunk: Uint8Array) => {
