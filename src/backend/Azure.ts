@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream"
+import type { IncomingHttpHeaders } from "node:http"
 import { Config, type ConfigError, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import { type AzureIdentity, azureTokenSource, DEFAULT_AUTHORITY_HOST, DEFAULT_AZURE_IMDS_ENDPOINT } from "./azureIdentity.js"
 import { bearer, cachedTokens } from "./bearerTokens.js"
@@ -12,7 +13,6 @@ import { escapePath, listedDate, parseContentRange } from "./headers.js"
 import { header, makeTransport, type OriginRequest, type RequestLabel } from "./http.js"
 import { listQuery, originBase, originCalls, type RequestOf } from "./originCalls.js"
 import { defaultPolicy, policyConfig, type RequestPolicy } from "./policy.js"
-import type { OpenRange } from "./ranged.js"
 import { child, children, errorDocument, parseXml, statusError, text } from "./xml.js"
 
 export type AzureCredential =
@@ -195,20 +195,14 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
     const stat = (object: ObjectId): Effect.Effect<ObjectStat, BackendError> =>
       calls.stat(labelOf(object, "GetBlobProperties"), request("HEAD", object.bucket, object.objectPath, {}, {}))
 
-    const opener =
-      (object: ObjectId, offset: number, length: number, label: RequestLabel): OpenRange =>
-      (from, to, ifMatch) => {
-        const headers: Record<string, string> = { "x-ms-range": `bytes=${from}-${to}` }
-        if (ifMatch !== undefined) headers["if-match"] = quoteEtag(ifMatch)
-        return calls.openRange(
-          label,
-          request("GET", object.bucket, object.objectPath, {}, headers),
-          { from, offset, length },
-          (res) => parseContentRange(header(res.headers, "content-range")).size
-        )
-      }
+    const rangeRequest = (object: ObjectId, _label: RequestLabel, from: number, to: number, ifMatch: string | undefined) => {
+      const headers: Record<string, string> = { "x-ms-range": `bytes=${from}-${to}` }
+      if (ifMatch !== undefined) headers["if-match"] = quoteEtag(ifMatch)
+      return request("GET", object.bucket, object.objectPath, {}, headers)
+    }
+    const sizeOf416 = (res: { readonly headers: IncomingHttpHeaders }) => parseContentRange(header(res.headers, "content-range")).size
 
-    const { getRange, openRange } = calls.ranges("GetBlob", labelOf, opener, stat)
+    const { getRange, openRange, pushRange } = calls.ranges("GetBlob", labelOf, rangeRequest, sizeOf416, stat)
 
     const list = (container: string, listOptions?: ListOptions): Effect.Effect<ListPage, BackendError> => {
       const label: RequestLabel = { object: `az://${container}/${listOptions?.prefix ?? ""}`, operation: "ListBlobs" }
@@ -248,7 +242,7 @@ export const make = (options: AzureOptions): Effect.Effect<BackendStoreShape, ne
     const del = (object: ObjectId): Effect.Effect<void, BackendError> =>
       calls.remove(labelOf(object, "DeleteBlob"), request("DELETE", object.bucket, object.objectPath, {}, {}))
 
-    return { stat, getRange, openRange, list, put, putStream, delete: del } satisfies BackendStoreShape
+    return { stat, getRange, openRange, pushRange, list, put, putStream, delete: del } satisfies BackendStoreShape
   })
 
 export const layer = (options: AzureOptions): Layer.Layer<BackendStore> => Layer.scoped(BackendStore, make(options))

@@ -105,6 +105,20 @@ export interface BackendStoreShape {
    * `rangeReader` (ranged.ts) falls back to pulling `getRange`.
    */
   readonly openRange?: (object: ObjectId, offset: number, length: number, options?: GetRangeOptions) => RangeReader
+  /**
+   * The same bytes and guarantees pushed into `sink` (each chunk valid only during the call;
+   * a returned promise holds the read back): the worker's fill, received into reused buffers
+   * where the origin is plain HTTP. Rejects with a BackendError, with what the sink threw, or
+   * with the signal's reason. Optional.
+   */
+  readonly pushRange?: (
+    object: ObjectId,
+    offset: number,
+    length: number,
+    options: GetRangeOptions | undefined,
+    sink: (chunk: Uint8Array) => Promise<void> | void,
+    signal?: AbortSignal
+  ) => Promise<void>
   /** One page of a listing within `bucket`. */
   readonly list: (bucket: string, options?: ListOptions) => Effect.Effect<ListPage, BackendError>
   readonly put: (object: ObjectId, body: Uint8Array) => Effect.Effect<ObjectStat, BackendError>

@@ -18,7 +18,6 @@ import { listedDate, parseContentRange } from "./headers.js"
 import { header, makeTransport, type OriginRequest, type RequestLabel } from "./http.js"
 import { type BufferedResponse, listQuery, originBase, originCalls, type RequestOf } from "./originCalls.js"
 import { defaultPolicy, policyConfig, type RequestPolicy } from "./policy.js"
-import type { OpenRange } from "./ranged.js"
 import { statusError } from "./xml.js"
 
 export type { GcsCredential } from "./gcsAuth.js"
@@ -201,16 +200,14 @@ export const make = (options: GcsOptions): Effect.Effect<BackendStoreShape, neve
       )
     }
 
-    const opener =
-      (object: ObjectId, offset: number, length: number, label: RequestLabel): OpenRange =>
-      (from, to, ifMatch) => {
-        const query: Record<string, string> = { alt: "media" }
-        if (ifMatch !== undefined) query.ifGenerationMatch = ifMatch
-        const req = request(label, "GET", objectPath(object), query, { range: `bytes=${from}-${to}` })
-        return calls.openRange(label, req, { from, offset, length }, (res) => parseContentRange(header(res.headers, "content-range")).size)
-      }
+    const rangeRequest = (object: ObjectId, label: RequestLabel, from: number, to: number, ifMatch: string | undefined) => {
+      const query: Record<string, string> = { alt: "media" }
+      if (ifMatch !== undefined) query.ifGenerationMatch = ifMatch
+      return request(label, "GET", objectPath(object), query, { range: `bytes=${from}-${to}` })
+    }
+    const sizeOf416 = (res: { readonly headers: IncomingHttpHeaders }) => parseContentRange(header(res.headers, "content-range")).size
 
-    const { getRange, openRange } = calls.ranges("objects.get(media)", labelOf, opener, stat)
+    const { getRange, openRange, pushRange } = calls.ranges("objects.get(media)", labelOf, rangeRequest, sizeOf416, stat)
 
     const list = (bucket: string, listOptions?: ListOptions): Effect.Effect<ListPage, BackendError> => {
       const label: RequestLabel = { object: `gs://${bucket}/${listOptions?.prefix ?? ""}`, operation: "objects.list" }
@@ -253,7 +250,7 @@ export const make = (options: GcsOptions): Effect.Effect<BackendStoreShape, neve
       return calls.remove(label, request(label, "DELETE", objectPath(object), {}, {}))
     }
 
-    return { stat, getRange, openRange, list, put, putStream, delete: del } satisfies BackendStoreShape
+    return { stat, getRange, openRange, pushRange, list, put, putStream, delete: del } satisfies BackendStoreShape
   })
 
 export const layer = (options: GcsOptions): Layer.Layer<BackendStore> => Layer.scoped(BackendStore, make(options))

@@ -3,6 +3,7 @@ import { Backend, type ObjectId } from "../core/ids.js"
 import * as Azure from "./Azure.js"
 import { BackendRequestError, BackendStore, type BackendStoreShape, uploadStream } from "./BackendStore.js"
 import * as Gcs from "./Gcs.js"
+import { pullInto } from "./rangePush.js"
 import { readerFromStream } from "./rangeReaders.js"
 import * as S3 from "./S3.js"
 
@@ -53,6 +54,12 @@ export const route = (stores: RoutedStores): BackendStoreShape => {
       if (store?.openRange !== undefined) return store.openRange(object, offset, length, options)
       const stream = store ? store.getRange(object, offset, length, options) : Stream.fail(unconfigured(object.backend, uri(object), "getRange"))
       return readerFromStream(Runtime.defaultRuntime, stream)
+    },
+    pushRange: (object, offset, length, options, sink, signal) => {
+      const store = pick(object.backend)
+      if (store?.pushRange !== undefined) return store.pushRange(object, offset, length, options, sink, signal)
+      const stream = store ? store.getRange(object, offset, length, options) : Stream.fail(unconfigured(object.backend, uri(object), "getRange"))
+      return pullInto(store?.openRange?.(object, offset, length, options) ?? readerFromStream(Runtime.defaultRuntime, stream), sink, signal)
     },
     list: (bucket, options) => {
       const backend = options?.backend ?? (configured.length === 1 ? configured[0] : undefined)

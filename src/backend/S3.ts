@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto"
+import type { IncomingHttpHeaders } from "node:http"
 import type { Readable } from "node:stream"
 import { Sha256 } from "@aws-crypto/sha256-js"
 import { SignatureV4 } from "@smithy/signature-v4"
@@ -13,7 +14,6 @@ import { escapePath, escapeRfc3986, listedDate, parseContentRange, queryString }
 import { header, makeTransport, type OriginRequest, type RequestLabel } from "./http.js"
 import { listQuery, originBase, originCalls, type RequestOf } from "./originCalls.js"
 import { defaultPolicy, policyConfig, type RequestPolicy } from "./policy.js"
-import type { OpenRange } from "./ranged.js"
 import { child, children, errorDocument, parseXml, statusError, text } from "./xml.js"
 
 export interface S3Options {
@@ -237,19 +237,17 @@ export const make = (options: S3Options): Effect.Effect<BackendStoreShape, never
       return calls.stat(label, request(label, { method: "HEAD", ...at(object) }))
     }
 
-    const opener =
-      (object: ObjectId, offset: number, length: number, label: RequestLabel): OpenRange =>
-      (from, to, ifMatch) => {
-        const headers: Record<string, string> = { range: `bytes=${from}-${to}` }
-        if (ifMatch !== undefined) headers["if-match"] = quoteEtag(ifMatch)
-        const req = request(label, { method: "GET", ...at(object), headers })
-        return calls.openRange(label, req, { from, offset, length }, (res) => {
-          const actual = text(child(child(parseXml(res.body.toString("utf8")), "Error"), "ActualObjectSize"))
-          return parseContentRange(header(res.headers, "content-range")).size ?? (actual ? Number(actual) : undefined)
-        })
-      }
+    const rangeRequest = (object: ObjectId, label: RequestLabel, from: number, to: number, ifMatch: string | undefined) => {
+      const headers: Record<string, string> = { range: `bytes=${from}-${to}` }
+      if (ifMatch !== undefined) headers["if-match"] = quoteEtag(ifMatch)
+      return request(label, { method: "GET", ...at(object), headers })
+    }
+    const sizeOf416 = (res: { readonly headers: IncomingHttpHeaders; readonly body: Buffer }) => {
+      const actual = text(child(child(parseXml(res.body.toString("utf8")), "Error"), "ActualObjectSize"))
+      return parseContentRange(header(res.headers, "content-range")).size ?? (actual ? Number(actual) : undefined)
+    }
 
-    const { getRange, openRange } = calls.ranges("GetObject", labelOf, opener, stat)
+    const { getRange, openRange, pushRange } = calls.ranges("GetObject", labelOf, rangeRequest, sizeOf416, stat)
 
     const list = (bucket: string, listOptions?: ListOptions): Effect.Effect<ListPage, BackendError> => {
       const label: RequestLabel = { object: `s3://${bucket}/${listOptions?.prefix ?? ""}`, operation: "ListObjectsV2" }
@@ -289,7 +287,7 @@ export const make = (options: S3Options): Effect.Effect<BackendStoreShape, never
       return calls.remove(label, request(label, { method: "DELETE", ...at(object) }))
     }
 
-    return { stat, getRange, openRange, list, put, putStream, delete: del } satisfies BackendStoreShape
+    return { stat, getRange, openRange, pushRange, list, put, putStream, delete: del } satisfies BackendStoreShape
   })
 
 export const layer = (options: S3Options): Layer.Layer<BackendStore> => Layer.scoped(BackendStore, make(options))

@@ -20,6 +20,8 @@ import { contentLength, lastModified, parseContentRange } from "./headers.js"
 import { header, makeTransport, type OriginRequest, type RequestLabel } from "./http.js"
 import { type RequestPolicy, withRetries } from "./policy.js"
 import { type OpenRange, type RangeBody, rangeOperations } from "./ranged.js"
+import { pushRange } from "./rangePush.js"
+import { Receiver } from "./receiveInto.js"
 
 /** A response read whole (small bodies: error documents, listings). */
 export interface BufferedResponse {
@@ -105,6 +107,8 @@ export const originCalls = (policy: RequestPolicy, failure: Failure, versionOf: 
   Effect.gen(function* () {
     const transport = yield* makeTransport(policy)
     const runtime = yield* Effect.runtime<never>()
+    const receiver = new Receiver(policy.timeoutMs)
+    yield* Effect.addFinalizer(() => Effect.sync(() => receiver.close()))
     /** One request with the policy's retries; a status `ok` refuses fails with the provider's error. */
     const once = <A>(
       label: RequestLabel,
@@ -189,13 +193,53 @@ export const originCalls = (policy: RequestPolicy, failure: Failure, versionOf: 
         return yield* Effect.fail(failure(label, buffered))
       })
 
-    /** getRange and openRange over the provider's per-attempt `opener` (see ranged.ts). */
+    /** A range GET's signed request for `[from, to]`, If-Match pinned when `ifMatch` is set. */
+    type RangeRequest = (object: ObjectId, label: RequestLabel, from: number, to: number, ifMatch: string | undefined) => RequestOf
+
+    /**
+     * getRange, openRange and pushRange of a provider's range GET: its request, and where its
+     * 416 says the object's size (see ranged.ts, rangePush.ts).
+     */
     const ranges = (
       operation: string,
       labelOf: (object: ObjectId, operation: string) => RequestLabel,
-      opener: (object: ObjectId, offset: number, length: number, label: RequestLabel) => OpenRange,
+      rangeRequest: RangeRequest,
+      sizeOf416: (res: BufferedResponse) => number | undefined,
       stat: BackendStoreShape["stat"]
-    ) => rangeOperations({ operation, labelOf, opener, stat, policy, runtime })
+    ) => {
+      const opener =
+        (object: ObjectId, offset: number, length: number, label: RequestLabel): OpenRange =>
+        (from, to, ifMatch) =>
+          openRange(label, rangeRequest(object, label, from, to, ifMatch), { from, offset, length }, sizeOf416)
+      const { getRange, openRange: relay } = rangeOperations({ operation, labelOf, opener, stat, policy, runtime })
+      const push: NonNullable<BackendStoreShape["pushRange"]> = (object, offset, length, options, sink, signal) => {
+        if (length <= 0) return Promise.resolve()
+        const label = labelOf(object, operation)
+        return pushRange({
+          label,
+          policy,
+          runtime,
+          receiver,
+          offset,
+          length,
+          version: options?.version,
+          sink,
+          signal,
+          get: {
+            request: (from, to, ifMatch) => rangeRequest(object, label, from, to, ifMatch),
+            refused: (status, headers, body) => {
+              const res = { status, headers, body }
+              return status === 416
+                ? new BackendRangeError({ object: label.object, offset, length, size: sizeOf416(res) })
+                : failure(label, res)
+            },
+            versionOf,
+            reader: (from, bytes, version) => relay(object, from, bytes, { version })
+          }
+        })
+      }
+      return { getRange, openRange: relay, pushRange: push }
+    }
 
     return { call, stat, put, putOnce, remove, openRange, ranges, transport }
   })

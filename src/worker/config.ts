@@ -60,6 +60,8 @@ export interface WorkerSettings {
   readonly readAhead: number
   /** Origin fetches read-ahead may hold at once (the rest of originConcurrency is left to readers' misses). */
   readonly readAheadConcurrency: number
+  /** How fills receive origin bodies: into each connection's reused buffer (plain HTTP), or node:http streams. */
+  readonly originReceive: "reused" | "stream"
   readonly heartbeatIntervalMs: number
   readonly dataPlane: DataPlaneName
   readonly serveMode: ServeModeName
@@ -172,6 +174,7 @@ export const WorkerSchema = component<WorkerSettings>({
       { example: "128M", check: nonNegative }
     ),
     readAheadConcurrency: S.integer(8, "Origin fetches read-ahead may hold at once; the rest of --origin-concurrency stays free for readers' misses", positive),
+    originReceive: S.oneOf(["reused", "stream"], "How fills receive origin bodies: reused (each plain-HTTP connection reads into one buffer of its own; no allocation per read) or stream (node:http, a fresh buffer per read); TLS origins always stream", { example: "stream" }),
     heartbeatIntervalMs: S.integer(1000, "Interval of heartbeats to the coordinator, in ms", positive),
     dataPlane: S.oneOf(
       ["auto", "native", "portable"],

@@ -43,15 +43,37 @@ export const collectReader = (reader: RangeReader): Effect.Effect<Buffer, Backen
     catch: (e) => e as BackendError
   })
 
+/**
+ * Every chunk `pushRange` delivers, copied at once (a chunk is valid only during the call); every
+ * other chunk makes the read wait a tick, as a fill waiting on a disk write does.
+ */
+export const collectPush = (store: BackendStoreShape, object: ObjectId, offset: number, length: number, options?: GetRangeOptions): Effect.Effect<Buffer, BackendError> =>
+  Effect.tryPromise({
+    try: async (signal) => {
+      const out: Array<Buffer> = []
+      await store.pushRange!(object, offset, length, options, (chunk) => {
+        out.push(Buffer.from(chunk))
+        return out.length % 2 === 0 ? new Promise<void>((resolve) => setImmediate(resolve)) : undefined
+      }, signal)
+      return Buffer.concat(out)
+    },
+    catch: (e) => e as BackendError
+  })
+
 type Read = (store: BackendStoreShape, object: ObjectId, offset: number, length: number, options?: GetRangeOptions) => Effect.Effect<Buffer, BackendError>
 
-/** Range reads two ways: the Effect stream, and the relay reader (`openRange`, where the store has one). */
+/** Range reads three ways: the Effect stream, the relay reader (`openRange`) and the push read (`pushRange`), where the store has them. */
 const readers: ReadonlyArray<readonly [string, Read]> = [
   ["getRange", (store, object, offset, length, options) => collect(store.getRange(object, offset, length, options))],
   [
     "openRange",
     (store, object, offset, length, options) =>
       store.openRange !== undefined ? collectReader(store.openRange(object, offset, length, options)) : collect(store.getRange(object, offset, length, options))
+  ],
+  [
+    "pushRange",
+    (store, object, offset, length, options) =>
+      store.pushRange !== undefined ? collectPush(store, object, offset, length, options) : collect(store.getRange(object, offset, length, options))
   ]
 ]
 

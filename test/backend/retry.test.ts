@@ -5,7 +5,7 @@ import type { BackendError, BackendStoreShape, GetRangeOptions } from "../../src
 import type { RequestPolicy } from "../../src/backend/policy.js"
 import * as S3 from "../../src/backend/S3.js"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
-import { collectReader } from "./contract.js"
+import { collectPush, collectReader } from "./contract.js"
 import { faultyOrigin, type FaultyOrigin } from "./faultyOrigin.js"
 
 const policy: RequestPolicy = { timeoutMs: 300, retries: 3, retryBaseMs: 5, retryMaxMs: 20, maxSockets: 8 }
@@ -29,10 +29,11 @@ const collect = <E>(stream: Stream.Stream<Uint8Array, E>) =>
 
 type Read = (store: BackendStoreShape, object: ObjectId, offset: number, length: number, options?: GetRangeOptions) => Effect.Effect<Buffer, BackendError>
 
-/** Every range read runs both ways: the Effect stream and the relay reader must retry alike. */
+/** Every range read runs three ways: the Effect stream, the relay reader and the push read must retry alike. */
 const readers: ReadonlyArray<readonly [string, Read]> = [
   ["getRange", (store, object, offset, length, options) => collect(store.getRange(object, offset, length, options))],
-  ["openRange", (store, object, offset, length, options) => collectReader(store.openRange!(object, offset, length, options))]
+  ["openRange", (store, object, offset, length, options) => collectReader(store.openRange!(object, offset, length, options))],
+  ["pushRange", collectPush]
 ]
 
 for (const provider of providers) {

@@ -66,23 +66,25 @@ const expectBytes = (got: Buffer | { readonly reason: string }, want: Uint8Array
 }
 
 describe("miss path ← origin stub", () => {
-  it("a cold 1 MiB read is page-aligned GETs of at most the fetch size, concurrent, no page twice", { timeout: 60_000 }, async () => {
-    const stub = await startOrigin()
-    const data = pattern(4 * MiB, 51)
-    await put(stub, "long", data)
-    await slowGets(stub, 150)
-    const { read, stats } = await startReader(stub, {})
-    // [100 KiB, 1124 KiB) covers pages 1..17: cut at multiples of 4 pages, [1,4) [4,8) [8,12) [12,16) [16,18).
-    expectBytes(await read("long", 100 * KiB, MiB), data.subarray(100 * KiB, 1124 * KiB))
-    const s = await stubStats(stub)
-    expect(s.requests.get).toBe(5)
-    expect(s.bytesServed).toBe(17 * 64 * KiB)
-    expect(s.peakInflight.get).toBe(5)
-    expect(stats.originFetches).toBe(5)
-    // Warm now: the same range again costs the origin nothing.
-    expectBytes(await read("long", 100 * KiB, MiB), data.subarray(100 * KiB, 1124 * KiB))
-    expect((await stubStats(stub)).requests.get).toBe(5)
-  })
+  for (const originReceive of ["reused", "stream"] as const) {
+    it(`a cold 1 MiB read is page-aligned GETs of at most the fetch size, concurrent, no page twice (origin bodies: ${originReceive})`, { timeout: 60_000 }, async () => {
+      const stub = await startOrigin()
+      const data = pattern(4 * MiB, 51)
+      await put(stub, "long", data)
+      await slowGets(stub, 150)
+      const { read, stats } = await startReader(stub, { originReceive })
+      // [100 KiB, 1124 KiB) covers pages 1..17: cut at multiples of 4 pages, [1,4) [4,8) [8,12) [12,16) [16,18).
+      expectBytes(await read("long", 100 * KiB, MiB), data.subarray(100 * KiB, 1124 * KiB))
+      const s = await stubStats(stub)
+      expect(s.requests.get).toBe(5)
+      expect(s.bytesServed).toBe(17 * 64 * KiB)
+      expect(s.peakInflight.get).toBe(5)
+      expect(stats.originFetches).toBe(5)
+      // Warm now: the same range again costs the origin nothing.
+      expectBytes(await read("long", 100 * KiB, MiB), data.subarray(100 * KiB, 1124 * KiB))
+      expect((await stubStats(stub)).requests.get).toBe(5)
+    })
+  }
 
   it("one object's GETs in flight stay within originConcurrencyPerObject; other objects are not held back", { timeout: 60_000 }, async () => {
     const stub = await startOrigin()

@@ -148,6 +148,18 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
       }
 
       const body = (object: ObjectId, version: string, offset: number, length: number, sink: RangeSink): Effect.Effect<void, ReadFailed> => {
+        const pushRange = cfg.originReceive === "reused" ? backend.pushRange : undefined
+        if (pushRange !== undefined) {
+          // Chunks straight from the origin socket's reused buffer: copied by the sink, never held.
+          const counted = (chunk: Uint8Array) => {
+            stats.originBytes += chunk.length
+            return sink(chunk)
+          }
+          return Effect.tryPromise({
+            try: (signal) => pushRange(object, offset, length, { version }, counted, signal),
+            catch: toReadFailed(object)
+          })
+        }
         const openRange = backend.openRange
         if (openRange === undefined) {
           return backend.getRange(object, offset, length, { version }).pipe(

@@ -18,8 +18,9 @@ import { StagePool, stageSize } from "./stagePool.js"
 const FINISHING = 4
 
 /**
- * Takes the next chunk of the range. Returns a promise only when the fetch must wait before
- * the next chunk (a disk write holding the stream back); most chunks are a copy and return.
+ * Takes the next chunk of the range, valid only during the call (it may be a view into a
+ * socket's reused buffer). Returns a promise only when the fetch must wait before the next
+ * chunk (a disk write holding the stream back); most chunks are a copy and return.
  */
 export type RangeSink = (chunk: Uint8Array) => Promise<void> | void
 
@@ -176,7 +177,8 @@ export const fetchRun = (
       if (n === room) {
         const wait = flush()
         if (wait !== undefined) {
-          const rest = chunk.subarray(at)
+          // The chunk's buffer is reused once this call returns: what is left waits as a copy.
+          const rest = at < chunk.length ? Buffer.from(chunk.subarray(at)) : chunk.subarray(at)
           return wait.then(() => (rest.length > 0 ? sink(rest) : undefined))
         }
       }
