@@ -75,8 +75,9 @@ const main = Effect.gen(function* () {
   writeFileSync(hotFile, sampleBytes(0, SIZE))
 
   const [node, ...talonArgs] = talonBin()
+  // Each process with the launcher's flags for its role (args[0], the subcommand).
   const start = (name: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-    Proc.spawn(name, [node!, "--import", PROBE, ...(gcProbe ? ["--expose-gc"] : []), ...talonArgs, ...args], { env: { ...env, TALON_FOOTPRINT_DIR: probeDir }, grace: "3 seconds" })
+    Proc.spawn(name, [node!, "--import", PROBE, ...(gcProbe ? ["--expose-gc"] : []), ...talonBin(args[0]).slice(1), ...args], { env: { ...env, TALON_FOOTPRINT_DIR: probeDir }, grace: "3 seconds" })
   const origin = yield* start("origin", ["origin", "--root", originRoot, "--port", "0"])
   const originUrl = (yield* origin.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, "180 seconds"))[1]!
   const backendEnv = stubBackendEnv(originUrl)
