@@ -154,7 +154,7 @@ const main = Effect.gen(function* () {
   const backendEnv = stubBackendEnv(origin.match[1]!)
   const coordinator = yield* startChild(
     "coordinator",
-    [...talonBin(), "coordinator", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"],
+    [...talonBin("coordinator"), "coordinator", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"],
     /coordinator control on ([\d.]+:\d+)/,
     backendEnv
   )
@@ -174,7 +174,7 @@ const main = Effect.gen(function* () {
     const w = yield* startChild(
       arm,
       [
-        ...talonBin(), "worker", "--id", `bench-${arm}`, "--data-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+        ...talonBin("worker"), "worker", "--id", `bench-${arm}`, "--data-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
         "--coordinator", coord, "--cache-dir", join(dir, `cache-${arm}`), "--data-plane", plane, "--serve-mode", mode,
         "--loops", String(LOOPS)
       ],

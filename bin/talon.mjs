@@ -1,5 +1,5 @@
 #!/bin/sh
-":" //; UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-32}" exec node --no-memory-reducer "$0" "$@"
+":" //; case "$1" in --config) R=$3;; --config=*) R=$2;; *) R=$1;; esac; case "$R" in worker|coordinator) F="--max-semi-space-size=1";; *) F=;; esac; UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-32}" exec node --no-memory-reducer $F "$0" "$@"
 // Line 2 is for sh (POSIX sh everywhere, BusyBox's included, where `env -S` does not exist):
 // it re-runs this file under node with the flags below; to JavaScript it is a string and a comment.
 // --no-memory-reducer: V8 otherwise shrinks a busy process's heap (young generation included)
@@ -7,6 +7,11 @@
 // on the gateway proxy bench (cache runs after ~8 s gaps): 9 of 30 runs fast without the flag,
 // 41 of 46 with it; a slow run costs the gateway ~0.9-1.5 ms of CPU per 1 MiB request instead of
 // 0.55-0.8, at 2-4x the p99 (BENCHMARKS.md). Command line only: v8.setFlagsFromString is too late.
+// Per role (the subcommand, after an optional --config FILE): a worker and a coordinator run with
+// a 1 MiB semi-space. V8 otherwise grows the young generation to 8-16 MiB during start-up and keeps
+// it, ~12 MiB of an idle process's RSS; neither allocates much in JS once started (the worker's hit
+// path is native), and a cold 256 MiB fill through one worker took no more CPU with it
+// (BENCHMARKS.md, "Footprint"). A --loops worker's serving loops inherit the flags.
 // UV_THREADPOOL_SIZE (unless set): a cold fill runs many page writes, fdatasyncs and renames at
 // once on libuv's pool, whose default 4 threads queue them; a cold 256 MiB read through one worker
 // went from 98-108 to 132-151 MB/s with 32 threads (bench/miss-path.ts, paired rounds).

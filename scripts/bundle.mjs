@@ -57,19 +57,25 @@ const rewriteUrls = {
 }
 
 // CommonJS libraries that a dependency imports at the top but calls only in paths a process
-// rarely runs: @effect/cli's file parsers (yaml, toml: `Args.fileParse`, which talon never uses)
-// and undici (@effect/platform-node's HttpServer imports its HttpClient, which talon never
-// provides). CommonJS cannot be tree-shaken, so each would be compiled into every process
-// (~1.4 MiB of source); here each becomes a stub that requires the real package on first call.
+// rarely runs: @effect/cli's file parsers (yaml, toml: `Args.fileParse`, which talon never uses),
+// undici (@effect/platform-node's HttpServer imports its HttpClient, which talon never provides),
+// ws (WebSocket upgrades and socket servers, which talon never serves) and mime (content types
+// of served files, which talon never serves). CommonJS cannot be tree-shaken, so each would be
+// compiled into every process (~1.7 MiB of source, kept on V8's heap); here each becomes a stub
+// that requires the real package from node_modules on first call, outside the bundle.
 const lazyCommonJs = {
   toml: { match: /[\\/]@effect[\\/]cli[\\/]/, names: ["parse"] },
   yaml: { match: /[\\/]@effect[\\/]cli[\\/]/, names: ["parse"] },
-  undici: { match: /[\\/]@effect[\\/]platform-node[\\/]/, names: ["getGlobalDispatcher"], classes: ["Agent"] }
+  undici: { match: /[\\/]@effect[\\/]platform-node[\\/]/, names: ["getGlobalDispatcher"], classes: ["Agent"] },
+  ws: { match: /[\\/]@effect[\\/]platform-node(-shared)?[\\/]/, classes: ["WebSocket", "WebSocketServer"] },
+  mime: { match: /[\\/]@effect[\\/]platform-node[\\/]/ }
 }
 const lazyModules = {
   name: "talon-lazy-commonjs",
   setup(b) {
-    b.onResolve({ filter: /^(toml|yaml|undici)$/ }, (args) => {
+    b.onResolve({ filter: /^(toml|yaml|undici|ws|mime)$/ }, (args) => {
+      // The stub's own require stays a runtime require (resolved from node_modules when called).
+      if (args.namespace === "talon-lazy") return { path: args.path, external: true }
       const lazy = lazyCommonJs[args.path]
       return lazy.match.test(args.importer) ? { path: args.path, namespace: "talon-lazy" } : undefined
     })
@@ -100,7 +106,15 @@ const result = await build({
   platform: "node",
   target: "node20",
   chunkNames: "chunk-[hash]",
+  // Whitespace and syntax only (names stay, for stack traces and class names): V8 keeps every
+  // module's source text on its heap, and parses less at start-up.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  legalComments: "none",
   external: ["etcd3", "tsx", "tsx/*"],
+  // ESM builds first where a package has both (the AWS signer's CommonJS build pulls in all of
+  // @smithy/core; its ESM build tree-shakes to the signer).
+  mainFields: ["module", "main"],
   // Bundled CommonJS dependencies call require() for node: built-ins.
   banner: { js: 'import { createRequire as __talonRequire } from "node:module"; const require = __talonRequire(import.meta.url);' },
   plugins: [rewriteUrls, lazyModules],

@@ -78,7 +78,7 @@ export const startWorker = (spec: WorkerArmSpec, stubUrl: string, cacheRoot: str
     mkdirSync(cache, { recursive: true })
     const cpus = spec.loops === 2 ? "0,1" : "0"
     const argv = [
-      ...talonBin(), "worker",
+      ...talonBin("worker"), "worker",
       "--coordinator", "", "--data-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
       "--cache-dir", cache, "--capacity", "1G",
       "--data-plane", spec.plane, "--serve-mode", spec.mode, "--loops", String(spec.loops),

@@ -13,18 +13,19 @@ export const buildDist = (): void => {
 }
 
 /** The Node flags bin/talon.mjs starts node with (its `exec node FLAGS "$0"` line): what `npx talon` runs with. */
-const talonNodeFlags = (): ReadonlyArray<string> => {
-  const m = /^":" \/\/; (?:UV_THREADPOOL_SIZE="\$\{UV_THREADPOOL_SIZE:-(\d+)\}" )?exec node (.*?) "\$0" "\$@"$/m.exec(
-    readFileSync(join(repoRoot, "bin/talon.mjs"), "utf8")
-  )
+const talonNodeFlags = (role: string | undefined): ReadonlyArray<string> => {
+  const text = readFileSync(join(repoRoot, "bin/talon.mjs"), "utf8")
+  const m = /^":" \/\/; .*?(?:UV_THREADPOOL_SIZE="\$\{UV_THREADPOOL_SIZE:-(\d+)\}" )?exec node (.*?) "\$0" "\$@"$/m.exec(text)
   if (m === null) throw new Error("bin/talon.mjs: no `exec node FLAGS \"$0\"` line to read the node flags from")
   // The launcher's libuv pool size reaches the children a bench spawns through the environment they inherit.
   if (m[1] !== undefined) process.env.UV_THREADPOOL_SIZE ??= m[1]
-  return m[2]!.split(/\s+/).filter((f) => f !== "")
+  // Per-role flags: the launcher's `case "$R" in ROLES) F="FLAGS";;` branches.
+  const roleFlags = [...text.matchAll(/([\w|]+)\) F="([^"]*)";;/g)].find(([, roles]) => role !== undefined && roles!.split("|").includes(role))?.[2] ?? ""
+  return m[2]!.replace("$F", roleFlags).split(/\s+/).filter((f) => f !== "")
 }
 
-/** Argv prefix that runs the `talon` CLI the way users do. */
-export const talonBin = (): ReadonlyArray<string> => [process.execPath, ...talonNodeFlags(), join(repoRoot, "bin/talon.mjs")]
+/** Argv prefix that runs the `talon` CLI the way users do; `role` (the subcommand that follows) adds the launcher's flags for it. */
+export const talonBin = (role?: string): ReadonlyArray<string> => [process.execPath, ...talonNodeFlags(role), join(repoRoot, "bin/talon.mjs")]
 
 /** The environment that points a spawned coordinator or worker at a local origin stub (any credentials: the stub checks none). */
 export const stubBackendEnv = (originUrl: string): Record<string, string> => ({

@@ -22,11 +22,11 @@
  * The worker registers once with the coordinator: one node id for the port,
  * whatever N is. /metrics on the primary sums what the loops report.
  */
-import cluster, { type Worker as ClusterWorker } from "node:cluster"
+import cluster, { type Address, type Worker as ClusterWorker } from "node:cluster"
 import * as net from "node:net"
 import { fileURLToPath } from "node:url"
-import { Context, Data, Effect, Exit, Layer, Runtime, Scope } from "effect"
-import { type ActorError, type ActorRef, Channel, Remote } from "../../actor/index.js"
+import { Cause, Context, Data, Deferred, Duration, Effect, Exit, FiberSet, Layer, Schedule } from "effect"
+import { type ActorError, type ActorRef, Channel, Remote, Supervision } from "../../actor/index.js"
 import type { BackendStore } from "../../backend/BackendStore.js"
 import { AdminHttp } from "../admin/WorkerAdminHttp.js"
 import { parseHostPort } from "../../transport/address.js"
@@ -89,13 +89,47 @@ const childEntry = fileURLToPath(new URL("./child-entry.mjs", import.meta.url))
 const currentScheduling = (): Scheduling => (cluster.schedulingPolicy === cluster.SCHED_NONE ? "shared" : "round-robin")
 
 /** How often the owner checks capacity on its own (fills check it at once). */
-const CAPACITY_CHECK_MS = 1000
+const CAPACITY_CHECK = Duration.seconds(1)
 /** A loop that exits unexpectedly is replaced after this pause (so a crash loop cannot spin). */
-const RESTART_DELAY_MS = 500
+const LOOP_RESTART_SCHEDULE = Schedule.spaced(Duration.millis(500))
+/** How long a stopping loop may drain its connections before it is killed. */
+const STOP_GRACE = Duration.seconds(10)
+
+/** A serving loop's process ended while the worker was not stopping: its supervision restarts it. */
+class LoopExited extends Data.TaggedError("LoopExited")<{ readonly index: number; readonly pid: number | undefined; readonly how: string }> {
+  override get message() {
+    return `worker loop ${this.index} (pid ${this.pid}) exited unexpectedly (${this.how}); starting a new one`
+  }
+}
+
+const hasExited = (w: ClusterWorker) => w.process.exitCode !== null || w.process.signalCode !== null
+
+const exitOf = (w: ClusterWorker) =>
+  Effect.async<string>((resume) => {
+    if (hasExited(w)) return resume(Effect.succeed(w.process.signalCode ?? `code ${w.process.exitCode}`))
+    w.once("exit", (code, signal) => resume(Effect.succeed(signal ?? `code ${code}`)))
+  })
+
+/** SIGTERM, then SIGKILL if the loop is still draining after STOP_GRACE; done when it has exited. */
+const stopLoop = (w: ClusterWorker) =>
+  Effect.suspend(() => {
+    if (hasExited(w)) return Effect.void
+    w.process.kill("SIGTERM")
+    return exitOf(w).pipe(
+      Effect.timeout(STOP_GRACE),
+      Effect.catchAll(() => Effect.zipRight(Effect.sync(() => w.process.kill("SIGKILL")), exitOf(w))),
+      Effect.asVoid
+    )
+  })
 
 /**
  * The primary's DataServer: N forked loops listening on the configured address.
  * Also provides LoopsControl. Fails if a loop exits before it listens.
+ *
+ * Each loop is a fiber of this layer's scope that supervises the loop's process (the actors'
+ * Supervision with a fixed pause between restarts): an incarnation forks the process, wires its
+ * IPC actors in its own scope and ends when the process exits; closing the layer's scope stops
+ * every loop (SIGTERM to all at once, SIGKILL after STOP_GRACE).
  */
 const LoopsListener = Layer.scopedContext(
   Effect.gen(function* () {
@@ -106,13 +140,15 @@ const LoopsListener = Layer.scopedContext(
       // Frozen by Node at the first fork of this process; later WorkerLoops in the same process share it.
       cluster.schedulingPolicy = (DEFAULT_SCHEDULING as Scheduling) === "shared" ? cluster.SCHED_NONE : cluster.SCHED_RR
     }
+    // Every fiber this layer starts (loops, tells from node:cluster callbacks) ends with its scope.
+    const fibers = yield* FiberSet.make<unknown, unknown>()
+    const run = yield* FiberSet.runtime(fibers)<never>()
     const owner = new LeaseOwner(store, stats)
     const readiness = (): Readiness => ({ ready: state.ready, registered: state.registered, detail: state.detail })
     const actor = yield* makeOwnerActor({ table: owner, miss, ttlMs: cfg.versionTtlMs, readiness })
-    const runtime = yield* Effect.runtime<never>()
     /** Each running loop's actor, reached over its IPC channel. */
     const loopRefs = new Map<number, ActorRef<LoopMessage, ActorError>>()
-    const tell = (ref: ActorRef<LoopMessage, ActorError>, msg: LoopMessage) => void Runtime.runFork(runtime)(Effect.ignore(ref.tell(msg)))
+    const tell = (ref: ActorRef<LoopMessage, ActorError>, msg: LoopMessage) => void run(Effect.ignore(ref.tell(msg)))
     const unsubscribe = state.subscribe(() => {
       const ready = new Ready({ readiness: readiness() })
       for (const ref of loopRefs.values()) tell(ref, ready)
@@ -127,99 +163,69 @@ const LoopsListener = Layer.scopedContext(
     const dataAddress = yield* concreteAddress(cfg.dataAddress)
     const settingsJson = JSON.stringify({ ...cfg, dataAddress } satisfies WorkerSettings)
 
-    const fork = (index: number): ClusterWorker => {
-      cluster.setupPrimary({ exec: childEntry, args: [], execArgv: [], silent: false })
-      const w = cluster.fork({ [LOOP_SETTINGS_ENV]: settingsJson, [LOOP_INDEX_ENV]: String(index) })
-      running.set(w.id, { worker: w, index })
-      // The owner actor served on the loop's IPC channel, and the loop's actor reached over it.
-      const channel = Channel.fromProcess(w.process)
-      const scope = Effect.runSync(Scope.make())
-      const loopRef = Runtime.runSync(runtime)(
-        Scope.extend(Effect.zipLeft(Remote.ref(channel, { name: LOOP_ACTOR, protocol: LoopMessage }), Remote.serve(actor, channel)), scope)
-      )
-      loopRefs.set(w.id, loopRef)
-      owner.attach(w.id, (leases) => tell(loopRef, new Revoke({ leases })))
-      w.once("exit", (code, signal) => {
-        running.delete(w.id)
-        loopRefs.delete(w.id)
-        owner.detach(w.id)
-        Effect.runFork(Scope.close(scope, Exit.void))
-        if (stopping) return
-        restarts++
-        Effect.runFork(
-          Effect.logWarning(
-            `worker loop ${index} (pid ${w.process.pid}) exited unexpectedly (${signal ?? `code ${code}`}); starting a new one`
+    /** One life of loop `index`: its process and IPC actors, until the process exits. */
+    const incarnation = (index: number, listened: Deferred.Deferred<Address, LoopsStartError>) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const w = yield* Effect.acquireRelease(
+            Effect.sync(() => {
+              cluster.setupPrimary({ exec: childEntry, args: [], execArgv: [], silent: false })
+              const w = cluster.fork({ [LOOP_SETTINGS_ENV]: settingsJson, [LOOP_INDEX_ENV]: String(index) })
+              w.once("listening", (address) => Deferred.unsafeDone(listened, Exit.succeed(address)))
+              return w
+            }),
+            stopLoop
           )
-        )
-        setTimeout(() => {
-          if (!stopping) fork(index)
-        }, RESTART_DELAY_MS).unref()
-      })
-      return w
-    }
-
-    const timer = setInterval(() => owner.enforceCapacity(), CAPACITY_CHECK_MS)
-    timer.unref()
-
-    const stopAll = Effect.async<void>((resume) => {
-      stopping = true
-      clearInterval(timer)
-      const workers = [...running.values()].map((r) => r.worker)
-      if (workers.length === 0) return resume(Effect.void)
-      let left = workers.length
-      const kill = setTimeout(() => {
-        for (const w of workers) if (w.process.exitCode === null && w.process.signalCode === null) w.process.kill("SIGKILL")
-      }, 10_000)
-      for (const w of workers) {
-        w.once("exit", () => {
-          if (--left === 0) {
-            clearTimeout(kill)
-            resume(Effect.void)
-          }
-        })
-        if (w.process.exitCode !== null || w.process.signalCode !== null) {
-          if (--left === 0) {
-            clearTimeout(kill)
-            resume(Effect.void)
-          }
-          continue
-        }
-        w.process.kill("SIGTERM")
-      }
-    })
-
-    const first = yield* Effect.acquireRelease(
-      Effect.async<{ host: string; port: number }, LoopsStartError>((resume) => {
-        let listening = 0
-        let done = false
-        for (let i = 1; i <= cfg.loops; i++) {
-          const w = fork(i)
-          w.once("listening", (address) => {
-            if (done || ++listening < cfg.loops) return
-            done = true
-            resume(Effect.succeed({ host: address.address ?? "127.0.0.1", port: address.port }))
-          })
-          w.once("exit", (code, signal) => {
-            if (done) return
-            done = true
-            resume(
-              Effect.fail(
-                new LoopsStartError({
-                  detail: `loop ${i} exited before it listened on ${dataAddress} (${signal ?? `code ${code}`}); its log above says why`
-                })
-              )
+          running.set(w.id, { worker: w, index })
+          // The owner actor served on the loop's IPC channel, and the loop's actor reached over it.
+          const channel = Channel.fromProcess(w.process)
+          const loopRef = yield* Effect.zipLeft(Remote.ref(channel, { name: LOOP_ACTOR, protocol: LoopMessage }), Remote.serve(actor, channel))
+          loopRefs.set(w.id, loopRef)
+          owner.attach(w.id, (leases) => tell(loopRef, new Revoke({ leases })))
+          yield* Effect.addFinalizer(() =>
+            Effect.sync(() => {
+              running.delete(w.id)
+              loopRefs.delete(w.id)
+              owner.detach(w.id)
+            })
+          )
+          const how = yield* exitOf(w)
+          if (stopping) return
+          if (!(yield* Deferred.isDone(listened))) {
+            yield* Deferred.fail(
+              listened,
+              new LoopsStartError({ detail: `loop ${index} exited before it listened on ${dataAddress} (${how}); its log above says why` })
             )
-          })
-        }
-      }),
-      () => stopAll
-    ).pipe(Effect.onError(() => stopAll))
+            return
+          }
+          return yield* Effect.fail(Cause.fail(new LoopExited({ index, pid: w.process.pid, how })))
+        })
+      )
 
-    const host = first.host.includes(":") ? `[${first.host}]` : first.host
+    const supervision = Supervision.restart(LOOP_RESTART_SCHEDULE, () => Effect.sync(() => void restarts++))
+    const listening: Array<Deferred.Deferred<Address, LoopsStartError>> = []
+    for (let i = 1; i <= cfg.loops; i++) {
+      const listened = yield* Deferred.make<Address, LoopsStartError>()
+      listening.push(listened)
+      yield* FiberSet.run(fibers, Supervision.supervise(`worker loop ${i}`, incarnation(i, listened), supervision))
+    }
+    // Before the fibers are interrupted (finalizers run last-added first): no restarts from here
+    // on, and every loop gets its SIGTERM at once so they drain side by side.
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        stopping = true
+        for (const { worker } of running.values()) if (!hasExited(worker)) worker.process.kill("SIGTERM")
+      })
+    )
+    yield* Effect.forkScoped(Effect.repeat(Effect.sync(() => owner.enforceCapacity()), Schedule.spaced(CAPACITY_CHECK)))
+    const [first] = yield* Effect.all(listening.map(Deferred.await))
+    const bound = { host: first!.address ?? "127.0.0.1", port: first!.port }
+
+    const host = bound.host.includes(":") ? `[${bound.host}]` : bound.host
     const server: DataServerShape = {
-      host: first.host,
-      port: first.port,
-      address: `${host}:${first.port}`,
+      host: bound.host,
+      port: bound.port,
+      address: `${host}:${bound.port}`,
       connections: () => stats.connectionsOpen
     }
     const control: LoopsControl = {

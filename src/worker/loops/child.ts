@@ -5,7 +5,7 @@
  * Exits when the owner goes away (cluster does that on IPC disconnect).
  */
 import cluster from "node:cluster"
-import { Cause, Context, Effect, Exit, Fiber, Layer } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Schedule } from "effect"
 import { Channel } from "../../actor/index.js"
 import { WorkerConfig, type WorkerSettings } from "../config.js"
 import { WorkerReadiness } from "../membership/Readiness.js"
@@ -20,7 +20,7 @@ import { counterDeltas, makeLoopMissPath, ownerRef, serveLoop, tellOwner } from 
 import { Counters, LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, Release, Usage } from "./protocol.js"
 
 /** How often a loop reports its counters and the leases it served (the owner's LRU). */
-const REPORT_MS = 1000
+const REPORT_EVERY = Duration.seconds(1)
 
 const LoopServices = Layer.scopedContext(
   Effect.gen(function* () {
@@ -47,9 +47,7 @@ const LoopServices = Layer.scopedContext(
       const { used, busy } = store.usage()
       tellOwner(owner, new Usage({ loop, used, busy }))
     }
-    const timer = setInterval(report, REPORT_MS)
-    timer.unref()
-    yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(timer)))
+    yield* Effect.forkScoped(Effect.repeat(Effect.sync(report), Schedule.spaced(REPORT_EVERY)))
     // The owner's readiness comes before the DataServer listens, so a loop never answers "not ready" by mistake.
     yield* serveLoop(channel, owner, loop, store, ready).pipe(
       Effect.catchAll((e) => Effect.dieMessage(`worker loop ${loop}: the owner did not answer its hello: ${e.message}`))
