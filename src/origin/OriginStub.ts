@@ -10,7 +10,7 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { StubState } from "./context.js"
 import { FaultState, noFaults, type Faults, type FaultsPatch } from "./faults.js"
-import { listen } from "./server.js"
+import { serveOrigin } from "./server.js"
 import { StatsCounter, type OriginStats } from "./stats.js"
 import { sweepBlocks } from "./azureBlocks.js"
 import { sweepUploads } from "./multipart.js"
@@ -86,15 +86,13 @@ const make = (config: OriginStubConfig): Effect.Effect<OriginStubShape, OriginSt
       tokens: new TokenIssuer(),
       url: ""
     }
-    const server = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => listen(state, host, config.port ?? 0),
-        catch: (e) =>
+    const server = yield* serveOrigin(state, host, config.port ?? 0).pipe(
+      Effect.mapError(
+        (e) =>
           new OriginStubError({
-            message: `origin stub cannot listen on ${host}:${config.port ?? 0}: ${(e as Error).message} (pick another --port or stop the process using it)`
+            message: `origin stub cannot listen on ${host}:${config.port ?? 0}: ${(e.cause as Error)?.message ?? String(e.cause)} (pick another --port or stop the process using it)`
           })
-      }),
-      (s) => Effect.promise(() => s.close())
+      )
     )
     return {
       url: server.url,
