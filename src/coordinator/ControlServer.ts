@@ -162,10 +162,12 @@ const serveConnection = (options: ControlServerOptions, stats: ControlServerStat
     stats.connectionsTotal++
     socket.setNoDelay(true)
     const decoder = new FrameDecoder(options.caps)
-    // Requests being handled; the reader takes a permit before forking one, so it stops
-    // pulling from the socket while MAX_IN_FLIGHT are pending.
-    const permits = yield* Effect.makeSemaphore(MAX_IN_FLIGHT)
+    // Requests being handled, each a fiber of this connection; the reader waits on `room`
+    // before pulling the next chunk while MAX_IN_FLIGHT are pending.
     const handlers = yield* FiberSet.make<void>()
+    const fork = yield* FiberSet.runtime(handlers)<never>()
+    const room = yield* Effect.makeLatch(true)
+    let inFlight = 0
     let closing = false
     const writable = () => !socket.destroyed && !socket.writableEnded
     const send = (bytes: Uint8Array) => {
@@ -215,7 +217,11 @@ const serveConnection = (options: ControlServerOptions, stats: ControlServerStat
           if (Exit.isSuccess(exit)) send(encodeControlFrame(requestId, exit.value))
           else errorReply(MsgType.Control, requestId, `internal error handling ${message._tag}`)
         }),
-        Effect.ensuring(permits.release(1))
+        Effect.ensuring(
+          Effect.sync(() => {
+            if (--inFlight < MAX_IN_FLIGHT) room.unsafeOpen()
+          })
+        )
       )
 
     /** Everything one chunk holds: pings and refusals answered inline, control requests forked. */
@@ -223,7 +229,6 @@ const serveConnection = (options: ControlServerOptions, stats: ControlServerStat
       Effect.suspend(() => {
         if (closing) return Effect.void
         decoder.push(chunk)
-        const forks: Array<Effect.Effect<void>> = []
         for (;;) {
           const next = decoder.next()
           if (next === undefined) break
@@ -252,21 +257,18 @@ const serveConnection = (options: ControlServerOptions, stats: ControlServerStat
               errorReply(MsgType.Control, header.requestId, `malformed control message: ${decoded.left.message}`)
             } else {
               count(decoded.right.message._tag)
-              forks.push(handle(header.requestId, decoded.right.message))
+              inFlight++
+              fork(handle(header.requestId, decoded.right.message))
             }
           }
         }
-        const started = Effect.forEach(forks, (fork) => Effect.zipRight(permits.take(1), FiberSet.run(handlers, fork)), { discard: true })
-        if (socket.writableLength <= WRITE_HIGH_WATER && forks.length === 0) return Effect.void
-        // Replies the peer has not read, or requests still pending: the next chunk waits.
-        return Effect.zipRight(
-          started,
-          Effect.suspend(() => {
-            if (socket.writableLength <= WRITE_HIGH_WATER) return Effect.void
-            stats.backpressurePauses++
-            return drained(socket)
-          })
-        )
+        // Replies the peer has not read, or too many requests pending: the next chunk waits.
+        const unread = socket.writableLength > WRITE_HIGH_WATER
+        const busy = inFlight >= MAX_IN_FLIGHT
+        if (!unread && !busy) return Effect.void
+        stats.backpressurePauses++
+        if (busy) room.unsafeClose()
+        return Effect.zipRight(room.await, Effect.suspend(() => drained(socket)))
       })
 
     const served = NodeStream.fromReadable<Error, Uint8Array>(() => socket, (e) => e as Error, { closeOnDone: false }).pipe(
