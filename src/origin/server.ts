@@ -59,14 +59,22 @@ const ADMIN_ROUTES = [
   "POST /_talon/tokens/expire"
 ]
 
+const MAX_ADMIN_BODY = 64 * 1024
+
 const json = (value: unknown, status = 200) =>
   HttpServerResponse.text(JSON.stringify(value, null, 2) + "\n", { status, contentType: "application/json" })
 
 /** A JSON body of at most 64 KiB (empty = `{}`) decoded by `schema`; a 400 saying what was wrong otherwise. */
 const patchBody = <A, I>(what: string, schema: Schema.Schema<A, I>) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => request.text).pipe(
-    HttpIncomingMessage.withMaxBodySize(Option.some(64 * 1024)),
-    Effect.mapError((e) => (e.reason === "Decode" && String(e.cause).includes("maxBodySize") ? "body too large" : e.message)),
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    // A declared length over the limit is refused unread: reading past the limit would reset the connection.
+    Number(request.headers["content-length"] ?? 0) > MAX_ADMIN_BODY
+      ? Effect.fail("body too large")
+      : request.text.pipe(
+          HttpIncomingMessage.withMaxBodySize(Option.some(MAX_ADMIN_BODY)),
+          Effect.mapError((e) => (String(e.cause).includes("maxBytes") ? "body too large" : e.message))
+        )
+  ).pipe(
     Effect.flatMap((text) =>
       Effect.try({ try: (): unknown => (text.trim() === "" ? {} : JSON.parse(text)), catch: (e) => (e as Error).message })
     ),
