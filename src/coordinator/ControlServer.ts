@@ -213,15 +213,12 @@ const serveConnection = (options: ControlServerOptions, stats: ControlServerStat
     const handle = (requestId: number, message: ControlMessage) =>
       options.handle(message).pipe(
         Effect.exit,
+        // Only an interruption skips this, and that is the connection closing.
         Effect.map((exit) => {
+          if (--inFlight < MAX_IN_FLIGHT) room.unsafeOpen()
           if (Exit.isSuccess(exit)) send(encodeControlFrame(requestId, exit.value))
           else errorReply(MsgType.Control, requestId, `internal error handling ${message._tag}`)
-        }),
-        Effect.ensuring(
-          Effect.sync(() => {
-            if (--inFlight < MAX_IN_FLIGHT) room.unsafeOpen()
-          })
-        )
+        })
       )
 
     /** Everything one chunk holds: pings and refusals answered inline, control requests forked. */
