@@ -8,7 +8,8 @@
  * environment, every component reads it through the Effect `Config` it already uses; no
  * component knows the file exists.
  */
-import * as fs from "node:fs/promises"
+import { FileSystem } from "@effect/platform"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { ConfigProvider, Data, Effect, Layer } from "effect"
 import { parse as parseToml } from "smol-toml"
 import { ALL_COMPONENTS } from "../config/registry.js"
@@ -156,14 +157,16 @@ const parseDocument = (file: string, text: string): unknown =>
 /** Reads and validates a config file into a provider answering the `TALON_*` names it sets; `flatSection` as in flattenConfig. */
 export const readConfigFile = (file: string, flatSection?: string): Effect.Effect<ConfigProvider.ConfigProvider, ConfigFileError> =>
   Effect.gen(function* () {
-    const text = yield* Effect.tryPromise({
-      try: () => fs.readFile(file, "utf8"),
-      catch: (e) =>
-        new ConfigFileError({
-          path: file,
-          detail: `cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)}); check the path given to --config or ${CONFIG_ENV}`
-        })
-    })
+    const text = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(file)).pipe(
+      Effect.provide(NodeFileSystem.layer),
+      Effect.mapError(
+        (e) =>
+          new ConfigFileError({
+            path: file,
+            detail: `cannot read it (${e._tag === "SystemError" ? e.reason : e.message}); check the path given to --config or ${CONFIG_ENV}`
+          })
+      )
+    )
     const doc = yield* Effect.try({
       try: () => parseDocument(file, text),
       catch: (e) => new ConfigFileError({ path: file, detail: `not valid ${file.endsWith(".json") ? "JSON" : "TOML"}: ${(e as Error).message}` })

@@ -3,7 +3,8 @@
  * separate subcommands run — origin stub (seeded), coordinator, N workers — so what a
  * newcomer runs first is what production runs, just on loopback.
  */
-import * as fs from "node:fs/promises"
+import { FileSystem } from "@effect/platform"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Context, Data, Effect, Layer, type Scope } from "effect"
@@ -52,18 +53,20 @@ const DEFAULT_PORTS = { origin: 9100, gateway: 9000, gatewayAdmin: 9001, control
 const workDir = (options: LocalClusterOptions): Effect.Effect<string, LocalClusterError, Scope.Scope> => {
   if (options.dir !== undefined) {
     const dir = path.resolve(options.dir)
-    return Effect.tryPromise({
-      try: () => fs.mkdir(dir, { recursive: true }).then(() => dir),
-      catch: (e) => new LocalClusterError({ message: `cannot create ${dir}: ${(e as Error).message}` })
-    })
+    return Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeDirectory(dir, { recursive: true })).pipe(
+      Effect.as(dir),
+      Effect.mapError((e) => new LocalClusterError({ message: `cannot create ${dir}: ${e.message}` })),
+      Effect.provide(NodeFileSystem.layer)
+    )
   }
-  return Effect.acquireRelease(
-    Effect.tryPromise({
-      try: () => fs.mkdtemp(path.join(os.tmpdir(), "talon-up-")),
-      catch: (e) => new LocalClusterError({ message: `cannot create a temp dir: ${(e as Error).message}` })
-    }),
-    (dir) => (options.keep ? Effect.void : Effect.promise(() => fs.rm(dir, { recursive: true, force: true })))
-  )
+  return Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    Effect.acquireRelease(
+      fs.makeTempDirectory({ directory: os.tmpdir(), prefix: "talon-up-" }).pipe(
+        Effect.mapError((e) => new LocalClusterError({ message: `cannot create a temp dir: ${e.message}` }))
+      ),
+      (dir) => (options.keep ? Effect.void : Effect.ignore(fs.remove(dir, { recursive: true })))
+    )
+  ).pipe(Effect.provide(NodeFileSystem.layer))
 }
 
 const make = (options: LocalClusterOptions = {}) =>

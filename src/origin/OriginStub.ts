@@ -6,11 +6,12 @@
 import { type ConfigError, Context, Data, Duration, Effect, Layer } from "effect"
 import { resolve } from "../config/Setting.js"
 import { DEFAULT_UPLOAD_TTL_MS, OriginSchema } from "./config.js"
-import * as fs from "node:fs/promises"
+import { FileSystem } from "@effect/platform"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as path from "node:path"
 import type { StubState } from "./context.js"
 import { FaultState, noFaults, type Faults, type FaultsPatch } from "./faults.js"
-import { listen } from "./server.js"
+import { serveOrigin } from "./server.js"
 import { StatsCounter, type OriginStats } from "./stats.js"
 import { sweepBlocks } from "./azureBlocks.js"
 import { sweepUploads } from "./multipart.js"
@@ -62,10 +63,10 @@ const make = (config: OriginStubConfig): Effect.Effect<OriginStubShape, OriginSt
   Effect.gen(function* () {
     const root = path.resolve(config.root)
     const host = config.host ?? "127.0.0.1"
-    yield* Effect.tryPromise({
-      try: () => fs.mkdir(root, { recursive: true }),
-      catch: (e) => new OriginStubError({ message: `cannot create origin root ${root}: ${(e as Error).message}` })
-    })
+    yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeDirectory(root, { recursive: true })).pipe(
+      Effect.provide(NodeFileSystem.layer),
+      Effect.mapError((e) => new OriginStubError({ message: `cannot create origin root ${root}: ${e.message}` }))
+    )
     yield* Effect.promise(() => cleanStaleTemps(root).catch(() => 0))
     const ttl = config.uploadTtlMs ?? DEFAULT_UPLOAD_TTL_MS
     const sweep = () => Promise.all([sweepUploads(root, ttl), sweepBlocks(root, ttl)]).catch(() => undefined)
@@ -84,15 +85,13 @@ const make = (config: OriginStubConfig): Effect.Effect<OriginStubShape, OriginSt
       tokens: new TokenIssuer(() => clock.unsafeCurrentTimeMillis()),
       url: ""
     }
-    const server = yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => listen(state, host, config.port ?? 0),
-        catch: (e) =>
+    const server = yield* serveOrigin(state, host, config.port ?? 0).pipe(
+      Effect.mapError(
+        (e) =>
           new OriginStubError({
-            message: `origin stub cannot listen on ${host}:${config.port ?? 0}: ${(e as Error).message} (pick another --port or stop the process using it)`
+            message: `origin stub cannot listen on ${host}:${config.port ?? 0}: ${(e.cause as Error)?.message ?? String(e.cause)} (pick another --port or stop the process using it)`
           })
-      }),
-      (s) => Effect.promise(() => s.close())
+      )
     )
     return {
       url: server.url,

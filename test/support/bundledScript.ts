@@ -28,7 +28,17 @@ export const bundledScript = (entry: string): Promise<string> => {
   let p = built.get(entry)
   if (p === undefined) {
     const outfile = path.join(outDir(), `${built.size}-${path.basename(entry, ".ts")}.mjs`)
-    p = build({ entryPoints: [entry], outfile, bundle: true, format: "esm", platform: "node", target: "node20", logLevel: "warning" }).then(() => outfile)
+    p = build({
+      entryPoints: [entry],
+      outfile,
+      bundle: true,
+      format: "esm",
+      platform: "node",
+      target: "node20",
+      logLevel: "warning",
+      // CommonJS dependencies (ws, under the platform's HTTP server) require node built-ins.
+      banner: { js: 'import { createRequire as __talonRequire } from "node:module"; const require = __talonRequire(import.meta.url);' }
+    }).then(() => outfile)
     built.set(entry, p)
   }
   return p

@@ -7,7 +7,8 @@
  * mod revision (or absence) is still what was read; a racing writer makes it
  * retry with a fresh read, so no interleaving can move a record backwards.
  */
-import * as fs from "node:fs"
+import { FileSystem } from "@effect/platform"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { ConfigError, Effect, Either, Redacted, Stream } from "effect"
 import {
   Etcd3,
@@ -52,16 +53,21 @@ const endpointUrl = (e: string, secure: boolean): string => (/^[a-z]+:\/\//.test
 const etcdCredentials = (settings: StateStoreSettings) =>
   settings.etcdCaCertPath === undefined
     ? Effect.succeed(undefined)
-    : Effect.try({
-        try: () => ({
-          rootCertificate: fs.readFileSync(settings.etcdCaCertPath!),
-          ...(settings.etcdClientCertPath === undefined || settings.etcdClientKeyPath === undefined
+    : Effect.gen(function* () {
+        const fs = yield* FileSystem.FileSystem
+        const read = (file: string) => Effect.map(fs.readFile(file), (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+        const rootCertificate = yield* read(settings.etcdCaCertPath!)
+        const pair =
+          settings.etcdClientCertPath === undefined || settings.etcdClientKeyPath === undefined
             ? {}
-            : { certChain: fs.readFileSync(settings.etcdClientCertPath), privateKey: fs.readFileSync(settings.etcdClientKeyPath) })
-        }),
-        catch: (e) =>
-          ConfigError.InvalidData(["TALON_ETCD_CA_CERT_PATH"], `cannot read the etcd TLS files: ${(e as Error).message}; check TALON_ETCD_CA_CERT_PATH, TALON_ETCD_CLIENT_CERT_PATH and TALON_ETCD_CLIENT_KEY_PATH`)
-      })
+            : { certChain: yield* read(settings.etcdClientCertPath), privateKey: yield* read(settings.etcdClientKeyPath) }
+        return { rootCertificate, ...pair }
+      }).pipe(
+        Effect.provide(NodeFileSystem.layer),
+        Effect.mapError((e) =>
+          ConfigError.InvalidData(["TALON_ETCD_CA_CERT_PATH"], `cannot read the etcd TLS files: ${e.message}; check TALON_ETCD_CA_CERT_PATH, TALON_ETCD_CLIENT_CERT_PATH and TALON_ETCD_CLIENT_KEY_PATH`)
+        )
+      )
 
 export const makeEtcdStore = (settings: StateStoreSettings) =>
   Effect.gen(function* () {
