@@ -91,7 +91,12 @@ export const workerHandle = Effect.gen(function* () {
 
 /** DataPlane and ServeMode chosen by `dataPlane` / `serveMode` in WorkerConfig. */
 export const PlaneAndModeFromConfig = Layer.unwrapEffect(
-  Effect.map(WorkerConfig, (cfg) => Layer.merge(Sendfile.fromChoice(cfg.dataPlane), ServeMode.fromName(cfg.serveMode)))
+  Effect.map(WorkerConfig, (cfg) =>
+    Layer.merge(
+      cfg.dataTls ? Sendfile.portableBecause("data-plane TLS: bytes pass through the TLS socket") : Sendfile.fromChoice(cfg.dataPlane),
+      ServeMode.fromName(cfg.serveMode)
+    )
+  )
 )
 
 export class Worker extends Context.Tag("talon/Worker")<Worker, WorkerShape>() {
