@@ -8,7 +8,9 @@ import * as fs from "node:fs"
 import * as tls from "node:tls"
 import { createHash } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Effect } from "effect"
 import { type FetchResult, WorkerPool } from "../../../src/client/WorkerPool.js"
+import { resolveWorkerSettings } from "../../../src/worker/config.js"
 import { Backend, type ObjectId } from "../../../src/core/ids.js"
 import type { ControlTlsFiles } from "../../../src/transport/controlTls.js"
 import { makeCa, makeLeaf } from "../../support/controlPki.js"
@@ -113,6 +115,13 @@ describe("data-plane TLS", () => {
 
     const plain = await fetchRange(poolWith(undefined), 0, 100)
     expect(plain.ok).toBe(false)
+  })
+
+  it("refuses to start without the certificate to present, or with several loops", async () => {
+    const noCert = await Effect.runPromise(Effect.flip(resolveWorkerSettings({ dataTls: true })))
+    expect(String(noCert)).toContain("needs --control-tls-cert-path and --control-tls-key-path")
+    const loops = await Effect.runPromise(Effect.flip(resolveWorkerSettings({ dataTls: true, loops: 2, controlTlsCertPath: server.certPath, controlTlsKeyPath: server.keyPath })))
+    expect(String(loops)).toContain("--loops 1")
   })
 
   it("shows new connections a certificate rotated on disk, without a restart", async () => {
