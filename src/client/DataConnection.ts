@@ -9,6 +9,9 @@
  * `PipelinedConnection`'s.
  */
 import * as net from "node:net"
+import * as tls from "node:tls"
+import { parseHostPort } from "../transport/address.js"
+import { clientTlsOptions, type ControlTlsFiles } from "../transport/controlTls.js"
 import { capFor, type FrameCaps, type FrameHeader, HEADER_LEN, readHeader } from "../protocol/index.js"
 import { type Failure, PipelinedConnection } from "../transport/PipelinedConnection.js"
 import { Payload, type Slab, type SlabPool } from "./SlabPool.js"
@@ -21,6 +24,8 @@ export interface DataConnectionOptions {
   readonly caps: FrameCaps
   readonly connectTimeoutMs: number
   readonly pool: SlabPool
+  /** Dial TLS with these files (a worker started with --data-tls); read anew for this connection. */
+  readonly tls?: ControlTlsFiles | undefined
 }
 
 /** A read gets at least this much room; a slab with less left is retired for a fresh one. */
@@ -55,9 +60,23 @@ export class DataConnection extends PipelinedConnection<DataOk> {
     // The read buffers come from the pool: `onread` bypasses the Readable machinery and its
     // per-read allocation (the buffer function is asked for room after every read).
     // (Node reads `onread` in the constructor too; its typings list it for connect() only.)
-    const socket = new net.Socket({
-      onread: { buffer: () => this.nextBuffer(), callback: (n: number, buf: Uint8Array) => this.onRead(n, buf) }
-    } as net.SocketConstructorOpts)
+    const onread = { buffer: () => this.nextBuffer(), callback: (n: number, buf: Uint8Array) => this.onRead(n, buf) }
+    if (options.tls !== undefined) {
+      // TLS decrypts into the same pooled slabs (tls.connect takes `onread` too).
+      const target = parseHostPort(address)
+      let socket: tls.TLSSocket
+      try {
+        if (target === undefined) throw new Error("not a host:port address")
+        socket = tls.connect({ ...clientTlsOptions(options.tls, target.host), host: target.host, port: target.port, onread } as tls.ConnectionOptions)
+      } catch (e) {
+        this.start(new net.Socket(), options.connectTimeoutMs, { dialed: "secureConnect" })
+        this.fail("connect", (e as Error).message)
+        return
+      }
+      this.start(socket, options.connectTimeoutMs, { dialed: "secureConnect" })
+      return
+    }
+    const socket = new net.Socket({ onread } as net.SocketConstructorOpts)
     this.start(socket, options.connectTimeoutMs)
   }
 

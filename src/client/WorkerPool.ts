@@ -26,6 +26,7 @@ import {
   type TenantId
 } from "../protocol/index.js"
 import { DataConnection, type DataReply } from "./DataConnection.js"
+import type { ControlTlsFiles } from "../transport/controlTls.js"
 import { type Payload, SlabPool } from "./SlabPool.js"
 
 /** The worker could not be reached or broke the connection; another replica may work. */
@@ -61,6 +62,8 @@ export interface WorkerPoolOptions {
   readonly slabs?: SlabPool | undefined
   /** Tenant named by every request (sent as GetRangeTenant / GetCachedRangeTenant); empty or absent = none. */
   readonly tenant?: string | undefined
+  /** Dial workers over TLS with these files (read anew for each connection, so rotated ones apply). */
+  readonly tls?: ControlTlsFiles | undefined
 }
 
 export type FetchResult = { readonly ok: true; readonly payload: Payload } | { readonly ok: false; readonly error: WorkerRequestError }
@@ -203,7 +206,7 @@ export class WorkerPool {
     let best: DataConnection | undefined
     for (const c of pool) if (best === undefined || c.inFlight < best.inFlight) best = c
     if (best === undefined || (best.inFlight > 0 && pool.length < this.options.connectionsPerWorker)) {
-      best = new DataConnection(address, { caps: this.caps, connectTimeoutMs: this.connectTimeoutMs, pool: this.slabs })
+      best = new DataConnection(address, { caps: this.caps, connectTimeoutMs: this.connectTimeoutMs, pool: this.slabs, tls: this.options.tls })
       pool.push(best)
     }
     return best

@@ -6,6 +6,7 @@
  */
 import { Effect } from "effect"
 import { ControlChannel } from "../transport/ControlChannel.js"
+import { controlTlsFilesOf } from "../transport/controlTls.js"
 import { ClientConfig } from "./ClientConfig.js"
 import { WorkerPool } from "./WorkerPool.js"
 
@@ -13,6 +14,8 @@ export class Workers extends Effect.Service<Workers>()("talon/client/Workers", {
   scoped: Effect.gen(function* () {
     const options = yield* ClientConfig
     const control = new Map<string, ControlChannel>()
+    // A worker serving TLS does so on its data port, which also answers the control channel's StatObject.
+    const tls = options.dataTls ? controlTlsFilesOf(options) : undefined
     const pool = yield* Effect.acquireRelease(
       Effect.sync(
         () =>
@@ -21,7 +24,8 @@ export class Workers extends Effect.Service<Workers>()("talon/client/Workers", {
             requestTimeout: `${options.requestTimeoutMs} millis`,
             connectTimeout: `${options.connectTimeoutMs} millis`,
             maxRequestBytes: options.maxRequestBytes,
-            tenant: options.tenant
+            tenant: options.tenant,
+            tls
           })
       ),
       (pool) =>
@@ -40,7 +44,8 @@ export class Workers extends Effect.Service<Workers>()("talon/client/Workers", {
         channel = ControlChannel.unsafeMake(address, {
           requestTimeout: `${options.requestTimeoutMs} millis`,
           connectTimeout: `${options.connectTimeoutMs} millis`,
-          retries: 0
+          retries: 0,
+          tls
         })
         control.set(address, channel)
       }

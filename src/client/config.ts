@@ -19,6 +19,8 @@ export interface TalonClientOptions {
   readonly controlTlsKeyPath?: string | undefined
   readonly controlTlsCaCertPath?: string | undefined
   readonly controlTlsTrustDomain?: string | undefined
+  /** Dial workers' data ports over TLS with the control TLS files (workers run with --data-tls). */
+  readonly dataTls: boolean
   readonly blockSize: number
   /** Replicas tried per block, in Maglev rank order. */
   readonly replicas: number
@@ -70,6 +72,9 @@ export const ClientSchema = component<TalonClientOptions>({
     controlTlsKeyPath: S.unset(K.text, "PEM private key of --control-tls-cert-path", { example: "/etc/talon/tls/tls.key" }),
     controlTlsCaCertPath: S.unset(K.text, "PEM CA bundle the coordinators' certificates must chain to", { example: "/etc/talon/tls/ca.crt" }),
     controlTlsTrustDomain: S.unset(K.text, "Coordinators must carry a URI SAN spiffe://<this>/talon/<cluster>/<role>/<node>", { example: "cluster.local" }),
+    dataTls: S.toggle(
+      "Dial workers' data ports over TLS (workers started with --data-tls) with the control TLS files: the CA checks the worker, the certificate and key are presented when the workers demand one"
+    ),
     blockSize: S.size(DEFAULT_BLOCK_SIZE, "Block size; must equal the workers' (K/M/G suffixes)", { example: "8M", check: blockSizeRange }),
     replicas: S.integer(2, "Workers tried per block, in placement order", positive),
     parallelism: S.integer(4, "Block segments fetched concurrently ahead of the reader", positive),

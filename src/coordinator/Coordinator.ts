@@ -198,7 +198,10 @@ export const makeCoordinatorOn = (
       })))
 
     // Without credentials every stat and listing goes through a live worker (Talon's design).
-    const proxy = yield* makeWorkerProxy({ workers: Effect.map(view, (v) => v.members.map((m) => m.status.node)) })
+    const proxy = yield* makeWorkerProxy({
+      workers: Effect.map(view, (v) => v.members.map((m) => m.status.node)),
+      tls: options.dataTls ? controlTlsFilesOf(options) : undefined
+    })
     const listViaWorker = (prefix: string): Effect.Effect<ControlMessage> =>
       Effect.gen(function* () {
         const v = yield* view

@@ -42,6 +42,8 @@ export interface CoordinatorSettings {
   readonly controlTlsKeyPath?: string | undefined
   readonly controlTlsCaCertPath?: string | undefined
   readonly controlTlsTrustDomain?: string | undefined
+  /** Workers serve their data ports over TLS (--data-tls): stats and listings asked of them go over TLS with the control TLS files. */
+  readonly dataTls: boolean
 }
 
 export interface CoordinatorOptions extends CoordinatorSettings {
@@ -90,7 +92,10 @@ export const CoordinatorSchema = component<CoordinatorSettings>({
     }),
     controlTlsTrustDomain: S.unset(K.text, "With mTLS, peers must carry a URI SAN spiffe://<this>/talon/<cluster>/<role>/<node>", {
       example: "cluster.local"
-    })
+    }),
+    dataTls: S.toggle(
+      "Workers serve their data ports over TLS (worker --data-tls): the stats and listings this coordinator asks of them go over TLS with the control TLS files"
+    )
   },
   refused: TALON_COORDINATOR_REFUSED,
   check: (o) =>
@@ -105,7 +110,9 @@ export const CoordinatorSchema = component<CoordinatorSettings>({
           ? { key: "controlTlsCertPath", message: "is missing: a control client CA or trust domain needs TLS on (--control-tls-cert-path and --control-tls-key-path)" }
           : o.controlTlsTrustDomain !== undefined && o.controlTlsCaCertPath === undefined
             ? { key: "controlTlsCaCertPath", message: "is missing: a trust domain checks client certificates, which only mTLS asks for (--control-tls-ca-cert-path)" }
-            : undefined
+            : o.dataTls && o.controlTlsCertPath === undefined
+              ? { key: "dataTls", message: "needs --control-tls-cert-path and --control-tls-key-path: workers' data ports are dialed with the control TLS files" }
+              : undefined
 })
 
 export const COORDINATOR_DEFAULTS: CoordinatorSettings = defaultsOf(CoordinatorSchema)

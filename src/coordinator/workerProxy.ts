@@ -15,6 +15,7 @@ import { Clock, Effect, type Scope } from "effect"
 import type { NodeInfo } from "../core/ids.js"
 import type { ControlMessage } from "../protocol/index.js"
 import { ControlChannel } from "../transport/ControlChannel.js"
+import type { ControlTlsFiles } from "../transport/controlTls.js"
 
 /** Talon's budgets: a listing may drain many origin pages, a stat is one HEAD. */
 export const STAT_BUDGET_MS = 5_000
@@ -34,6 +35,8 @@ export interface WorkerProxyOptions {
   readonly workers: Effect.Effect<ReadonlyArray<NodeInfo>>
   readonly statBudgetMs?: number
   readonly listBudgetMs?: number
+  /** Dial workers over TLS with these files (workers serving --data-tls). */
+  readonly tls?: ControlTlsFiles | undefined
 }
 
 /** A refusal that is the origin's answer (no such object or bucket): another worker would only repeat it. */
@@ -55,7 +58,7 @@ export const makeWorkerProxy = (options: WorkerProxyOptions): Effect.Effect<Work
     const channelFor = (address: string) => {
       let channel = channels.get(address)
       if (channel === undefined) {
-        channel = ControlChannel.unsafeMake(address, { retries: 0, connectTimeout: "2 seconds" })
+        channel = ControlChannel.unsafeMake(address, { retries: 0, connectTimeout: "2 seconds", tls: options.tls })
         channels.set(address, channel)
       }
       return channel

@@ -7,12 +7,13 @@
 import type { IncomingHttpHeaders } from "node:http"
 import { Context, Effect, Layer, Redacted, type Scope } from "effect"
 import { sharedKeyAuthorization } from "../backend/azureSharedKey.js"
-import type { BackendError } from "../backend/BackendStore.js"
+import { type BackendError, BackendRequestError } from "../backend/BackendStore.js"
 import { makeTransport, type OriginRequest, type RequestLabel } from "../backend/http.js"
 import { defaultPolicy, withRetries } from "../backend/policy.js"
 import type { RouterOptions } from "../backend/Router.js"
 import * as S3Backend from "../backend/S3.js"
 import { type Forwarder, makeForwarder } from "./forward.js"
+import { credentialFailure, makeOriginCredentials } from "./originIdentity.js"
 
 export interface OriginAnswer {
   readonly status: number
@@ -46,11 +47,13 @@ export const makeOriginHttp = (options: RouterOptions): Effect.Effect<OriginHttp
   Effect.gen(function* () {
     const policy = options.s3?.policy ?? options.azure?.policy ?? defaultPolicy
     const transport = yield* makeTransport(policy)
-    const forward = makeForwarder(options)
+    // A workload identity (not static keys) signs with tokens the gateway fetches and renews itself.
+    const credentials = yield* makeOriginCredentials(options, transport)
+    const forward = makeForwarder(options, credentials)
     yield* Effect.addFinalizer(() => Effect.sync(() => forward.close()))
 
     const s3 = options.s3
-    const sign = s3 === undefined ? undefined : S3Backend.makeS3Signer(s3)
+    const sign = s3 === undefined ? undefined : S3Backend.makeS3Signer(s3, credentials.s3)
     const s3Call = (method: "GET" | "HEAD", bucket: string, query: Record<string, string>, operation: string) => {
       if (sign === undefined) return notConfigured("S3", "TALON_S3_*")
       const label: RequestLabel = { object: `s3://${bucket}/`, operation }
@@ -58,9 +61,13 @@ export const makeOriginHttp = (options: RouterOptions): Effect.Effect<OriginHttp
         policy,
         Effect.tryPromise({
           try: () => sign({ method, bucket, key: undefined, query, headers: {} }),
-          catch: (e) => new Error(`cannot sign a request for s3://${bucket}/: ${String(e)}`)
+          catch: (e) => {
+            const refused = credentialFailure(e)
+            if (refused === undefined) return new Error(`cannot sign a request for s3://${bucket}/: ${String(e)}`)
+            return new BackendRequestError({ ...label, retryable: refused.retryable, detail: refused.message })
+          }
         }).pipe(
-          Effect.orDie,
+          Effect.catchIf((e): e is Error => !(e instanceof BackendRequestError), (e) => Effect.die(e)),
           Effect.flatMap((req) => transport.fetch(req, label))
         )
       )
@@ -92,7 +99,20 @@ export const makeOriginHttp = (options: RouterOptions): Effect.Effect<OriginHttp
         path: params.length === 0 ? path : `${path}?${params.join("&")}`,
         headers
       }
-      return withRetries(policy, transport.fetch(req, { object: `az://${container}/`, operation }))
+      const label: RequestLabel = { object: `az://${container}/`, operation }
+      const authorize = credentials.azureAuthorization
+      if (authorize === undefined) return withRetries(policy, transport.fetch(req, label))
+      const authorized = Effect.tryPromise({
+        try: authorize,
+        catch: (e) => {
+          const refused = credentialFailure(e)
+          return new BackendRequestError({ ...label, retryable: refused?.retryable ?? false, detail: refused?.message ?? String(e) })
+        }
+      })
+      return withRetries(
+        policy,
+        Effect.flatMap(authorized, (authorization) => transport.fetch({ ...req, headers: { ...headers, authorization } }, label))
+      )
     }
 
     return {

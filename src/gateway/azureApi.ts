@@ -18,6 +18,7 @@ import { escapeXml } from "../http/xml.js"
 import { type GwCtx, run } from "./context.js"
 import { answerBackendError, type Dialect, serveRead } from "./objectOps.js"
 import { MAX_PART_BYTES, passThrough } from "./passThrough.js"
+import { grantedNamespaces, onlyGranted } from "./identities.js"
 
 const containerExists = async (ctx: GwCtx, container: string): Promise<boolean | undefined> => {
   const r = await run(ctx, ctx.g.origin.headContainer(container))
@@ -158,12 +159,19 @@ export const handleAzure = async (ctx: GwCtx, segments: ReadonlyArray<string>): 
   if (rawContainer === undefined || rawContainer === "") {
     // List Containers, service properties: the origin's, with its endpoint replaced by the gateway's.
     const endpoint = escapeXml(`${ctx.g.url}/${account}/`)
+    // With principals, List Containers names only the containers the caller holds a grant in.
+    const principal = ctx.principal
+    const directory = ctx.g.principals?.current()
+    const visible = principal === undefined || directory === undefined ? undefined : grantedNamespaces(directory, principal, "azure")
     return passThrough(ctx, azureDialect, {
       provider: "azure",
       bucket: "",
       key: undefined,
       maxBody: SMALL_BODY,
-      rewrite: (xml: string) => xml.replace(/ServiceEndpoint="[^"]*"/, `ServiceEndpoint="${endpoint}"`)
+      rewrite: (xml: string) => {
+        const named = xml.replace(/ServiceEndpoint="[^"]*"/, `ServiceEndpoint="${endpoint}"`)
+        return visible === undefined ? named : onlyGranted(named, "Container", visible)
+      }
     })
   }
   const container = decodePath(rawContainer)

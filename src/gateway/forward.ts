@@ -13,6 +13,7 @@ import type { Readable } from "node:stream"
 import { sharedKeyAuthorization } from "../backend/azureSharedKey.js"
 import { escapePath, escapeRfc3986, queryString } from "../backend/headers.js"
 import type { RouterOptions } from "../backend/Router.js"
+import type { OriginCredentials } from "./originIdentity.js"
 
 export interface ForwardRequest {
   readonly method: string
@@ -34,6 +35,10 @@ export interface Forwarder {
   readonly azure: (request: ForwardRequest, signal: AbortSignal) => Promise<http.IncomingMessage>
   /** The URL of a blob at the Azure origin (a Copy Blob source the origin can read). */
   readonly azureBlobUrl: (container: string, blob: string) => string | undefined
+  /** Whether `provider` is signed for with a workload identity's temporary credentials. */
+  readonly temporaryCredentials: (provider: "s3" | "azure") => boolean
+  /** The origin refused `provider`'s temporary credentials: the next request fetches new ones. */
+  readonly credentialsRefused: (provider: "s3" | "azure") => void
   readonly close: () => void
 }
 
@@ -52,7 +57,7 @@ const asRecord = (query: ReadonlyArray<readonly [string, string]>): Record<strin
   return out
 }
 
-export const makeForwarder = (options: RouterOptions): Forwarder => {
+export const makeForwarder = (options: RouterOptions, credentials: OriginCredentials = {}): Forwarder => {
   const agentOptions = { keepAlive: true, maxSockets: 256, maxFreeSockets: 32 }
   const httpAgent = new http.Agent(agentOptions)
   const httpsAgent = new https.Agent(agentOptions)
@@ -88,7 +93,8 @@ export const makeForwarder = (options: RouterOptions): Forwarder => {
     s3 === undefined
       ? undefined
       : new SignatureV4({
-          credentials: {
+          // A workload identity's credentials are asked for at each signature (the cache answers from memory).
+          credentials: credentials.s3 ?? {
             accessKeyId: s3.accessKeyId,
             secretAccessKey: Redacted.value(s3.secretAccessKey),
             ...(s3.sessionToken === undefined ? {} : { sessionToken: Redacted.value(s3.sessionToken) })
@@ -129,10 +135,8 @@ export const makeForwarder = (options: RouterOptions): Forwarder => {
         signal
       )
     },
-    azure: (r, signal) => {
-      if (azure === undefined || azureBase === undefined) {
-        return Promise.reject(new NotConfigured("the gateway has no Azure origin configured (set TALON_AZURE_*)"))
-      }
+    azure: async (r, signal) => {
+      if (azure === undefined || azureBase === undefined) throw new NotConfigured("the gateway has no Azure origin configured (set TALON_AZURE_*)")
       const path = azurePath(r.bucket, r.key)
       const query = asRecord(r.query)
       const headers: Record<string, string> = { ...r.headers, "x-ms-date": new Date().toUTCString() }
@@ -141,6 +145,7 @@ export const makeForwarder = (options: RouterOptions): Forwarder => {
       if (azure.credential._tag === "SharedKey") {
         headers.authorization = sharedKeyAuthorization(azure.account, Redacted.value(azure.credential.key), { method: r.method, path, query, headers })
       }
+      if (credentials.azureAuthorization !== undefined) headers.authorization = await credentials.azureAuthorization()
       const params = Object.keys(query).map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(query[k]!)}`)
       if (azure.credential._tag === "Sas") params.push(Redacted.value(azure.credential.token).replace(/^\?/, ""))
       return send(
@@ -155,6 +160,8 @@ export const makeForwarder = (options: RouterOptions): Forwarder => {
       const sas = azure.credential._tag === "Sas" ? `?${Redacted.value(azure.credential.token).replace(/^\?/, "")}` : ""
       return `${azureBase.url.protocol}//${azureBase.url.host}${azurePath(container, blob)}${sas}`
     },
+    temporaryCredentials: (provider) => (provider === "s3" ? credentials.s3 : credentials.azureAuthorization) !== undefined,
+    credentialsRefused: (provider) => credentials.invalidate?.(provider),
     close: () => {
       httpAgent.destroy()
       httpsAgent.destroy()

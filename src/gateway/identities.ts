@@ -120,3 +120,26 @@ export const refusedAccess = (directory: Directory, principal: Principal, access
   }
   return accesses.find((a) => allowing(directory, principal, a) === undefined)
 }
+
+/** The buckets (containers) `principal` holds a grant in, for `protocol`. */
+export const grantedNamespaces = (directory: Directory, principal: Principal, protocol: "s3" | "azure"): ReadonlySet<string> =>
+  new Set(
+    directory.grants
+      .filter((g) => g.principal === principal.name && g.protocol === protocol && g.provider_account === principal.providerAccount)
+      .map((g) => g.namespace)
+  )
+
+const xmlName = (entry: string): string | undefined => {
+  const raw = /<Name>([^<]*)<\/Name>/.exec(entry)?.[1]
+  return raw?.replace(/&(lt|gt|quot|apos|amp);/g, (_, e: string) => ({ lt: "<", gt: ">", quot: '"', apos: "'", amp: "&" })[e]!)
+}
+
+/**
+ * A ListBuckets (`<Bucket>`) or List Containers (`<Container>`) answer with only the entries
+ * `visible` holds: a principal learns no bucket name it has no grant in.
+ */
+export const onlyGranted = (xml: string, element: "Bucket" | "Container", visible: ReadonlySet<string>): string =>
+  xml.replace(new RegExp(`<${element}>[\\s\\S]*?</${element}>`, "g"), (entry) => {
+    const name = xmlName(entry)
+    return name !== undefined && visible.has(name) ? entry : ""
+  })

@@ -18,6 +18,7 @@ import type { GwCtx } from "./context.js"
 import type { ForwardRequest } from "./forward.js"
 import { NotConfigured } from "./forward.js"
 import { COMMIT_STATE, type Dialect } from "./objectOps.js"
+import { credentialFailure } from "./originIdentity.js"
 
 /** Part and block bodies: S3's part limit. */
 export const MAX_PART_BYTES = 5 * 1024 * 1024 * 1024
@@ -51,6 +52,8 @@ const DROPPED_RESPONSE_HEADERS = new Set([
   "x-ms-client-request-id"
 ])
 
+/** The origin's word for a temporary credential that no longer works (S3 session, Entra token). */
+const EXPIRED_CODES = new Set(["ExpiredToken", "TokenRefreshRequired", "InvalidToken", "InvalidAuthenticationInfo"])
 const CREDENTIAL_CODES = new Set(["SignatureDoesNotMatch", "InvalidAccessKeyId", "AuthenticationFailed", "InvalidSecurity", "AuthorizationFailure"])
 
 export interface PassOptions {
@@ -176,6 +179,9 @@ const failed = (ctx: GwCtx, d: Dialect, e: unknown, guard: BodyGuard | undefined
   if (cause instanceof PayloadHashMismatch) return d.error(ctx, 400, "XAmzContentSHA256Mismatch", cause.message)
   if (e instanceof NotConfigured) return d.error(ctx, 501, d.codes.notImplemented, e.message)
   ctx.g.counters.errors++
+  // The workload identity gave no credentials: nothing reached the origin.
+  const noCredentials = credentialFailure(e)
+  if (noCredentials !== undefined) return d.error(ctx, 503, d.codes.unavailable, `The gateway could not sign for the origin: ${noCredentials.message}`)
   const code = (e as { code?: string }).code
   const sent = code !== "ECONNREFUSED" && code !== "ENOTFOUND" && code !== "EAI_AGAIN"
   const detail = e instanceof Error ? e.message : String(e)
@@ -194,9 +200,16 @@ const SMALL = 1024 * 1024
 
 const relay = async (ctx: GwCtx, d: Dialect, answer: IncomingMessage, o: PassOptions): Promise<void> => {
   const status = answer.statusCode ?? 502
-  if (status === 401 || status === 403) {
+  const temporary = ctx.g.origin.forward.temporaryCredentials(o.provider)
+  if (status === 401 || status === 403 || (status === 400 && temporary)) {
     const text = await readSmall(answer)
     const code = errorDocument(text).code ?? originHeader(answer.headers, "x-ms-error-code") ?? ""
+    if (temporary && EXPIRED_CODES.has(code)) {
+      // Revoked or expired before the gateway renewed it: drop it; the client's retry signs with a new one.
+      ctx.g.origin.forward.credentialsRefused(o.provider)
+      return d.error(ctx, 503, d.codes.unavailable, `The origin refused the gateway's temporary credentials (${code}); new ones are fetched: retry.`)
+    }
+    if (status === 400) return send(ctx, answer, status, Buffer.from(text))
     if (CREDENTIAL_CODES.has(code) || code === "") {
       return d.error(ctx, 500, d.codes.internal, `The origin refused the gateway's own credentials (${code || status}); fix TALON_S3_*/TALON_AZURE_* on the gateway.`)
     }

@@ -18,6 +18,7 @@ import { S3_XMLNS, XML_DECL_S3 } from "../http/xml.js"
 import { BodyTooLarge, type GwCtx, readBody, run } from "./context.js"
 import { answerBackendError, type Dialect, NO_HEADERS, serveRead } from "./objectOps.js"
 import { MAX_PART_BYTES, passThrough } from "./passThrough.js"
+import { grantedNamespaces, onlyGranted } from "./identities.js"
 
 /** Presigned URLs carry their signature (and hoisted x-amz-* headers) as query parameters. */
 const isPresignKey = (k: string) => k.length > 6 && k.slice(0, 6).toLowerCase() === "x-amz-"
@@ -212,7 +213,16 @@ export const handleS3 = async (ctx: GwCtx, bucket: string | undefined, rawKey: s
       discardBody(ctx)
       return methodNotAllowed(ctx)
     }
-    return passThrough(ctx, s3Dialect, { provider: "s3", bucket: "", key: undefined })
+    // With principals, ListBuckets names only the buckets the caller holds a grant in.
+    const principal = ctx.principal
+    const directory = ctx.g.principals?.current()
+    const visible = principal === undefined || directory === undefined ? undefined : grantedNamespaces(directory, principal, "s3")
+    return passThrough(ctx, s3Dialect, {
+      provider: "s3",
+      bucket: "",
+      key: undefined,
+      ...(visible === undefined ? {} : { rewrite: (xml: string) => onlyGranted(xml, "Bucket", visible) })
+    })
   }
   if (!isValidBucket(bucket)) {
     discardBody(ctx)

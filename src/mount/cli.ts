@@ -44,7 +44,7 @@ export const mount = Command.make("mount", { mountpoint: mountpointArg, ...mount
   ).pipe(Effect.provide(NodeContext.layer))
 ).pipe(
   Command.withDescription(
-    "Mount the cache as a read-only filesystem: MOUNTPOINT/s3/<bucket>/<key> and MOUNTPOINT/az/<container>/<blob>, read through the cluster. Detaches once mounted (printing its pid and log file) unless --foreground; runs until `talon umount` (or SIGINT/SIGTERM, which unmount cleanly)."
+    "Mount the cache as a read-only filesystem: MOUNTPOINT/s3/<bucket>/<key>, MOUNTPOINT/az/<container>/<blob> and MOUNTPOINT/gcs/<bucket>/<object>, read through the cluster. Detaches once mounted (printing its pid and log file) unless --foreground; runs until `talon umount` (or SIGINT/SIGTERM, which unmount cleanly)."
   )
 )
 

@@ -17,7 +17,7 @@ export interface MountSettings {
   readonly coordinatorAdmin: string | undefined
   /** TALON_ADMIN_TOKEN, sent to the admin listing when set. */
   readonly adminToken: Redacted.Redacted<string> | undefined
-  /** `s3/<bucket>` and `az/<container>` entries shown under the mount root. */
+  /** `s3/<bucket>`, `az/<container>` and `gs/<bucket>` entries shown under the mount root. */
   readonly expose: ReadonlyArray<string>
   readonly attrTtlMs: number
   readonly entryTtlMs: number
@@ -46,7 +46,7 @@ export const MountSchema = component<MountSettings>({
       example: "10.0.0.1:8000"
     }),
     adminToken: adminTokenSetting,
-    expose: S.of(K.list("backend/bucket"), ["s3/talon"], "Buckets and containers shown under the mount root, as s3/<bucket> or az/<container>", {
+    expose: S.of(K.list("backend/bucket"), ["s3/talon"], "Buckets and containers shown under the mount root, as s3/<bucket>, az/<container> or gs/<bucket> (shown as gcs/<bucket>)", {
       example: "s3/datasets,az/checkpoints"
     }),
     attrTtlMs: S.integer(3000, "How long a file's size and version are trusted before the origin is asked again (a change shows within this), in ms", nonNegative),

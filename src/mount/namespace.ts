@@ -1,21 +1,20 @@
 /**
- * Talon's mount namespace: the root holds one directory per backend (`s3`, `az`), each
+ * Talon's mount namespace: the root holds one directory per backend (`s3`, `az`, `gcs`), each
  * holding the exposed buckets/containers, under which key paths are directories and files:
  * `/s3/<bucket>/<key path>`. Which buckets appear is a setting (the control protocol lists
  * objects within a bucket, not buckets). A name the kernel can show must be a valid path
  * component: not empty, not `.`/`..`, at most 255 bytes.
  */
 import { Either } from "effect"
-import { Backend } from "../core/ids.js"
 import { backendFromName, backendPrefix } from "../core/objectId.js"
 
 export interface Exposed {
-  /** Path prefix of the backend: `s3` or `az`. */
+  /** Path prefix of the backend: `s3`, `az` or `gcs`. */
   readonly backend: string
   readonly bucket: string
 }
 
-/** `s3/bucket` and `az/container` entries → what the root shows; a message for a malformed one. */
+/** `s3/bucket`, `az/container` and `gs/bucket` (or `gcs/bucket`) entries → what the root shows; a message for a malformed one. */
 export const parseExposed = (entries: ReadonlyArray<string>): Either.Either<ReadonlyArray<Exposed>, string> => {
   const out: Array<Exposed> = []
   for (const raw of entries) {
@@ -23,13 +22,13 @@ export const parseExposed = (entries: ReadonlyArray<string>): Either.Either<Read
     const slash = entry.indexOf("/")
     const backend = slash < 0 ? undefined : backendFromName(entry.slice(0, slash))
     const bucket = slash < 0 ? "" : entry.slice(slash + 1)
-    if (backend === undefined || backend === Backend.Gcs || !isComponent(bucket) || bucket.includes("/")) {
-      return Either.left(`expose entry ${JSON.stringify(raw)} must be s3/<bucket> or az/<container>, e.g. s3/talon`)
+    if (backend === undefined || !isComponent(bucket) || bucket.includes("/")) {
+      return Either.left(`expose entry ${JSON.stringify(raw)} must be s3/<bucket>, az/<container> or gs/<bucket>, e.g. s3/talon`)
     }
     const exposed = { backend: backendPrefix(backend), bucket }
     if (!out.some((e) => e.backend === exposed.backend && e.bucket === exposed.bucket)) out.push(exposed)
   }
-  if (out.length === 0) return Either.left("nothing to expose: give at least one s3/<bucket> or az/<container>")
+  if (out.length === 0) return Either.left("nothing to expose: give at least one s3/<bucket>, az/<container> or gs/<bucket>")
   return Either.right(out)
 }
 

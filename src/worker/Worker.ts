@@ -91,7 +91,12 @@ export const workerHandle = Effect.gen(function* () {
 
 /** DataPlane and ServeMode chosen by `dataPlane` / `serveMode` in WorkerConfig. */
 export const planeAndModeLayer = Layer.unwrapEffect(
-  Effect.map(WorkerConfig, (cfg) => Layer.merge(Sendfile.layerFor(cfg.dataPlane), ServeMode.layerFor(cfg.serveMode)))
+  Effect.map(WorkerConfig, (cfg) =>
+    Layer.merge(
+      cfg.dataTls ? Sendfile.portableBecause("data-plane TLS: bytes pass through the TLS socket") : Sendfile.layerFor(cfg.dataPlane),
+      ServeMode.layerFor(cfg.serveMode)
+    )
+  )
 )
 
 export class Worker extends Context.Tag("talon/Worker")<Worker, WorkerShape>() {

@@ -36,6 +36,8 @@ export interface WorkerSettings {
   readonly controlTlsKeyPath?: string | undefined
   readonly controlTlsCaCertPath?: string | undefined
   readonly controlTlsTrustDomain?: string | undefined
+  /** Serve the data port over TLS with the control TLS files (an option: plain TCP keeps sendfile). */
+  readonly dataTls: boolean
   /** The cluster token (the coordinators' TALON_CLUSTER_TOKEN): each status carries an HMAC made with it. */
   readonly clusterToken?: Redacted.Redacted<string> | undefined
   /** TALON_ADMIN_TOKEN: the bearer token /api/v1 demands; absent = open. */
@@ -124,6 +126,9 @@ export const WorkerSchema = component<WorkerSettings>({
       example: "cluster.local"
     }),
     clusterToken: clusterTokenSetting,
+    dataTls: S.toggle(
+      "Serve the data port over TLS with the control TLS certificate and key (--control-tls-cert-path); with --control-tls-ca-cert-path clients must present a certificate (mTLS). Costs sendfile: bytes are copied through the portable plane and encrypted (see docs/security.md for the measured cost)"
+    ),
     adminToken: adminTokenSetting,
     advertiseAddress: S.text("", "Data address announced to the coordinator, when clients reach the worker by another name", {
       name: "advertise-addr",
@@ -237,6 +242,10 @@ export const WorkerSchema = component<WorkerSettings>({
   refused: TALON_WORKER_REFUSED,
   check: (s) => {
     if (s.pageSize > s.blockSize) return { key: "pageSize", message: `must be 0 (whole blocks) or at most the block size ${s.blockSize}, got ${s.pageSize}` }
+    if (s.dataTls && (s.controlTlsCertPath === undefined || s.controlTlsKeyPath === undefined)) {
+      return { key: "dataTls", message: "needs --control-tls-cert-path and --control-tls-key-path: the data port presents the control certificate" }
+    }
+    if (s.dataTls && s.loops > 1) return { key: "dataTls", message: "serves one loop: use --loops 1 with data-plane TLS" }
     if ((s.adminTlsCert === "") !== (s.adminTlsKey === "")) {
       return {
         key: s.adminTlsCert === "" ? "adminTlsCert" : "adminTlsKey",

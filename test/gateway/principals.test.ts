@@ -4,7 +4,7 @@
  * the provider's 403 and audited; the files are re-read while the gateway runs (a new
  * principal works without a restart, a broken file keeps the last good set).
  */
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type S3ServiceException } from "@aws-sdk/client-s3"
+import { GetObjectCommand, ListBucketsCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type S3ServiceException } from "@aws-sdk/client-s3"
 import { BlobServiceClient, type RestError, StorageSharedKeyCredential } from "@azure/storage-blob"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Schedule } from "effect"
@@ -38,6 +38,9 @@ describe("gateway principals", () => {
         fs.mkdirSync(path.dirname(path.join(root, "data", key)), { recursive: true })
         fs.writeFileSync(path.join(root, "data", key), body)
       }
+      // A bucket no principal has a grant in: listing buckets must not name it.
+      fs.mkdirSync(path.join(root, "hidden"), { recursive: true })
+      fs.writeFileSync(path.join(root, "hidden", "x.txt"), "x")
       const origin = yield* OriginStub.make({ root })
       const files = { s3: path.join(dir, "s3.json"), azure: path.join(dir, "azure.json"), grants: path.join(dir, "grants.json"), audit: path.join(dir, "audit.log") }
       const write = (file: string, value: unknown) => fs.writeFileSync(file, JSON.stringify(value))
@@ -99,6 +102,16 @@ describe("gateway principals", () => {
       const azOutside = yield* failure<RestError>(() => container.getBlobClient("private/b.txt").download())
       expect(azOutside.statusCode).toBe(403)
       expect(azOutside.code).toBe("AuthorizationPermissionMismatch")
+
+      // Listing buckets (containers) names only those the principal holds a grant in.
+      const buckets = yield* send(() => reader.send(new ListBucketsCommand({})))
+      expect(buckets.Buckets?.map((b) => b.Name)).toEqual(["data"])
+      const containers = yield* send(async () => {
+        const names: Array<string> = []
+        for await (const c of blob.listContainers()) names.push(c.name)
+        return names
+      })
+      expect(containers).toEqual(["data"])
 
       // Every request has its audit line: the refused read names the principal, the key and the status.
       const audit = () =>

@@ -26,7 +26,7 @@ describe("mount filesystem over a real cluster", () => {
       yield* put("data/odd name %+ 日本.bin", Buffer.from("odd"))
       const client = yield* makeTalonClient({ coordinator: cluster.coordinator, blockSize: BLOCK, statTtlMs: 0 })
       const fs = yield* makeFilesystem({
-        exposed: [{ backend: "s3", bucket: "bkt" }],
+        exposed: [{ backend: "s3", bucket: "bkt" }, { backend: "gcs", bucket: "bkt" }],
         attrTtlMs: 60_000,
         entryTtlMs: 60_000,
         negativeTtlMs: 1000,
@@ -46,6 +46,15 @@ describe("mount filesystem over a real cluster", () => {
         "big.bin",
         "odd name %+ 日本.bin"
       ])
+      // The same bucket through GCS's JSON API (the stub serves one root to every protocol): listed and read as gs://.
+      const gcsBkt = yield* lookup((yield* lookup(ROOT_INO, "gcs")).ino, "bkt")
+      const gcsData = yield* lookup(gcsBkt.ino, "data")
+      const gcsFh = as("open", yield* ask((r) => h.opendir(gcsData.ino, r))).fh
+      expect(as("entries", yield* ask((r) => h.readdir(gcsData.ino, gcsFh, 0, r))).entries.map((e) => e.name)).toEqual([".", "..", "big.bin", "odd name %+ 日本.bin"])
+      const gcsFile = yield* lookup(gcsData.ino, "big.bin")
+      expect(gcsFile.size).toBe(big.length)
+      const gcsFileFh = as("open", yield* ask((r) => h.open(gcsFile.ino, 0, r))).fh
+      expect(as("data", yield* ask((r) => h.read(gcsFile.ino, gcsFileFh, BLOCK - 5, 100, r))).bytes.equals(big.subarray(BLOCK - 5, BLOCK + 95))).toBe(true)
       const file = yield* lookup(data.ino, "big.bin")
       expect(file.size).toBe(big.length)
       const fh = as("open", yield* ask((r) => h.open(file.ino, 0, r))).fh

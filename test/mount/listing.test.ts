@@ -53,17 +53,18 @@ describe("listing synthesis", () => {
 })
 
 describe("exposed buckets", () => {
-  it("parses s3/<bucket> and az/<container>, dropping duplicates", () => {
-    expect(parseExposed(["s3/a", "/az/c/", "azure/c", "s3/a"])).toEqual(
+  it("parses s3/<bucket>, az/<container> and gs/<bucket>, dropping duplicates", () => {
+    expect(parseExposed(["s3/a", "/az/c/", "azure/c", "s3/a", "gs/g", "gcs/g"])).toEqual(
       Either.right([
         { backend: "s3", bucket: "a" },
-        { backend: "az", bucket: "c" }
+        { backend: "az", bucket: "c" },
+        { backend: "gcs", bucket: "g" }
       ])
     )
   })
 
   it("refuses what it cannot show, saying the form", () => {
-    for (const bad of [["s3"], ["gcs/b"], ["s3/a/b"], ["nope/x"], ["s3/.."], []]) {
+    for (const bad of [["s3"], ["gcs"], ["s3/a/b"], ["nope/x"], ["s3/.."], []]) {
       const r = parseExposed(bad)
       expect(Either.isLeft(r)).toBe(true)
       if (Either.isLeft(r)) expect(r.left).toMatch(/s3\/<bucket>/)

@@ -45,6 +45,8 @@ export const Sendfile = {
   /** Auto / Native with an explicit addon path (tests; deployments that ship the addon elsewhere). */
   autoWith,
   nativeWith,
+  /** Portable, saying why (data-plane TLS: bytes must pass through the TLS socket, which sendfile cannot). */
+  portableBecause: (reason: string) => Layer.effect(DataPlane, Effect.suspend(() => logChoice(makePortablePlane({ reason })))),
   /** The layer for a `--data-plane` value. */
   layerFor: (choice: DataPlaneChoice) => (choice === "native" ? Native : choice === "portable" ? Portable : Auto)
 } as const

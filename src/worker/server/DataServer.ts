@@ -6,7 +6,7 @@
  * reads them itself, the plane's batch accept on the listening fd).
  */
 import * as SocketServer from "@effect/platform/SocketServer"
-import { Context, Data, Effect, Layer, Option, Schedule } from "effect"
+import { Context, Data, Effect, Layer, Option, Runtime, Schedule } from "effect"
 import * as net from "node:net"
 import { DataPlane } from "../plane/DataPlane.js"
 import { setSendBuffer } from "../plane/Native.js"
@@ -25,6 +25,7 @@ import { RequestHandler } from "./RequestHandler.js"
 import { serveConnection } from "./serveConnection.js"
 import { Writes } from "./Writes.js"
 import * as DataSocket from "./SocketServer.js"
+import { controlTlsFilesOf } from "../../transport/controlTls.js"
 import { BackendStore } from "../../backend/BackendStore.js"
 import { listObjects } from "./Listing.js"
 import { admitBlock } from "./Admissions.js"
@@ -58,13 +59,24 @@ const dataSocketServer = Layer.unwrapEffect(
     if (hp === undefined) {
       return yield* Effect.fail(new DataServerListenError({ address: cfg.dataAddress, detail: "expected host:port" }))
     }
+    const tlsFiles = cfg.dataTls ? controlTlsFilesOf(cfg) : undefined
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     return DataSocket.layer({
       host: hp.host,
       port: hp.port,
       backlog: 4096,
       // A plane that reads connections itself gets them paused: libuv must never read them.
       pauseOnConnect: plane.read !== undefined,
-      ...(plane.adoptListener !== undefined ? { adopt: plane.adoptListener } : {})
+      ...(plane.adoptListener !== undefined ? { adopt: plane.adoptListener } : {}),
+      ...(tlsFiles === undefined
+        ? {}
+        : {
+            tls: {
+              files: tlsFiles,
+              refused: (peer: string, why: string) => void runFork(Effect.logWarning(`refused a data connection from ${peer}: ${why}`)),
+              reloaded: (outcome: string) => void runFork(Effect.logInfo(`data TLS certificate reloaded: ${outcome}`))
+            }
+          })
     }).pipe(
       Layer.catchAll((e) =>
         Layer.fail(new DataServerListenError({ address: cfg.dataAddress, detail: e.cause instanceof Error ? e.cause.message : String(e.cause) }))
@@ -140,7 +152,7 @@ const make = Effect.gen(function* () {
   const address = sockets.address
   if (address._tag !== "TcpAddress") return yield* Effect.dieMessage(`the data listener must be TCP, got ${address.path}`)
   const host = net.isIPv6(address.hostname) ? `[${address.hostname}]` : address.hostname
-  yield* Effect.logInfo(`worker data listener on ${host}:${address.port} (${plane.name} plane, ${mode.name} mode)`)
+  yield* Effect.logInfo(`worker data listener on ${host}:${address.port} (${plane.name} plane, ${mode.name} mode${cfg.dataTls ? ", TLS" : ""})`)
   return {
     host: address.hostname,
     port: address.port,

@@ -20,6 +20,7 @@ import * as Socket from "@effect/platform/Socket"
 import * as SocketServer from "@effect/platform/SocketServer"
 import { Cause, Effect, Exit, FiberSet, Layer, Scope } from "effect"
 import * as net from "node:net"
+import { type ControlTlsFiles, controlTlsServer } from "../../transport/controlTls.js"
 
 /**
  * An accepted connection as the data plane sees it: the Node socket and its kernel fd.
@@ -63,6 +64,13 @@ export interface ListenOptions {
   /** Sockets arrive paused (a plane that reads the fd itself must be the only reader). */
   readonly pauseOnConnect?: boolean
   readonly adopt?: Adopt
+  /** Serve TLS with these files (the control plane's server: mTLS with a CA, certificates re-read on change). */
+  readonly tls?: {
+    readonly files: ControlTlsFiles
+    /** A peer refused (handshake, certificate or trust domain), and why. */
+    readonly refused: (peer: string, why: string) => void
+    readonly reloaded: (outcome: string) => void
+  }
 }
 
 /** Listens now; the server closes (and every connection it still holds is destroyed) with the scope. */
@@ -71,9 +79,26 @@ export const make = (options: ListenOptions): Effect.Effect<SocketServer.SocketS
     const pending: Array<net.Socket> = []
     let onConnection: (socket: net.Socket) => void = (socket) => void pending.push(socket)
     // allowHalfOpen: a client that half-closes after its last request still gets every reply.
-    const server = net.createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: options.pauseOnConnect === true }, (s) =>
-      onConnection(s)
-    )
+    const tls = options.tls
+    const secure =
+      tls === undefined
+        ? undefined
+        : yield* Effect.try({
+            try: () =>
+              controlTlsServer(
+                tls.files,
+                (s) => {
+                  s.setNoDelay(true)
+                  onConnection(s)
+                },
+                tls.refused,
+                tls.reloaded
+              ),
+            catch: (cause) => new SocketServer.SocketServerError({ reason: "Open", cause })
+          })
+    const server =
+      secure?.server ??
+      net.createServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: options.pauseOnConnect === true }, (s) => onConnection(s))
     let failed: ((cause: Error) => void) | undefined
     server.on("error", (cause) => failed?.(cause))
     let stopAdopting: (() => void) | undefined
@@ -83,7 +108,7 @@ export const make = (options: ListenOptions): Effect.Effect<SocketServer.SocketS
         server.listen({ host: options.host, port: options.port, backlog: options.backlog ?? 511 }, () => {
           failed = undefined
           const fd = listeningFd(server)
-          if (options.adopt !== undefined && fd !== undefined) stopAdopting = options.adopt(fd, (s) => onConnection(s))
+          if (options.adopt !== undefined && secure === undefined && fd !== undefined) stopAdopting = options.adopt(fd, (s) => onConnection(s))
           resume(Effect.void)
         })
       }),
@@ -93,6 +118,8 @@ export const make = (options: ListenOptions): Effect.Effect<SocketServer.SocketS
           // Nothing serves a connection from here on; close() waits for every one to be gone.
           onConnection = (s) => void s.destroy()
           for (const s of pending.splice(0)) s.destroy()
+          // Connections still in their TLS handshake would hold close() open.
+          secure?.stop()
           server.close(() => resume(Effect.void))
         })
     )
