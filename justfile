@@ -81,6 +81,10 @@ miss-path-bench *args:
 miss-path-cpu *args:
     npx tsx bench/miss-path/cpu.ts "$@"
 
+# CPU per byte of the fill's disk writes, per way of writing (bare process)
+miss-path-write-cost *args:
+    npx tsx bench/miss-path/write-cost.ts "$@"
+
 # Client/gateway read-ahead before vs after on cold objects over a slow origin stub
 readahead-bench *args:
     npx tsx bench/readahead-bench.ts "$@"
