@@ -6,6 +6,7 @@
  * unlink of a file a loop is still sending from, even when the owner must
  * evict to make room.
  */
+import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
@@ -48,8 +49,11 @@ const originWith = async (scope: typeof cleanup, objects: Record<string, Uint8Ar
         Stream.unwrap(Effect.as(Effect.suspend(() => Effect.sleep(Duration.millis(delay.ms))), b.getRange(o, offset, length)))
     }))
   ).pipe(Layer.provide(dir.layer))
-  return { counters: dir.counters, layer, delay }
+  return { counters: dir.counters, layer, delay, root }
 }
+
+/** The dir origin's version of `b` (its ETag: the MD5 of the content). */
+const etagOf = (b: Uint8Array) => createHash("md5").update(b).digest("hex")
 
 const readAll = async (c: RawConnection, id: number, o: ObjectId, offset: number, len: number) => {
   c.send(encodeGetRangeFrame(id, { object: o, offset, len }))
@@ -232,3 +236,60 @@ describe("--loops 2", () => {
     expect((await members()).map((n) => n.id)).toEqual([`worker-${w.dataAddress}`])
   }, 180_000)
 })
+
+describe("--loops 2: each loop's native hit table", () => {
+  it("answers warm hits on both loops with the right bytes; never serves an overwritten version or an evicted block", async () => {
+    const v1 = pattern(64 * KiB, 21)
+    const v2 = pattern(64 * KiB, 22)
+    const fillers = { f1: pattern(64 * KiB, 23), f2: pattern(64 * KiB, 24), f3: pattern(64 * KiB, 25) }
+    const origin = await originWith(cleanup, { o: v1, ...fillers })
+    // Whole-block units (one per reply: what the table publishes), a short version TTL, room for 3 blocks.
+    const w = await startLoops(cleanup, origin.layer, {
+      cacheDirs: [await tempDir(cleanup, "talon-cache-")],
+      blockSize: 64 * KiB,
+      pageSize: 0,
+      capacity: 3 * 64 * KiB,
+      versionTtlMs: 500
+    })
+    const conns: Array<RawConnection> = []
+    for (let i = 0; i < 4; i++) conns.push(await connect(w.dataPort))
+    cleanup.add(async () => conns.forEach((c) => c.close()))
+    let id = 1
+    const read = (c: RawConnection, key: string, offset: number, len: number) => readAll(c, id++, obj(key), offset, len)
+
+    // Warm: every connection reads the block over and over, one read at a time (the table answers an idle connection).
+    const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex")
+    for (const c of conns) {
+      for (let i = 0; i < 25; i++) expect(sha(await read(c, "o", 1000, 32 * KiB))).toBe(sha(v1.subarray(1000, 1000 + 32 * KiB)))
+    }
+    await eventually(
+      () => w.loops.report().loops.filter((l) => l.counters.tableHits > 0).length === 2 && (w.stats.offloaded?.[0] ?? 0) >= 50,
+      "both loops report hits their tables answered"
+    )
+    expect(w.stats.hits).toBeGreaterThanOrEqual(w.stats.offloaded![0]!)
+    expect(origin.counters.gets).toBe(1)
+
+    // Overwritten at the origin: once a connection has seen the new version, no read anywhere returns the old one.
+    await fsp.writeFile(path.join(origin.root, "bkt", "o"), v2)
+    const want2 = v2.subarray(1000, 1000 + 32 * KiB)
+    let seen = false
+    for (let round = 0; round < 400 && !seen; round++) {
+      const p = await read(conns[round % conns.length]!, "o", 1000, 32 * KiB)
+      seen = Buffer.compare(p, want2) === 0
+      if (!seen) expect(Buffer.compare(p, v1.subarray(1000, 1000 + 32 * KiB))).toBe(0)
+      if (!seen) await new Promise((r) => setTimeout(r, 10))
+    }
+    expect(seen).toBe(true)
+    const tableBefore = w.stats.offloaded![0]!
+    for (const c of conns) for (let i = 0; i < 25; i++) expect(Buffer.compare(await read(c, "o", 1000, 32 * KiB), want2)).toBe(0)
+    await eventually(() => w.stats.offloaded![0]! >= tableBefore + 50, "the tables answer the new version too")
+
+    // Evicted: three other blocks need the room; the next read of "o" goes to the origin (the table no longer has it).
+    for (const key of Object.keys(fillers)) expect(Buffer.compare(await read(conns[0]!, key, 0, 64 * KiB), fillers[key as keyof typeof fillers])).toBe(0)
+    await eventually(() => w.store.lookup(blockKey({ object: obj("o"), offset: 0, blockSize: 64 * KiB, version: etagOf(v2) })) === undefined, "o is evicted")
+    const gets = origin.counters.gets
+    for (const c of conns) expect(Buffer.compare(await read(c, "o", 1000, 32 * KiB), want2)).toBe(0)
+    expect(origin.counters.gets).toBeGreaterThan(gets)
+  }, 120_000)
+})
+
