@@ -47,8 +47,8 @@ const REVOKE_PENDING_MS = 1000
 export interface LoopReport {
   readonly loop: number
   readonly leases: number
-  /** The counters this loop reported (sums of its deltas). */
-  readonly counters: Readonly<Record<(typeof LOOP_COUNTERS)[number], number>>
+  /** The counters this loop reported (sums of its deltas); `tableHits`: of its hits, those its native hit table answered. */
+  readonly counters: Readonly<Record<(typeof LOOP_COUNTERS)[number] | "tableHits", number>>
 }
 
 /**
@@ -75,7 +75,7 @@ export class LeaseOwner {
   attach(loop: number, revoke: (leases: ReadonlyArray<number>) => void): void {
     this.#revokers.set(loop, revoke)
     if (!this.#byLoop.has(loop)) this.#byLoop.set(loop, new Set())
-    if (!this.#counters.has(loop)) this.#counters.set(loop, Object.fromEntries(LOOP_COUNTERS.map((k) => [k, 0])))
+    if (!this.#counters.has(loop)) this.#counters.set(loop, Object.fromEntries([...LOOP_COUNTERS, "tableHits"].map((k) => [k, 0])))
   }
 
   /** A loop exited: its pins go (its fds closed with it) and its open connections are gone. */
@@ -103,6 +103,20 @@ export class LeaseOwner {
   addCounters(loop: number, delta: CounterDelta): void {
     const c = this.#counters.get(loop)
     if (c === undefined) return
+    const th = delta.tableHits ?? 0
+    const tb = delta.tableBytes ?? 0
+    if (th > 0 || tb > 0) {
+      c["tableHits"] = c["tableHits"]! + th
+      // The loop's hits and bytes already include what its table answered: moving those into
+      // `offloaded` must leave the owner's totals where they were before the loop's deltas add.
+      const hits = this.#stats.hits
+      const bytes = this.#stats.bytesServed
+      const off = (this.#stats.offloaded ??= new Float64Array(2))
+      off[0] = off[0]! + th
+      off[1] = off[1]! + tb
+      this.#stats.hits = hits
+      this.#stats.bytesServed = bytes
+    }
     const stats = this.#stats as unknown as Record<string, number>
     for (const k of LOOP_COUNTERS) {
       const d = delta[k]

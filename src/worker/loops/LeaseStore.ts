@@ -12,10 +12,13 @@
  *   (refs 0): on the owner's revoke, or to stay under `maxLeases` open fds.
  *   The fd is closed before the release is sent, so the owner can never
  *   unlink a file this loop could still be sending from.
+ * - A unit published to the loop's hit table (HitPublisher) is unpublished the
+ *   moment it stops being indexed (`onUnitGone`), before its lease goes back.
  */
 import type { Grant } from "./protocol.js"
 import { Entry, missingRunsOf, Unit } from "../store/entry.js"
 import { closeQuietly, openFd } from "../store/fsx.js"
+import type { HitSource } from "../server/HitPublisher.js"
 
 /** A leased unit: the lease id to give back, and when this loop last served from it. */
 export class LeasedUnit extends Unit {
@@ -23,7 +26,9 @@ export class LeasedUnit extends Unit {
   lastUse = 0
 }
 
-export class LeaseStore {
+export class LeaseStore implements HitSource {
+  /** Told when a unit stops being servable here (the hit table unpublishes it). */
+  onUnitGone: ((unit: Unit) => void) | undefined = undefined
   readonly #index = new Map<string, Entry>()
   readonly #leases = new Map<number, LeasedUnit>()
   /** Gives leases back to the owner. */
@@ -70,6 +75,11 @@ export class LeaseStore {
       u.refs--
       if (u.refs === 0 && u.gone) this.#giveBack(u)
     }
+  }
+
+  /** The hit table answered from `unit`: it counts as served for the owner's LRU. */
+  touch(unit: Unit): void {
+    ;(unit as LeasedUnit).lastUse = this.#epoch
   }
 
   missingRuns(key: string, first: number, end: number): Array<[number, number]> {
@@ -127,7 +137,10 @@ export class LeaseStore {
   /** Closes every fd (the owner drops this loop's leases when it exits). */
   close(): void {
     this.#closed = true
-    for (const u of this.#leases.values()) closeQuietly(u.fd)
+    for (const u of this.#leases.values()) {
+      this.onUnitGone?.(u)
+      closeQuietly(u.fd)
+    }
     this.#leases.clear()
     this.#index.clear()
   }
@@ -166,6 +179,7 @@ export class LeaseStore {
   /** Unindexes a unit; its lease goes back now if unread, else on its last release. */
   #retire(u: LeasedUnit): void {
     u.gone = true
+    this.onUnitGone?.(u)
     const entry = u.entry
     if (entry.units[u.index] === u) {
       entry.units[u.index] = undefined

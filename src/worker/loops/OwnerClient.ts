@@ -135,17 +135,20 @@ export const makeLoopMissPath = (owner: OwnerRef, loop: number, store: LeaseStor
 
 /** Deltas of the loop-side counters since the previous call (undefined when nothing moved). */
 export const counterDeltas = (stats: WorkerStats): (() => CounterDelta | undefined) => {
-  const last: Record<string, number> = {}
+  const last: Record<string, number> = { tableHits: 0, tableBytes: 0 }
   for (const k of LOOP_COUNTERS) last[k] = 0
-  return () => {
-    let delta: Record<string, number> | undefined
-    for (const k of LOOP_COUNTERS) {
-      const v = stats[k]
-      if (v !== last[k]) {
-        ;(delta ??= {})[k] = v - last[k]!
-        last[k] = v
-      }
+  let delta: Record<string, number> | undefined
+  const diff = (k: string, v: number) => {
+    if (v !== last[k]) {
+      ;(delta ??= {})[k] = v - last[k]!
+      last[k] = v
     }
+  }
+  return () => {
+    delta = undefined
+    for (const k of LOOP_COUNTERS) diff(k, stats[k])
+    diff("tableHits", stats.offloaded?.[0] ?? 0)
+    diff("tableBytes", stats.offloaded?.[1] ?? 0)
     return delta
   }
 }

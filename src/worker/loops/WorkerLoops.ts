@@ -8,6 +8,10 @@
  *   primary = BlockStore + MissPath (fills) + owner actor (LeaseOwner table) + Membership + AdminHttp
  *   loop ×N = DataServer ← ServeMode ← DataPlane, ReadPath ← LeaseStore, a Remote.ref to the owner
  *
+ * Each loop's plane answers repeated hits natively from its own hit table, over the units the loop
+ * holds leases on (HitPublisher over the LeaseStore): a revoked lease or a dropped version is
+ * unpublished before the lease goes back, so the table never serves an evicted or stale block.
+ *
  * The owner is an actor (OwnerActor.ts) served on each loop's cluster IPC channel
  * (src/actor/Remote.ts); each loop serves its own actor there for the owner's revokes and
  * readiness. No fds cross the channel: a loop opens leased files by path, and connections reach

@@ -14,6 +14,7 @@ import { MissPath } from "../miss/MissPath.js"
 import { Sendfile } from "../plane/Sendfile.js"
 import { ReadPath, ReadPathImpl } from "../ReadPath.js"
 import { DataServer } from "../server/DataServer.js"
+import { HitSourceTag } from "../server/HitPublisher.js"
 import { ServeMode } from "../server/ServeMode.js"
 import { LeaseStore } from "./LeaseStore.js"
 import { counterDeltas, makeLoopMissPath, ownerRef, serveLoop, tellOwner } from "./OwnerClient.js"
@@ -52,7 +53,8 @@ const LoopServices = Layer.scopedContext(
     yield* serveLoop(channel, owner, loop, store, ready).pipe(
       Effect.catchAll((e) => Effect.dieMessage(`worker loop ${loop}: the owner did not answer its hello: ${e.message}`))
     )
-    return Context.make(MissPath, miss).pipe(Context.add(ReadPath, reader))
+    // The plane's hit table answers this loop's hits from its leases (DataServer publishes them).
+    return Context.make(MissPath, miss).pipe(Context.add(ReadPath, reader), Context.add(HitSourceTag, store))
   })
 )
 

@@ -29,7 +29,14 @@ export const LOOP_COUNTERS = [
 export type LoopCounter = (typeof LOOP_COUNTERS)[number]
 
 // Integers throughout: the IPC channel is JSON, which has no NaN, Infinity or -0.
-const CounterDelta = Schema.partial(Schema.Struct(Object.fromEntries(LOOP_COUNTERS.map((k) => [k, Schema.Int])) as Record<LoopCounter, typeof Schema.Int>))
+const CounterDelta = Schema.partial(
+  Schema.Struct({
+    ...(Object.fromEntries(LOOP_COUNTERS.map((k) => [k, Schema.Int])) as Record<LoopCounter, typeof Schema.Int>),
+    /** Of `hits` and `bytesServed`, those the loop's native hit table answered (WorkerStats.offloaded). */
+    tableHits: Schema.Int,
+    tableBytes: Schema.Int
+  })
+)
 export type CounterDelta = typeof CounterDelta.Type
 
 const ObjectIdSchema = Schema.Struct({ backend: Schema.Literal(0, 1, 2), bucket: Schema.String, objectPath: Schema.String })

@@ -18,7 +18,7 @@ import { MissPath } from "../miss/MissPath.js"
 import { WorkerReadiness } from "../membership/Readiness.js"
 import { ReadPath } from "../ReadPath.js"
 import { BlockStore } from "../store/BlockStore.js"
-import { HIT_SWEEP_MS, HitPublisher } from "./HitPublisher.js"
+import { HIT_SWEEP_MS, HitPublisher, HitSourceTag } from "./HitPublisher.js"
 import { ServeMode } from "./ServeMode.js"
 import { TenantLimiter } from "../tenants/TenantLimiter.js"
 import { RequestHandler } from "./RequestHandler.js"
@@ -96,8 +96,7 @@ const make = Effect.gen(function* () {
   const origin = Option.getOrUndefined(yield* Effect.serviceOption(BackendStore))
   if (origin !== undefined) handler.lister = (prefix) => Effect.runPromise(listObjects(origin, prefix))
   stats.tenants = limiter
-  // The plane's hit table, over this process's own store (a --loops serving loop leases its owner's: none).
-  // It answers untagged reads without JS, so it stays off while those are rate limited.
+  // This process's own block store (a --loops serving loop leases its owner's: none).
   const store = Option.getOrUndefined(yield* Effect.serviceOption(BlockStore))
   // Writes go through the process that owns the cache index (a --loops serving loop has none: read-only).
   if (cfg.maxPutBytes > 0 && origin !== undefined && store !== undefined) {
@@ -106,9 +105,12 @@ const make = Effect.gen(function* () {
   // AdmitCachedBlock stores into this process's own block store (a --loops serving loop has none: it refuses).
   if (store !== undefined) handler.admitter = (r, body) => admitBlock(store, r, body)
   if (limiter?.limitsUntagged === true && cfg.hitTable) yield* Effect.logInfo("hit table off: reads without a tenant are rate limited (rate_limits.default)")
-  const table = cfg.hitTable && store !== undefined && limiter?.limitsUntagged !== true ? plane.hitTable?.() : undefined
-  if (table !== undefined && store !== undefined) {
-    const publisher = new HitPublisher(table, store, miss.versions, readiness)
+  // The plane's hit table answers untagged reads without JS, so it stays off while those are rate limited.
+  // It publishes from this process's store, or from a --loops serving loop's leases.
+  const source = store ?? Option.getOrUndefined(yield* Effect.serviceOption(HitSourceTag))
+  const table = cfg.hitTable && source !== undefined && limiter?.limitsUntagged !== true ? plane.hitTable?.() : undefined
+  if (table !== undefined && source !== undefined) {
+    const publisher = new HitPublisher(table, source, miss.versions, readiness)
     handler.hits = publisher
     stats.offloaded = table.counts
     yield* Effect.addFinalizer(() =>

@@ -14,9 +14,22 @@ import type { HitTable } from "../plane/DataPlane.js"
 import type { VersionCache } from "../miss/VersionCache.js"
 import type { ReadyState } from "../membership/Readiness.js"
 import type { RangeReply } from "../ReadPath.js"
-import type { DiskStore } from "../store/DiskStore.js"
+import { Context } from "effect"
 import type { Unit } from "../store/entry.js"
 import type { KnownObject } from "./ObjectIdCache.js"
+
+/**
+ * The store whose units the table answers from: the worker's DiskStore, or a `--loops` serving
+ * loop's LeaseStore. It says when a unit stops being servable (before its fd closes), and
+ * takes the table's answers into its LRU.
+ */
+export interface HitSource {
+  onUnitGone: ((unit: Unit) => void) | undefined
+  touch(unit: Unit): void
+}
+
+/** A process without a BlockStore of its own (a `--loops` serving loop) provides the store its hits come from. */
+export class HitSourceTag extends Context.Tag("talon/worker/HitSource")<HitSourceTag, HitSource>() {}
 
 /** An object with less servable time left than this is left to JS (its renewal is near). */
 const MIN_FRESH_MS = 20
@@ -45,7 +58,7 @@ export class HitPublisher {
 
   constructor(
     private readonly table: HitTable,
-    private readonly store: DiskStore,
+    private readonly store: HitSource,
     private readonly versions: VersionCache,
     private readonly ready: ReadyState,
     // The VersionCache's clock: `until` is read from its entries.

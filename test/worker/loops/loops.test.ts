@@ -6,6 +6,7 @@
  * unlink of a file a loop is still sending from, even when the owner must
  * evict to make room.
  */
+import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as path from "node:path"
@@ -20,6 +21,7 @@ import { blockKey } from "../../../src/worker/store/layout.js"
 import { makeDirBackend, pattern } from "../support/dirBackend.js"
 import { makeCleanup, startWorker, tempDir } from "../support/harness.js"
 import { connect, type RawConnection } from "../support/rawClient.js"
+import { eventuallyAsync } from "../../support/eventually.js"
 import { eventually, startLoops } from "./loopsWorker.js"
 import { exchange, requestStream, SIZE } from "./stream.js"
 
@@ -48,8 +50,11 @@ const originWith = async (scope: typeof cleanup, objects: Record<string, Uint8Ar
         Stream.unwrap(Effect.as(Effect.suspend(() => Effect.sleep(Duration.millis(delay.ms))), b.getRange(o, offset, length)))
     }))
   ).pipe(Layer.provide(dir.layer))
-  return { counters: dir.counters, layer, delay }
+  return { counters: dir.counters, layer, delay, root }
 }
+
+/** The dir origin's version of `b` (its ETag: the MD5 of the content). */
+const etagOf = (b: Uint8Array) => createHash("md5").update(b).digest("hex")
 
 const readAll = async (c: RawConnection, id: number, o: ObjectId, offset: number, len: number) => {
   c.send(encodeGetRangeFrame(id, { object: o, offset, len }))
@@ -232,3 +237,68 @@ describe("--loops 2", () => {
     expect((await members()).map((n) => n.id)).toEqual([`worker-${w.dataAddress}`])
   }, 180_000)
 })
+
+describe("--loops 2: each loop's native hit table", () => {
+  it("answers warm hits on both loops with the right bytes; never serves an overwritten version or an evicted block", async () => {
+    const v1 = pattern(64 * KiB, 21)
+    const v2 = pattern(64 * KiB, 22)
+    const fillers = { f1: pattern(64 * KiB, 23), f2: pattern(64 * KiB, 24), f3: pattern(64 * KiB, 25) }
+    const origin = await originWith(cleanup, { o: v1, ...fillers })
+    // Whole-block units (one per reply: what the table publishes), a short version TTL, room for 3 blocks.
+    const w = await startLoops(cleanup, origin.layer, {
+      cacheDirs: [await tempDir(cleanup, "talon-cache-")],
+      blockSize: 64 * KiB,
+      pageSize: 0,
+      capacity: 3 * 64 * KiB,
+      versionTtlMs: 3000
+    })
+    const conns: Array<RawConnection> = []
+    for (let i = 0; i < 4; i++) conns.push(await connect(w.dataPort))
+    cleanup.add(async () => conns.forEach((c) => c.close()))
+    let id = 1
+    const read = (c: RawConnection, key: string, offset: number, len: number) => readAll(c, id++, obj(key), offset, len)
+
+    // Warm: every connection reads the block over and over, one read at a time (the table answers an idle connection).
+    const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex")
+    for (const c of conns) {
+      for (let i = 0; i < 25; i++) expect(sha(await read(c, "o", 1000, 32 * KiB))).toBe(sha(v1.subarray(1000, 1000 + 32 * KiB)))
+    }
+    await eventually(
+      () => w.loops.report().loops.filter((l) => l.counters.tableHits > 0).length === 2 && (w.stats.offloaded?.[0] ?? 0) >= 50,
+      "both loops report hits their tables answered"
+    )
+    expect(w.stats.hits).toBeGreaterThanOrEqual(w.stats.offloaded![0]!)
+    expect(origin.counters.gets).toBe(1)
+
+    // Evicted (well within the version's TTL): three other blocks need the room; the next read of "o" goes to the
+    // origin, where a table still holding the block would have answered it.
+    const want1 = v1.subarray(1000, 1000 + 32 * KiB)
+    for (const c of conns) expect(Buffer.compare(await read(c, "o", 1000, 32 * KiB), want1)).toBe(0)
+    for (const key of Object.keys(fillers)) expect(Buffer.compare(await read(conns[0]!, key, 0, 64 * KiB), fillers[key as keyof typeof fillers])).toBe(0)
+    await eventually(() => w.store.lookup(blockKey({ object: obj("o"), offset: 0, blockSize: 64 * KiB, version: etagOf(v1) })) === undefined, "o is evicted")
+    const gets = origin.counters.gets
+    for (const c of conns) expect(Buffer.compare(await read(c, "o", 1000, 32 * KiB), want1)).toBe(0)
+    expect(origin.counters.gets).toBeGreaterThan(gets)
+
+    // Overwritten at the origin: once a connection has seen the new version, no read anywhere returns the old one.
+    await fsp.writeFile(path.join(origin.root, "bkt", "o"), v2)
+    const want2 = v2.subarray(1000, 1000 + 32 * KiB)
+    // Until the old version's TTL runs out every read returns it whole; then the new one (round robin over the loops).
+    let round = 0
+    let neither = 0
+    await eventuallyAsync(
+      async () => {
+        const p = await read(conns[round++ % conns.length]!, "o", 1000, 32 * KiB)
+        if (Buffer.compare(p, want2) === 0) return
+        if (Buffer.compare(p, want1) !== 0) neither++
+        throw new Error("still the old version")
+      },
+      { what: "the new version is served", within: 20_000, every: "10 millis" }
+    )
+    expect(neither).toBe(0)
+    const tableBefore = w.stats.offloaded![0]!
+    for (const c of conns) for (let i = 0; i < 25; i++) expect(Buffer.compare(await read(c, "o", 1000, 32 * KiB), want2)).toBe(0)
+    await eventually(() => w.stats.offloaded![0]! >= tableBefore + 50, "the tables answer the new version too")
+  }, 120_000)
+})
+
