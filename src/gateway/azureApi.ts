@@ -160,9 +160,7 @@ export const handleAzure = async (ctx: GwCtx, segments: ReadonlyArray<string>): 
     // List Containers, service properties: the origin's, with its endpoint replaced by the gateway's.
     const endpoint = escapeXml(`${ctx.g.url}/${account}/`)
     // With principals, List Containers names only the containers the caller holds a grant in.
-    const principal = ctx.principal
-    const directory = ctx.g.principals?.current()
-    const visible = principal === undefined || directory === undefined ? undefined : grantedNamespaces(directory, principal, "azure")
+    const visible = grantedNamespaces(ctx.g.principals?.current(), ctx.principal, "azure")
     return passThrough(ctx, azureDialect, {
       provider: "azure",
       bucket: "",

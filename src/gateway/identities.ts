@@ -122,12 +122,19 @@ export const refusedAccess = (directory: Directory, principal: Principal, access
 }
 
 /** The buckets (containers) `principal` holds a grant in, for `protocol`. */
-export const grantedNamespaces = (directory: Directory, principal: Principal, protocol: "s3" | "azure"): ReadonlySet<string> =>
-  new Set(
-    directory.grants
-      .filter((g) => g.principal === principal.name && g.protocol === protocol && g.provider_account === principal.providerAccount)
-      .map((g) => g.namespace)
-  )
+/** The namespaces a principal may see; `undefined` (everything) when the gateway has no principals. */
+export const grantedNamespaces = (
+  directory: Directory | undefined,
+  principal: Principal | undefined,
+  protocol: "s3" | "azure"
+): ReadonlySet<string> | undefined =>
+  directory === undefined || principal === undefined
+    ? undefined
+    : new Set(
+        directory.grants
+          .filter((g) => g.principal === principal.name && g.protocol === protocol && g.provider_account === principal.providerAccount)
+          .map((g) => g.namespace)
+      )
 
 const xmlName = (entry: string): string | undefined => {
   const raw = /<Name>([^<]*)<\/Name>/.exec(entry)?.[1]

@@ -214,9 +214,7 @@ export const handleS3 = async (ctx: GwCtx, bucket: string | undefined, rawKey: s
       return methodNotAllowed(ctx)
     }
     // With principals, ListBuckets names only the buckets the caller holds a grant in.
-    const principal = ctx.principal
-    const directory = ctx.g.principals?.current()
-    const visible = principal === undefined || directory === undefined ? undefined : grantedNamespaces(directory, principal, "s3")
+    const visible = grantedNamespaces(ctx.g.principals?.current(), ctx.principal, "s3")
     return passThrough(ctx, s3Dialect, {
       provider: "s3",
       bucket: "",
