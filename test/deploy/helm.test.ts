@@ -24,7 +24,7 @@ const everything = {
   },
   worker: { ...(defaults.worker as object), storageClassName: "fast-ssd" },
   gateway: { ...(defaults.gateway as object), identitiesSecret: "talon-gateway-identities" },
-  controlTls: { ...(defaults.controlTls as object), enabled: true },
+  controlTls: { ...(defaults.controlTls as object), enabled: true, data: true },
   etcdTls: { ...(defaults.etcdTls as object), enabled: true }
 }
 
@@ -76,6 +76,12 @@ describe("deploy/helm/talon", () => {
     expect(env(all, "Deployment")).toContain("TALON_ETCD_CLIENT_CERT_PATH")
     expect(env(all, "Deployment")).toContain("TALON_GATEWAY_AUTHORIZATION_PATH")
     expect(env(all, "StatefulSet")).toContain("TALON_WORKER_CONTROL_TLS_CA_CERT_PATH")
+    // The gateway's cluster client dials coordinators and workers with the same Secret.
+    expect(env(all, "Deployment")).toContain("TALON_CLIENT_CONTROL_TLS_CERT_PATH")
+    expect(env(all, "Deployment")).toContain("TALON_CLIENT_DATA_TLS")
+    expect(env(all, "Deployment")).toContain("TALON_COORDINATOR_DATA_TLS")
+    expect(env(all, "StatefulSet")).toContain("TALON_WORKER_DATA_TLS")
+    expect(env(plain, "StatefulSet")).not.toContain("DATA_TLS")
     const sa = all.find((d) => d.kind === "ServiceAccount") as { metadata: { annotations: Record<string, string> } }
     expect(sa.metadata.annotations["eks.amazonaws.com/role-arn"]).toContain("role/talon")
     expect(env(all, "StatefulSet")).toContain('"azure.workload.identity/use":"true"')
