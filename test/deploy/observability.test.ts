@@ -12,6 +12,7 @@ import YAML from "yaml"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { LocalCluster, type LocalClusterShape } from "../../src/cluster/LocalCluster.js"
 import { SAMPLE_KEY, SEED_BUCKET } from "../../src/origin/seed.js"
+import { eventuallyAsync } from "../support/eventually.js"
 
 const root = path.resolve(__dirname, "../..")
 const deploy = path.join(root, "deploy/observability")
@@ -74,10 +75,10 @@ beforeAll(async () => {
   urls.coordinator = `http://${cluster.coordinator.adminAddress}`
   urls.gateway = cluster.gateway!.adminUrl!
   // The worker counts as a member once the coordinator has its status: wait for the gateway to see it.
-  for (let i = 0; i < 100; i++) {
-    if ((await fetch(`${urls.gateway}/readyz`)).status === 200) break
-    await new Promise((r) => setTimeout(r, 100))
-  }
+  await eventuallyAsync(async () => expect((await fetch(`${urls.gateway}/readyz`)).status).toBe(200), {
+    what: "the gateway is ready",
+    every: "100 millis"
+  })
   for (const k of Object.keys(urls) as Array<keyof typeof urls>) before[k] = await scrape(urls[k])
   // A miss, then hits of the same range, a stat, a listing and a 404, all through the gateway.
   const object = `${cluster.gateway!.url}/${SEED_BUCKET}/${SAMPLE_KEY}`

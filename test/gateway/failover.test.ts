@@ -17,6 +17,7 @@ import { s3ClientFor } from "../support/sdkSuite.js"
 import { authOn, gatewayEndpoint } from "./fixtures/targets.js"
 import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
 import { stubWithObjects } from "../support/stubWithObjects.js"
+import { eventually } from "../support/eventually.js"
 
 const MiB = 1024 * 1024
 const BLOCK = MiB
@@ -99,18 +100,14 @@ describe("gateway failover", () => {
         const readers = Promise.all([0, 1, 2, 3].map(() => reader(() => stop)))
 
         // Warm both workers, then kill the one that has served (owns) the first block.
-        yield* Effect.promise(async () => {
-          while (reads < 24 && errors.length === 0) await new Promise((r) => setTimeout(r, 20))
-        })
+        yield* eventually(Effect.sync(() => expect(reads >= 24 || errors.length > 0).toBe(true)), { what: "24 reads before the kill", within: "60 seconds" })
         const cachedBefore = gw.stats().cachePieces
         const victim = workers.get("worker-a")!
         victim.process.kill("SIGKILL")
         killed = true
         const exit = yield* Effect.promise(() => victim.exited)
         expect(exit.signal).toBe("SIGKILL")
-        yield* Effect.promise(async () => {
-          while (afterKill < 40 && errors.length === 0) await new Promise((r) => setTimeout(r, 20))
-        })
+        yield* eventually(Effect.sync(() => expect(afterKill >= 40 || errors.length > 0).toBe(true)), { what: "40 reads after the kill", within: "60 seconds" })
         stop = true
         yield* Effect.promise(() => readers)
 

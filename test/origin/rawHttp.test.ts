@@ -14,6 +14,7 @@ import { noFaults } from "../../src/origin/faults.js"
 import { OriginStub } from "../../src/origin/OriginStub.js"
 import { SAMPLE_KEY, SAMPLE_SIZE, sampleBytes, seed, SEED_BUCKET } from "../../src/origin/seed.js"
 import { sameBytes } from "../support/checks.js"
+import { eventually } from "../support/eventually.js"
 import { raw, rawEffect, tempDir, TestOrigin } from "./fixtures/testOrigin.js"
 
 const AZ = { "x-ms-version": "2025-05-05" }
@@ -250,14 +251,14 @@ layer(TestOrigin(), { excludeTestServices: true })("origin stub over raw HTTP", 
       })
       // Half the body is on the wire; wait until the server has written it to its temp file.
       const tmpDir = path.join(stub.root, ".talon-tmp")
-      yield* Effect.promise(async () => {
-        for (;;) {
+      yield* eventually(
+        Effect.promise(async () => {
           const names = await fs.readdir(tmpDir).catch(() => [])
           const sizes = await Promise.all(names.map((n) => fs.stat(path.join(tmpDir, n)).then((s) => s.size, () => 0)))
-          if (sizes.some((s) => s >= 100_000)) return
-          await new Promise((r) => setTimeout(r, 20))
-        }
-      })
+          expect(sizes.some((s) => s >= 100_000)).toBe(true)
+        }),
+        { what: "half the body in the temp file" }
+      )
       const during = yield* rawEffect(stub.url, "GET", "/talon/atomic.bin")
       expect(during.body.toString()).toBe("old contents")
       finish()

@@ -13,6 +13,7 @@ import { pattern } from "./support/dirBackend.js"
 import { makeCleanup, tempDir } from "./support/harness.js"
 import { putObjectAt, startOriginStub } from "./support/originFiles.js"
 import { expectRange, readRange } from "./support/rawClient.js"
+import { eventuallyAsync } from "../support/eventually.js"
 import { spawnWorker, stubCredentials } from "./support/workerProcess.js"
 
 const cleanup = makeCleanup()
@@ -47,11 +48,13 @@ describe("worker killed during a cold read", () => {
     // Slow GETs: the kill lands while pieces are streaming into temp files.
     await Effect.runPromise(stub.setFaults({ latency: { kind: "fixed", ms: 50 }, bandwidthBytesPerSec: 2 * MiB, kinds: ["get"] }))
     const inFlight = readRange(port1, object, 0, data.length)
-    for (;;) {
-      const s = await Effect.runPromise(stub.stats())
-      if (s.inflight.get >= 2 && s.bytesServed >= 512 * KiB) break
-      await new Promise((r) => setTimeout(r, 20))
-    }
+    await eventuallyAsync(
+      async () => {
+        const s = await Effect.runPromise(stub.stats())
+        expect(s.inflight.get >= 2 && s.bytesServed >= 512 * KiB).toBe(true)
+      },
+      { what: "two GETs streaming and 512 KiB served", within: "30 seconds" }
+    )
     await first.kill()
     const cut = await inFlight
     expect(cut.ok).toBe(false)

@@ -67,7 +67,11 @@ const start = async (data: Uint8Array) => {
   return { stub, read, stats }
 }
 
-/** Until the origin has answered every GET it was sent (read-ahead fills run on after their read returned). */
+/**
+ * Until the origin has answered every GET it was sent (read-ahead fills run on after their read
+ * returned). A quiet spell, not one event: the callers assert that nothing *more* was fetched, and
+ * a fill waiting for its semaphore is visible neither at the origin nor in the worker's counters.
+ */
 const settled = async (stub: OriginStubShape) => {
   for (let quiet = 0; quiet < 3; ) {
     await new Promise((r) => setTimeout(r, 40))

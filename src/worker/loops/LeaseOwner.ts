@@ -65,7 +65,8 @@ export class LeaseOwner {
   readonly #counters = new Map<number, Record<string, number>>()
   #nextLease = 1
 
-  constructor(store: DiskStore, stats: WorkerStats, now: () => number = Date.now) {
+  /** `now`: the primary's Clock in ms (for least-recently-served order). */
+  constructor(store: DiskStore, stats: WorkerStats, now: () => number) {
     this.#store = store
     this.#stats = stats
     this.#now = now

@@ -5,17 +5,48 @@
  *
  * Stats and fills wait on the origin, so they reply `Actor.later`: the mailbox moves on while they
  * run, and a fill's leases are taken by a `Lease` message the actor sends itself once the data is
- * in, so the lease table only ever changes on the actor's fiber. (The primary's own bookkeeping,
- * attach/detach of loops and the capacity timer, calls the table directly: all of it synchronous,
- * on the one JS thread, never in the middle of a handler.)
+ * in. The primary's own bookkeeping is messages too (`Attach`, `Detach`, `EnforceCapacity`: local
+ * only, never accepted from a loop's channel, see `forLoops`), so the lease table only ever
+ * changes on the actor's fiber.
  */
-import { Effect, type Scope } from "effect"
+import { Effect, Schema, type Scope } from "effect"
 import { Actor, type ActorRef } from "../../actor/index.js"
 import { describeUnknown, ReadFailed } from "../errors.js"
 import type { MissPathShape } from "../miss/MissPath.js"
 import { objectKey } from "../miss/VersionCache.js"
 import type { LeaseOwner } from "./LeaseOwner.js"
 import { Lease, LoopReadFailed, OWNER_ACTOR, OwnerMessage, type Readiness } from "./protocol.js"
+
+type Revoker = (leases: ReadonlyArray<number>) => void
+const RevokerSchema = Schema.declare((u: unknown): u is Revoker => typeof u === "function", { identifier: "Revoker" })
+
+/** A loop (re)joined: `revoke` tells it to give leases back. From the primary only. */
+export class Attach extends Schema.TaggedRequest<Attach>()("Attach", {
+  failure: Schema.Never,
+  success: Schema.Void,
+  payload: { loop: Schema.Int, revoke: RevokerSchema }
+}) {}
+
+/** A loop exited: its leases go with it. From the primary only. */
+export class Detach extends Schema.TaggedRequest<Detach>()("Detach", {
+  failure: Schema.Never,
+  success: Schema.Void,
+  payload: { loop: Schema.Int }
+}) {}
+
+/** The primary's periodic check that every cache dir fits its capacity. */
+export class EnforceCapacity extends Schema.TaggedRequest<EnforceCapacity>()("EnforceCapacity", {
+  failure: Schema.Never,
+  success: Schema.Void,
+  payload: {}
+}) {}
+
+/** What the primary may send the owner: the loops' messages and its own bookkeeping. */
+export const OwnerLocalMessage = Schema.Union(OwnerMessage, Attach, Detach, EnforceCapacity)
+export type OwnerLocalMessage = typeof OwnerLocalMessage.Type
+
+/** The owner as served to a loop's channel: only the loops' protocol decodes, so a loop cannot attach or detach anyone. */
+export const forLoops = (ref: ActorRef<OwnerLocalMessage>): ActorRef<OwnerMessage> => ({ ...ref, protocol: OwnerMessage })
 
 /** Messages waiting for the owner; more is a MailboxFull the asking loop reports as a failed read. */
 const MAILBOX = 16384
@@ -35,19 +66,21 @@ export interface OwnerActorOptions {
   readonly ttlMs: number
   /** The worker's readiness now (a loop's `Hello` answer). */
   readonly readiness: () => Readiness
+  /** Default: the Clock of the effect that makes the actor. */
   readonly now?: () => number
 }
 
-export const makeOwnerActor = (options: OwnerActorOptions): Effect.Effect<ActorRef<OwnerMessage>, never, Scope.Scope> =>
+export const makeOwnerActor = (options: OwnerActorOptions): Effect.Effect<ActorRef<OwnerLocalMessage>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { table, miss, ttlMs } = options
-    const now = options.now ?? Date.now
-    let self: ActorRef<OwnerMessage> | undefined
+    const clock = yield* Effect.clock
+    const now = options.now ?? (() => clock.unsafeCurrentTimeMillis())
+    let self: ActorRef<OwnerLocalMessage> | undefined
     const same = <A>(reply: A) => Effect.succeed([reply, table] as const)
 
     const ref = yield* Actor.make({
       name: OWNER_ACTOR,
-      protocol: OwnerMessage,
+      protocol: OwnerLocalMessage,
       capacity: MAILBOX,
       initial: table,
       handlers: {
@@ -81,7 +114,10 @@ export const makeOwnerActor = (options: OwnerActorOptions): Effect.Effect<ActorR
         Release: (_, m) => same(table.release(m.loop, m.leases)),
         Usage: (_, m) => same(table.usage(m.loop, m.used, m.busy)),
         Counters: (_, m) => same(table.addCounters(m.loop, m.delta)),
-        Hello: () => same(options.readiness())
+        Hello: () => same(options.readiness()),
+        Attach: (_, m) => same(table.attach(m.loop, m.revoke)),
+        Detach: (_, m) => same(table.detach(m.loop)),
+        EnforceCapacity: () => same(table.enforceCapacity())
       }
     })
     self = ref

@@ -43,7 +43,7 @@ import { DataServer, type DataServerShape } from "../server/DataServer.js"
 import { BlockStore } from "../store/BlockStore.js"
 import { planeAndModeLayer, Worker, workerHandle, type WorkerShape } from "../Worker.js"
 import { LeaseOwner } from "./LeaseOwner.js"
-import { makeOwnerActor } from "./OwnerActor.js"
+import { Attach, Detach, EnforceCapacity, forLoops, makeOwnerActor } from "./OwnerActor.js"
 import { LOOP_ACTOR, LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, LoopMessage, Ready, type Readiness, Revoke } from "./protocol.js"
 
 export type Scheduling = "round-robin" | "shared"
@@ -147,7 +147,9 @@ const LoopsListener = Layer.scopedContext(
     // Every fiber this layer starts (loops, tells from node:cluster callbacks) ends with its scope.
     const fibers = yield* FiberSet.make<unknown, unknown>()
     const run = yield* FiberSet.runtime(fibers)<never>()
-    const owner = new LeaseOwner(store, stats)
+    const clock = yield* Effect.clock
+    // Read-only from here (control.report); every change goes through the actor's mailbox.
+    const owner = new LeaseOwner(store, stats, () => clock.unsafeCurrentTimeMillis())
     const readiness = (): Readiness => ({ ready: state.ready, registered: state.registered, detail: state.detail })
     const actor = yield* makeOwnerActor({ table: owner, miss, ttlMs: cfg.versionTtlMs, readiness })
     /** Each running loop's actor, reached over its IPC channel. */
@@ -183,15 +185,18 @@ const LoopsListener = Layer.scopedContext(
           running.set(w.id, { worker: w, index })
           // The owner actor served on the loop's IPC channel, and the loop's actor reached over it.
           const channel = Channel.fromProcess(w.process)
-          const loopRef = yield* Effect.zipLeft(Remote.ref(channel, { name: LOOP_ACTOR, protocol: LoopMessage }), Remote.serve(actor, channel))
+          const loopRef = yield* Effect.zipLeft(
+            Remote.ref(channel, { name: LOOP_ACTOR, protocol: LoopMessage }),
+            Remote.serve(forLoops(actor), channel)
+          )
           loopRefs.set(w.id, loopRef)
-          owner.attach(w.id, (leases) => tell(loopRef, new Revoke({ leases })))
+          // Asked, not told: the mailbox holds Attach ahead of anything the loop sends.
+          yield* Effect.orDie(actor.ask(new Attach({ loop: w.id, revoke: (leases) => tell(loopRef, new Revoke({ leases })) })))
           yield* Effect.addFinalizer(() =>
             Effect.sync(() => {
               running.delete(w.id)
               loopRefs.delete(w.id)
-              owner.detach(w.id)
-            })
+            }).pipe(Effect.zipRight(Effect.ignore(actor.ask(new Detach({ loop: w.id })))))
           )
           const how = yield* exitOf(w)
           if (stopping) return
@@ -221,7 +226,7 @@ const LoopsListener = Layer.scopedContext(
         for (const { worker } of running.values()) if (!hasExited(worker)) worker.process.kill("SIGTERM")
       })
     )
-    yield* Effect.forkScoped(Effect.repeat(Effect.sync(() => owner.enforceCapacity()), Schedule.spaced(CAPACITY_CHECK)))
+    yield* Effect.forkScoped(Effect.repeat(Effect.ignore(actor.ask(new EnforceCapacity())), Schedule.spaced(CAPACITY_CHECK)))
     const [first] = yield* Effect.all(listening.map(Deferred.await))
     const bound = { host: first!.address ?? "127.0.0.1", port: first!.port }
 

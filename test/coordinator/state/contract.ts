@@ -12,6 +12,7 @@ import type { StateStoreSettings } from "../../../src/coordinator/state/config.j
 import { membershipEpoch } from "../../../src/coordinator/state/epoch.js"
 import { keepOwnRecord } from "../../../src/coordinator/state/heartbeat.js"
 import { followMembership } from "../../../src/coordinator/state/MembershipView.js"
+import { eventuallyAsync } from "../../support/eventually.js"
 import { failureOf, newClusterId, pollUntil, worker, type StoreHandle } from "./support.js"
 
 export interface BackendUnderTest {
@@ -219,9 +220,15 @@ export const storeContract = (b: BackendUnderTest, handles: Array<StoreHandle>) 
     expect(events.map(seqOf)).toEqual(["i#2", "i#1"])
     expect(events.map((e) => e.nodeId)).toEqual(["w1", "w2"])
     const fiber = await a.run(Effect.forkScoped(Stream.runCollect(Stream.take(a.store.watch(c), 1))))
-    await Effect.runPromise(a.store.put(worker(c, "w3", "i", 1)))
-    await new Promise((r) => setTimeout(r, 50))
-    await Effect.runPromise(a.store.put(worker(c, "w3", "i", 2)))
+    // A live watch has no "subscribed" event to await: write until it has seen a write.
+    let seq = 0
+    await eventuallyAsync(
+      async () => {
+        await Effect.runPromise(a.store.put(worker(c, "w3", "i", ++seq)))
+        expect((await Effect.runPromise(Fiber.poll(fiber)))._tag).toBe("Some")
+      },
+      { what: "the live watch sees a write", within: T, every: "50 millis" }
+    )
     const live = await Effect.runPromise(Fiber.join(fiber))
     expect([...live].map((e) => e.nodeId)).toEqual(["w3"])
   })

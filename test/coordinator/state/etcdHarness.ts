@@ -123,6 +123,8 @@ export class EtcdCluster {
       if (m.proc === proc) m.proc = undefined
     })
     if (!waitHealthy) return
+    // Polled by hand, not with eventually: etcd announces nothing when it turns healthy, and a
+    // member that exited must fail the start at once rather than after the whole wait.
     const deadline = Date.now() + 60_000
     while (!(await healthy(m.clientUrl))) {
       if (m.proc === undefined) throw new Error(`etcd member ${m.name} exited at start:\n${readFileSync(m.log, "utf8").slice(-2000)}`)

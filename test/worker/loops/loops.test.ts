@@ -208,10 +208,14 @@ describe("--loops 2", () => {
     const members = () => Effect.runPromise(coordinator.members)
     await eventually(() => w.readiness.ready, "registered")
     // Its first status says not ready; the one right after its acceptance says ready and places it.
-    let listed = await members()
-    for (let deadline = Date.now() + 20_000; listed.length === 0 && Date.now() < deadline; listed = await members()) {
-      await new Promise((r) => setTimeout(r, 50))
-    }
+    const listed = await eventuallyAsync(
+      async () => {
+        const now = await members()
+        expect(now.length).toBeGreaterThan(0)
+        return now
+      },
+      { what: "the coordinator lists the worker", within: "20 seconds" }
+    )
     expect(listed.map((n) => [n.id, n.address])).toEqual([[`worker-${w.dataAddress}`, w.dataAddress]])
 
     const read = async () => {

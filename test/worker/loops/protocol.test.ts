@@ -55,7 +55,7 @@ describe("--loops counters", () => {
       fc.property(fc.array(fc.array(step, { maxLength: 8 }), { minLength: 1, maxLength: 3 }), (loops) => {
         const ownerStats = new WorkerStats()
         // addCounters never touches the store (only lease calls do).
-        const owner = new LeaseOwner(undefined as unknown as DiskStore, ownerStats)
+        const owner = new LeaseOwner(undefined as unknown as DiskStore, ownerStats, () => 0)
         let js = 0
         let table = 0
         loops.forEach((steps, i) => {
