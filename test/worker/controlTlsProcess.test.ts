@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { createTalonClient } from "../../src/client/TalonClient.js"
 import { makeCoordinator } from "../../src/coordinator/Coordinator.js"
 import { makeCa, makeLeaf } from "../support/controlPki.js"
+import { eventuallyAsync } from "../support/eventually.js"
 import { pattern } from "./support/dirBackend.js"
 import { makeCleanup, tempDir } from "./support/harness.js"
 import { putObjectAt, startOriginStub } from "./support/originFiles.js"
@@ -81,7 +82,10 @@ describe("talon worker over control mTLS (process)", () => {
     const client = createTalonClient({ coordinator: coordinator.controlAddress, blockSize: 128 * 1024, dataTls: true, ...tlsOptions })
     cleanup.add(() => client.close())
     const uri = "s3://tls-bucket/obj.bin"
-    expect((await client.stat(uri)).size).toBe(data.length)
+    // "joined" is logged on the join's reply; the coordinator's membership view (the workers it
+    // forwards stats to) takes the member in just after, so the first stat may come too early.
+    const stat = await eventuallyAsync(() => client.stat(uri), { what: "the coordinator answering the stat through its worker", within: "20 seconds", every: "100 millis" })
+    expect(stat.size).toBe(data.length)
     const bytes = await client.read(uri, 1000, 200_000)
     expect(Buffer.from(bytes).equals(data.subarray(1000, 201_000))).toBe(true)
 
