@@ -290,9 +290,10 @@ const main = Effect.gen(function* () {
       "nginx runs with tcp_nopush off (its default; Debian's sample nginx.conf turns it on): with it on, ranges ending inside a cached slice stalled ~40-50 ms each on keep-alive connections.",
       `Talon's version caches downstream of the gateway were trusted for ${VERSION_TTL_MS / 1000} s (TALON_CLIENT_STAT_TTL_MS, TALON_WORKER_VERSION_TTL_MS), as in gateway-proxy-bench.`,
       "The measured client compares every body byte with the object (memcmp) instead of hashing: SHA-256 at ~1 GiB/s on one core would cap the fastest arm. The warm pass checked the SHA-256 of every range of every size through every arm.",
-      `The discarded warmup round (${flags.warmupSeconds} s per arm and size) brings the gateway's JIT up; client_cores near 1 would mean the client, not the server, set the pace.`
+      `The discarded warmup round (${flags.warmupSeconds} s per arm and size) brings the gateway's JIT up; client_cores near 1 would mean the client, not the server, set the pace.`,
+      ...(coAlt === undefined ? [] : [`Arm colocated-alt is the auth-off co-located gateway started with Node flags "${altNodeFlags.join(" ")}" instead of the launcher's gateway flags: an A/B of those flags against colocated in the same rounds.`])
     ],
-    command: `npx tsx bench/gateway-nginx-bench.ts --rounds ${flags.rounds} --seconds ${flags.seconds} --concurrency ${flags.concurrency} --sizes ${flags.sizes}${pin ? "" : " --no-pin"}`,
+    command: `${coAlt === undefined ? "" : `GW_ALT_NODE_FLAGS="${altNodeFlags.join(" ")}" `}npx tsx bench/gateway-nginx-bench.ts --arms ${flags.arms} --rounds ${flags.rounds} --seconds ${flags.seconds} --concurrency ${flags.concurrency} --sizes ${flags.sizes}${pin ? "" : " --no-pin"}`,
     date: today(),
     machine: describeMachine(flags.machine),
     params: {
