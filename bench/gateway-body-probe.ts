@@ -28,7 +28,7 @@ const flags = await parseFlags("gateway-body-probe", "node:http serving warm ran
   rounds: Flag.number("rounds", 4, "Measured rounds."),
   seconds: Flag.number("seconds", 3, "Seconds per run."),
   concurrency: Flag.number("concurrency", 8, "Connections, one request in flight each."),
-  arms: Flag.text("arms", "copy,sendfile", "Arms, comma-separated, of copy (the baseline), sendfile and effect (the copy on @effect/platform's HttpServer).")
+  arms: Flag.text("arms", "copy,sendfile", "Arms, comma-separated, of copy (the baseline), sendfile, effect (the copy on @effect/platform's HttpServer) and raw (net.Server, head parsed by hand, head + range by one sendfile).")
 })
 const SIZE = 64 * 1024 * 1024
 
@@ -54,8 +54,8 @@ const main = Effect.gen(function* () {
       return target
     })
   const names = flags.arms.split(",").map((a) => a.trim())
-  if (!names.includes("copy") || names.some((a) => !["copy", "sendfile", "effect"].includes(a))) {
-    return yield* Effect.fail(new Error(`--arms ${flags.arms}: copy (the baseline) and any of sendfile, effect`))
+  if (!names.includes("copy") || names.some((a) => !["copy", "sendfile", "effect", "raw"].includes(a))) {
+    return yield* Effect.fail(new Error(`--arms ${flags.arms}: copy (the baseline) and any of sendfile, effect, raw`))
   }
   const targets = new Map<string, Target>()
   for (const name of names) targets.set(name, yield* server(name))

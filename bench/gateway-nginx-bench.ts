@@ -15,6 +15,9 @@
  *
  * Diagnostics (environment): GW_NODE_FLAGS adds Node flags to both gateways (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`; they then get 20 s to write their files at exit).
+ * Arm `colocated-alt` (ask for it in --arms) is a second auth-off co-located gateway whose Node
+ * flags are GW_ALT_NODE_FLAGS instead of the launcher's gateway flags: a paired, order-swapped
+ * A/B of a flag (e.g. a semi-space size) against `colocated` in the same rounds.
  */
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
@@ -104,15 +107,18 @@ const main = Effect.gen(function* () {
   writeFileSync(join(dir, "origin", BUCKET, KEY), object)
 
   buildDist()
+  // Each process with the launcher's flags for its role, as `talon ROLE` runs it.
   const [node, ...talon] = talonBin()
+  const as = (role: string) => talonBin(role).slice(1)
+  const altNodeFlags = (process.env.GW_ALT_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "")
   const originPort = yield* Effect.promise(freePort)
   const originUrl = `http://127.0.0.1:${originPort}`
   const origin = yield* start("origin", [node!, ...talon, "origin", "--root", join(dir, "origin"), "--port", String(originPort)])
   const controlPort = yield* Effect.promise(freePort)
   const adminPort = yield* Effect.promise(freePort)
   const backend = stubBackendEnv(originUrl)
-  const coordinator = yield* start("coordinator", [node!, ...talon, "coordinator", "--listen", `127.0.0.1:${controlPort}`, "--admin-listen", `127.0.0.1:${adminPort}`], backend)
-  const worker = yield* start("worker", [node!, ...talon, "worker", "--cache-dir", join(dir, "worker")], {
+  const coordinator = yield* start("coordinator", [node!, ...as("coordinator"), "coordinator", "--listen", `127.0.0.1:${controlPort}`, "--admin-listen", `127.0.0.1:${adminPort}`], backend)
+  const worker = yield* start("worker", [node!, ...as("worker"), "worker", "--cache-dir", join(dir, "worker")], {
     ...backend,
     TALON_WORKER_ID: "worker-1",
     TALON_WORKER_COORDINATOR: `127.0.0.1:${controlPort}`,
@@ -132,23 +138,24 @@ const main = Effect.gen(function* () {
     TALON_CLIENT_STAT_TTL_MS: String(VERSION_TTL_MS)
   }
   const gateway = (auth: "on" | "off") =>
-    start(`gateway-auth-${auth}`, [node!, ...gatewayNodeFlags, ...talon, "gateway", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)], gatewayEnv)
+    start(`gateway-auth-${auth}`, [node!, ...gatewayNodeFlags, ...as("gateway"), "gateway", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)], gatewayEnv)
   const gwOff = yield* gateway("off")
   const gwOn = yield* gateway("on")
   // Co-located: `talon gateway --colocate`, the worker in the gateway's process, each with a
   // coordinator of its own (one worker in its cluster, as the separate arms' worker is in theirs).
-  const colocated = (auth: "on" | "off") =>
+  const colocated = (auth: "on" | "off", alt = false) =>
     Effect.gen(function* () {
       const control = yield* Effect.promise(freePort)
       const admin = yield* Effect.promise(freePort)
-      const coord = yield* start(`coordinator-colocated-${auth}`, [node!, ...talon, "coordinator", "--listen", `127.0.0.1:${control}`, "--admin-listen", `127.0.0.1:${admin}`], backend)
-      const gw = yield* start(`colocated-auth-${auth}`, [node!, ...gatewayNodeFlags, ...talon, "gateway", "--colocate", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${control}`, "--block-size", String(BLOCK)], {
+      const coord = yield* start(`coordinator-colocated-${auth}`, [node!, ...as("coordinator"), "coordinator", "--listen", `127.0.0.1:${control}`, "--admin-listen", `127.0.0.1:${admin}`], backend)
+      const launch = alt ? [...altNodeFlags, ...talon] : as("gateway")
+      const gw = yield* start(`colocated-auth-${auth}${alt ? "-alt" : ""}`, [node!, ...gatewayNodeFlags, ...launch, "gateway", "--colocate", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${control}`, "--block-size", String(BLOCK)], {
         ...gatewayEnv,
-        TALON_WORKER_ID: `colocated-${auth}`,
+        TALON_WORKER_ID: `colocated-${auth}${alt ? "-alt" : ""}`,
         TALON_WORKER_COORDINATOR: `127.0.0.1:${control}`,
         TALON_WORKER_DATA_ADDR: "127.0.0.1:0",
         TALON_WORKER_ADMIN_ADDR: "127.0.0.1:0",
-        TALON_WORKER_CACHE_DIRS: join(dir, `colocated-${auth}`),
+        TALON_WORKER_CACHE_DIRS: join(dir, `colocated-${auth}${alt ? "-alt" : ""}`),
         TALON_WORKER_BLOCK_SIZE: String(BLOCK),
         TALON_WORKER_PAGE_SIZE: String(MiB),
         TALON_WORKER_VERSION_TTL_MS: String(VERSION_TTL_MS)
@@ -169,6 +176,7 @@ const main = Effect.gen(function* () {
   const wanted = new Set(flags.arms.split(",").map((a) => a.trim()))
   const coOff = wanted.has("colocated") ? yield* colocated("off") : undefined
   const coOn = wanted.has("colocated-sigv4") ? yield* colocated("on") : undefined
+  const coAlt = wanted.has("colocated-alt") ? yield* colocated("off", true) : undefined
   const originGets = () => get(originUrl, "/_talon/stats", {}).then((r) => (JSON.parse(r.body.toString()) as { requests: { get: number } }).requests.get)
 
   // Arms: the server processes each one costs. The origin is in every arm (the gateway's stat
@@ -176,6 +184,7 @@ const main = Effect.gen(function* () {
   const sigv4 = yield* Effect.promise(() => sigv4Planner(onUrl.origin, SIZE))
   const all: Record<string, Target | undefined> = {
     "colocated": coOff && { host: "127.0.0.1", port: Number(coOff.url.port), plan: plainPlanner(SIZE), front: () => [coOff.gw.pid], pids: () => [coOff.gw.pid, coOff.coord.pid, origin.pid], memPids: () => [coOff.gw.pid] },
+    "colocated-alt": coAlt && { host: "127.0.0.1", port: Number(coAlt.url.port), plan: plainPlanner(SIZE), front: () => [coAlt.gw.pid], pids: () => [coAlt.gw.pid, coAlt.coord.pid, origin.pid], memPids: () => [coAlt.gw.pid] },
     "colocated-sigv4": coOn && { host: "127.0.0.1", port: Number(coOn.url.port), plan: yield* Effect.promise(() => sigv4Planner(coOn.url.origin, SIZE)), front: () => [coOn.gw.pid], pids: () => [coOn.gw.pid, coOn.coord.pid, origin.pid], memPids: () => [coOn.gw.pid] },
     "gateway": { host: "127.0.0.1", port: Number(offUrl.port), plan: plainPlanner(SIZE), front: () => [gwOff.pid], pids: () => [gwOff.pid, worker.pid, coordinator.pid, origin.pid], memPids: () => [gwOff.pid, worker.pid] },
     "gateway-sigv4": { host: "127.0.0.1", port: Number(onUrl.port), plan: sigv4, front: () => [gwOn.pid], pids: () => [gwOn.pid, worker.pid, coordinator.pid, origin.pid], memPids: () => [gwOn.pid, worker.pid] },
@@ -259,7 +268,7 @@ const main = Effect.gen(function* () {
           `CPU/req × ${cpu.toFixed(2)}${size === MiB && !arm.endsWith("-sigv4") ? ` (target ≤ 1.25: ${cpu <= 1.25 ? "MET" : "NOT MET"})` : ""}, p99 × ${p99.toFixed(2)} (target ≤ 1.5: ${p99 <= 1.5 ? "MET" : "NOT MET"})`
       )
     }
-    for (const arm of ["gateway", "colocated"].filter((a) => a in targets)) {
+    for (const arm of ["gateway", "colocated", "colocated-alt"].filter((a) => a in targets)) {
       const g = report.summary[`${arm} ${sizeName(size)}`]?.["rss_mib"]?.max ?? NaN
       verdicts.push(`${sizeName(size).padEnd(8)} ${arm} RSS under load: peak ${g} MiB (gateway + worker), idle ${idleRss[arm]} MiB: growth ${(g - idleRss[arm]!).toFixed(1)} MiB (target ≤ 32)`)
     }
@@ -281,9 +290,10 @@ const main = Effect.gen(function* () {
       "nginx runs with tcp_nopush off (its default; Debian's sample nginx.conf turns it on): with it on, ranges ending inside a cached slice stalled ~40-50 ms each on keep-alive connections.",
       `Talon's version caches downstream of the gateway were trusted for ${VERSION_TTL_MS / 1000} s (TALON_CLIENT_STAT_TTL_MS, TALON_WORKER_VERSION_TTL_MS), as in gateway-proxy-bench.`,
       "The measured client compares every body byte with the object (memcmp) instead of hashing: SHA-256 at ~1 GiB/s on one core would cap the fastest arm. The warm pass checked the SHA-256 of every range of every size through every arm.",
-      `The discarded warmup round (${flags.warmupSeconds} s per arm and size) brings the gateway's JIT up; client_cores near 1 would mean the client, not the server, set the pace.`
+      `The discarded warmup round (${flags.warmupSeconds} s per arm and size) brings the gateway's JIT up; client_cores near 1 would mean the client, not the server, set the pace.`,
+      ...(coAlt === undefined ? [] : [`Arm colocated-alt is the auth-off co-located gateway started with Node flags "${altNodeFlags.join(" ")}" instead of the launcher's gateway flags: an A/B of those flags against colocated in the same rounds.`])
     ],
-    command: `npx tsx bench/gateway-nginx-bench.ts --rounds ${flags.rounds} --seconds ${flags.seconds} --concurrency ${flags.concurrency} --sizes ${flags.sizes}${pin ? "" : " --no-pin"}`,
+    command: `${coAlt === undefined ? "" : `GW_ALT_NODE_FLAGS="${altNodeFlags.join(" ")}" `}npx tsx bench/gateway-nginx-bench.ts --arms ${flags.arms} --rounds ${flags.rounds} --seconds ${flags.seconds} --concurrency ${flags.concurrency} --sizes ${flags.sizes}${pin ? "" : " --no-pin"}`,
     date: today(),
     machine: describeMachine(flags.machine),
     params: {
