@@ -41,12 +41,14 @@ export const WORKER_ARMS: ReadonlyArray<WorkerArmSpec> = [
   { name: "portable-pipelined", plane: "portable", mode: "pipelined", loops: 1 },
   { name: "native-multiplexed", plane: "native", mode: "multiplexed", loops: 1 },
   { name: "portable-multiplexed", plane: "portable", mode: "multiplexed", loops: 1 },
-  { name: "native-pipelined-x2", plane: "native", mode: "pipelined", loops: 2, scheduling: "rr" },
-  { name: "portable-pipelined-x2", plane: "portable", mode: "pipelined", loops: 2, scheduling: "rr" },
-  { name: "native-multiplexed-x2", plane: "native", mode: "multiplexed", loops: 2, scheduling: "rr" },
-  { name: "portable-multiplexed-x2", plane: "portable", mode: "multiplexed", loops: 2, scheduling: "rr" },
+  { name: "native-pipelined-x2", plane: "native", mode: "pipelined", loops: 2 },
+  { name: "portable-pipelined-x2", plane: "portable", mode: "pipelined", loops: 2 },
+  { name: "native-multiplexed-x2", plane: "native", mode: "multiplexed", loops: 2 },
+  { name: "portable-multiplexed-x2", plane: "portable", mode: "multiplexed", loops: 2 },
   // Two loops, every hit through each loop's JS serve loop (no hit table): what the loops' tables are worth.
-  { name: "native-pipelined-x2-js", plane: "native", mode: "pipelined", loops: 2, scheduling: "rr", hitTable: false },
+  { name: "native-pipelined-x2-js", plane: "native", mode: "pipelined", loops: 2, hitTable: false },
+  // Two loops dealt connections by node:cluster's round-robin (what --loops did before balanced dealing).
+  { name: "native-pipelined-x2-rr", plane: "native", mode: "pipelined", loops: 2, scheduling: "rr" },
   { name: "native-pipelined-x2-shared", plane: "native", mode: "pipelined", loops: 2, scheduling: "none" },
   // Without worker read-ahead: what its per-request bookkeeping costs the hit path.
   { name: "portable-pipelined-ra0", plane: "portable", mode: "pipelined", loops: 1, env: { TALON_WORKER_READ_AHEAD: "0" } },
