@@ -89,6 +89,19 @@ const connBytes = (port: number): Map<string, { pid: number; bytes: number }> =>
   return m
 }
 
+/** System-wide TCP counters that show drops and retransmit timeouts (the box's other users count too). */
+const TCP_COUNTERS = ["TCPTimeouts", "TCPLossProbes", "TCPBacklogDrop", "TCPRcvQDrop", "TCPZeroWindowDrop", "ListenOverflows", "TCPRetransFail", "TCPSynRetrans"]
+const tcpCounters = (): Map<string, number> => {
+  const lines = readFileSync("/proc/net/netstat", "utf8").split("\n")
+  const m = new Map<string, number>()
+  for (let i = 0; i + 1 < lines.length; i += 2) {
+    const names = lines[i]!.split(" ")
+    const values = lines[i + 1]!.split(" ")
+    names.forEach((n, k) => m.set(n, Number(values[k])))
+  }
+  return m
+}
+
 const q = (xs: ReadonlyArray<number>, p: number) => {
   const s = [...xs].sort((a, b) => a - b)
   return s[Math.min(s.length - 1, Math.floor(p * (s.length - 1)))] ?? NaN
@@ -105,11 +118,13 @@ const probe = (pound: string, t: Target) =>
       const p = yield* Proc.spawn("pound", argv, { cpus: "1" })
       yield* Effect.sleep(Duration.millis(flags.warmup * 1000 + 50))
       const pids = t.pids()
+      const n0 = tcpCounters()
       const c0 = connBytes(t.port)
       const s0 = pids.map(procSample)
       const t0 = performance.now()
       const cpus = pids.map(() => new Map<number, number>())
-      const end = t0 + flags.seconds * 1000 - 150
+      // Well inside pound's window: its connections must still be open for the second snapshot.
+      const end = t0 + flags.seconds * 700
       while (performance.now() < end) {
         pids.forEach((pid, i) => {
           const c = lastCpu(pid)
@@ -118,17 +133,19 @@ const probe = (pound: string, t: Target) =>
         yield* Effect.sleep(Duration.millis(50))
       }
       const c1 = connBytes(t.port)
+      const n1 = tcpCounters()
       const s1 = pids.map(procSample)
       const wall = (performance.now() - t0) / 1000
       yield* p.exitCode
       const j = JSON.parse((yield* p.stdout).trim().split("\n").pop() ?? "{}") as Record<string, number>
-      console.log(`  ${t.name}: rps ${j["rps"]?.toFixed(0)} p50 ${j["p50_us"]} µs p99 ${j["p99_us"]} µs max ${j["max_us"]} µs`)
+      console.log(`  ${t.name}: rps ${j["rps"]?.toFixed(0)} p50 ${j["p50_us"]} µs p99 ${j["p99_us"]} µs max ${j["max_us"]} µs; ${c0.size}/${c1.size} conns seen`)
+      console.log(`    tcp (system-wide): ${TCP_COUNTERS.map((k) => `${k} ${(n1.get(k) ?? 0) - (n0.get(k) ?? 0)}`).join(" ")}`)
       pids.forEach((pid, i) => {
         const a = s0[i]!
         const b = s1[i]!
         const cpu = b.user - a.user + b.sys - a.sys
-        const conns = [...c1.entries()].filter(([, v]) => v.pid === pid)
-        const rates = conns.map(([k, v]) => (v.bytes - (c0.get(k)?.bytes ?? v.bytes)) / RANGE / wall)
+        const conns = [...c0.entries()].filter(([, v]) => v.pid === pid)
+        const rates = conns.map(([k, v]) => ((c1.get(k)?.bytes ?? v.bytes) - v.bytes) / RANGE / wall)
         const reqs = rates.reduce((x, y) => x + y, 0)
         const where = [...cpus[i]!.entries()].sort((x, y) => x[0] - y[0]).map(([c, n]) => `cpu${c}:${n}`).join(" ")
         console.log(
