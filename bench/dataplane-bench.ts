@@ -49,7 +49,7 @@ import * as Proc from "./lib/proc.js"
 import { rssKb } from "./lib/procStats.js"
 import { type Arm, type RoundsReport, runRounds } from "./lib/rounds.js"
 
-const defaultArms = allArmNames.filter((a) => a !== "native-pipelined-x2-shared" && a !== "native-pipelined-drain1" && a !== "native-pipelined-x2-js").join(",")
+const defaultArms = allArmNames.filter((a) => a !== "native-pipelined-x2-shared" && a !== "native-pipelined-x2-rr" && a !== "native-pipelined-semi-default" && a !== "native-pipelined-drain1" && a !== "native-pipelined-x2-js").join(",")
 const flags = await parseFlags("dataplane-bench", "talon worker arms vs the C ceiling server, driven by the C pound client in paired order-swapped rounds.", {
   rounds: Flag.number("rounds", 4, "Measured rounds per config."),
   roundsFor: Flag.map("rounds-for", "Rounds for one config, e.g. --rounds-for 64x16=6 (repeatable)."),

@@ -30,6 +30,8 @@ export interface WorkerArmSpec {
   /** false: run with --no-hit-table. */
   readonly hitTable?: boolean
   readonly env?: Record<string, string>
+  /** Node flags of the launcher's to leave out (an A/B of one flag). */
+  readonly withoutNodeFlags?: ReadonlyArray<string>
 }
 
 export const WORKER_ARMS: ReadonlyArray<WorkerArmSpec> = [
@@ -39,14 +41,18 @@ export const WORKER_ARMS: ReadonlyArray<WorkerArmSpec> = [
   // One epoll_wait per loop wakeup instead of up to four while the hit table answers everything (native/sendfile.c).
   { name: "native-pipelined-drain1", plane: "native", mode: "pipelined", loops: 1, env: { TALON_NATIVE_DRAIN_ROUNDS: "1" } },
   { name: "portable-pipelined", plane: "portable", mode: "pipelined", loops: 1 },
+  // The worker's launcher flag --max-semi-space-size=1 left out: V8's default young generation.
+  { name: "native-pipelined-semi-default", plane: "native", mode: "pipelined", loops: 1, withoutNodeFlags: ["--max-semi-space-size"] },
   { name: "native-multiplexed", plane: "native", mode: "multiplexed", loops: 1 },
   { name: "portable-multiplexed", plane: "portable", mode: "multiplexed", loops: 1 },
-  { name: "native-pipelined-x2", plane: "native", mode: "pipelined", loops: 2, scheduling: "rr" },
-  { name: "portable-pipelined-x2", plane: "portable", mode: "pipelined", loops: 2, scheduling: "rr" },
-  { name: "native-multiplexed-x2", plane: "native", mode: "multiplexed", loops: 2, scheduling: "rr" },
-  { name: "portable-multiplexed-x2", plane: "portable", mode: "multiplexed", loops: 2, scheduling: "rr" },
+  { name: "native-pipelined-x2", plane: "native", mode: "pipelined", loops: 2 },
+  { name: "portable-pipelined-x2", plane: "portable", mode: "pipelined", loops: 2 },
+  { name: "native-multiplexed-x2", plane: "native", mode: "multiplexed", loops: 2 },
+  { name: "portable-multiplexed-x2", plane: "portable", mode: "multiplexed", loops: 2 },
   // Two loops, every hit through each loop's JS serve loop (no hit table): what the loops' tables are worth.
-  { name: "native-pipelined-x2-js", plane: "native", mode: "pipelined", loops: 2, scheduling: "rr", hitTable: false },
+  { name: "native-pipelined-x2-js", plane: "native", mode: "pipelined", loops: 2, hitTable: false },
+  // Two loops dealt connections by node:cluster's round-robin (what --loops did before balanced dealing).
+  { name: "native-pipelined-x2-rr", plane: "native", mode: "pipelined", loops: 2, scheduling: "rr" },
   { name: "native-pipelined-x2-shared", plane: "native", mode: "pipelined", loops: 2, scheduling: "none" },
   // Without worker read-ahead: what its per-request bookkeeping costs the hit path.
   { name: "portable-pipelined-ra0", plane: "portable", mode: "pipelined", loops: 1, env: { TALON_WORKER_READ_AHEAD: "0" } },
@@ -80,7 +86,7 @@ export const startWorker = (spec: WorkerArmSpec, stubUrl: string, cacheRoot: str
     mkdirSync(cache, { recursive: true })
     const cpus = spec.loops === 2 ? "0,1" : "0"
     const argv = [
-      ...talonBin("worker"), "worker",
+      ...talonBin("worker").filter((a) => !(spec.withoutNodeFlags ?? []).some((f) => a.startsWith(f))), "worker",
       "--coordinator", "", "--data-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
       "--cache-dir", cache, "--capacity", "1G",
       "--data-plane", spec.plane, "--serve-mode", spec.mode, "--loops", String(spec.loops),

@@ -199,7 +199,7 @@ export const WorkerSchema = component<WorkerSettings>({
     }),
     loops: S.integer(
       1,
-      "Processes (event loops) serving the one data port: N ≥ 2 forks N serving loops under a primary that alone owns the cache index and fills; connections are spread round-robin (NODE_CLUSTER_SCHED_POLICY=none: the kernel picks)",
+      "Processes (event loops) serving the one data port: N ≥ 2 forks N serving loops under a primary that alone owns the cache index and fills; the primary deals each connection to the loop with the fewest open (NODE_CLUSTER_SCHED_POLICY=rr: node:cluster round-robin; none: the kernel picks)",
       { example: "2", check: range(1, 64, "must be an integer in 1..64") }
     ),
     hitTable: S.of(

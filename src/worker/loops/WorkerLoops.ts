@@ -17,11 +17,13 @@
  * readiness. No fds cross the channel: a loop opens leased files by path, and connections reach
  * it through node:cluster's own handle passing.
  *
- * Connections reach the loops through Node's cluster module: round-robin
- * (the primary accepts and hands each connection to the next loop) or shared
- * (every loop accepts on one listening socket and the kernel picks). The
- * policy is Node's `NODE_CLUSTER_SCHED_POLICY` (`rr` | `none`); unset, it is
- * DEFAULT_SCHEDULING below (chosen by measurement, see the comment there).
+ * Connections reach the loops balanced (the primary listens and deals each
+ * connection to the loop with the fewest open, HandOff.ts), or through Node's
+ * cluster module when `NODE_CLUSTER_SCHED_POLICY` asks for it: `rr`
+ * (round-robin: the primary accepts and hands each connection to the first
+ * loop free to take it) or `none` (shared: every loop accepts on one listening
+ * socket and the kernel picks). With `--data-tls` the loops' own TLS servers
+ * accept, so it is cluster round-robin there.
  *
  * The worker registers once with the coordinator: one node id for the port,
  * whatever N is. /metrics on the primary sums what the loops report.
@@ -42,24 +44,44 @@ import { MissPath } from "../miss/MissPath.js"
 import { DataServer, type DataServerShape } from "../server/DataServer.js"
 import { BlockStore } from "../store/BlockStore.js"
 import { planeAndModeLayer, Worker, workerHandle, type WorkerShape } from "../Worker.js"
+import * as HandOff from "./HandOff.js"
 import { LeaseOwner } from "./LeaseOwner.js"
 import { Attach, Detach, EnforceCapacity, forLoops, makeOwnerActor } from "./OwnerActor.js"
-import { LOOP_ACTOR, LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, LoopMessage, Ready, type Readiness, Revoke } from "./protocol.js"
+import {
+  connectionMessageKind,
+  LOOP_ACTOR,
+  LOOP_HANDOFF_ENV,
+  LOOP_INDEX_ENV,
+  LOOP_SETTINGS_ENV,
+  LoopMessage,
+  Ready,
+  type Readiness,
+  Revoke
+} from "./protocol.js"
 
-export type Scheduling = "round-robin" | "shared"
+export type Scheduling = "balanced" | "round-robin" | "shared"
 
 /**
- * Round-robin unless NODE_CLUSTER_SCHED_POLICY says otherwise. Measured on the
- * 2-core VM with `bench/dataplane-bench.ts` (arm native-pipelined-x2-shared vs
- * native-pipelined-x2, bench/data/dataplane.json; median of 4 paired rounds,
- * shared/round-robin rps): 64×1 0.80, 1024×1 0.88, 1×1 1.08, 64×16 1.01 (CPU
- * per request within noise). With long-lived connections the accept path is
- * not on the request path either way; what matters is the spread: round-robin
- * deals a burst of connects evenly, while on a shared socket whichever loop
- * wakes first takes most of it and the other core's loop idles. One connection
- * (1×1) lands on one loop under either policy.
+ * Balanced unless NODE_CLUSTER_SCHED_POLICY says otherwise. With long-lived
+ * connections the accept path is not on the request path; what matters is the
+ * spread, since a loop serves its connections for their whole life. Measured on
+ * the 2-core VM with `bench/dataplane-bench.ts` (median of 4 paired rounds,
+ * shared/cluster-round-robin rps: 64×1 0.80, 1024×1 0.88, 1×1 1.08, 64×16 1.01):
+ * on a shared socket whichever loop wakes first takes most of a burst of
+ * connects; cluster round-robin deals a burst to whichever loop acknowledges
+ * first (47/17 of 64 measured by bench/dataplane-loops-probe.ts), and the
+ * crowded loop's connections are served at a fraction of the other's rate: the
+ * `--loops 2` p99 tail at 64×16. Balanced dealing splits them within one.
  */
-export const DEFAULT_SCHEDULING: Scheduling = "round-robin"
+export const DEFAULT_SCHEDULING: Scheduling = "balanced"
+
+/** The policy this process's loops get: NODE_CLUSTER_SCHED_POLICY when set, cluster round-robin under data TLS. */
+const schedulingFor = (dataTls: boolean): Scheduling => {
+  const policy = process.env["NODE_CLUSTER_SCHED_POLICY"]
+  if (policy === "none") return "shared"
+  if (policy === "rr" || dataTls) return "round-robin"
+  return DEFAULT_SCHEDULING
+}
 
 export class LoopsStartError extends Data.TaggedError("LoopsStartError")<{ readonly detail: string }> {
   override get message() {
@@ -84,13 +106,13 @@ export interface LoopsControl {
   readonly report: () => ReturnType<LeaseOwner["report"]>
   /** Loops restarted after an unexpected exit. */
   readonly restarts: () => number
+  /** Balanced scheduling: open connections per loop (cluster worker id) as dealt; empty otherwise. */
+  readonly dealt: () => ReadonlyMap<number, number>
 }
 
 export class LoopsControlTag extends Context.Tag("talon/worker/LoopsControl")<LoopsControlTag, LoopsControl>() {}
 
 const childEntry = fileURLToPath(new URL("./child-entry.mjs", import.meta.url))
-
-const currentScheduling = (): Scheduling => (cluster.schedulingPolicy === cluster.SCHED_NONE ? "shared" : "round-robin")
 
 /** How often the owner checks capacity on its own (fills check it at once). */
 const CAPACITY_CHECK = Duration.seconds(1)
@@ -140,9 +162,10 @@ const LoopsListener = Layer.scopedContext(
     const [cfg, store, miss, stats, state] = yield* Effect.all([WorkerConfig, BlockStore, MissPath, WorkerMetrics, WorkerReadiness])
     if (!cluster.isPrimary) return yield* Effect.fail(new LoopsStartError({ detail: "this process is itself a cluster worker" }))
     if (!(cfg.loops >= 2)) return yield* Effect.fail(new LoopsStartError({ detail: `--loops ${cfg.loops}: the multi-loop server needs at least 2` }))
-    if (process.env["NODE_CLUSTER_SCHED_POLICY"] === undefined) {
+    const scheduling = schedulingFor(cfg.dataTls)
+    if (process.env["NODE_CLUSTER_SCHED_POLICY"] === undefined && scheduling !== "balanced") {
       // Frozen by Node at the first fork of this process; later WorkerLoops in the same process share it.
-      cluster.schedulingPolicy = (DEFAULT_SCHEDULING as Scheduling) === "shared" ? cluster.SCHED_NONE : cluster.SCHED_RR
+      cluster.schedulingPolicy = cluster.SCHED_RR
     }
     // Every fiber this layer starts (loops, tells from node:cluster callbacks) ends with its scope.
     const fibers = yield* FiberSet.make<unknown, unknown>()
@@ -164,10 +187,18 @@ const LoopsListener = Layer.scopedContext(
     const running = new Map<number, { readonly worker: ClusterWorker; readonly index: number }>()
     let stopping = false
     let restarts = 0
+    const dealer =
+      scheduling === "balanced"
+        ? yield* HandOff.listen(cfg.dataAddress).pipe(Effect.mapError((detail) => new LoopsStartError({ detail })))
+        : undefined
     // node:cluster shares one listening handle per address *as configured*: two WorkerLoops of one
     // process both asking for port 0 would end up on one port. So port 0 becomes a concrete free port first.
-    const dataAddress = yield* concreteAddress(cfg.dataAddress)
+    const dataAddress =
+      dealer !== undefined
+        ? `${dealer.host.includes(":") ? `[${dealer.host}]` : dealer.host}:${dealer.port}`
+        : yield* concreteAddress(cfg.dataAddress)
     const settingsJson = JSON.stringify({ ...cfg, dataAddress } satisfies WorkerSettings)
+    const loopEnv = { [LOOP_SETTINGS_ENV]: settingsJson, ...(dealer !== undefined ? { [LOOP_HANDOFF_ENV]: "1" } : {}) }
 
     /** One life of loop `index`: its process and IPC actors, until the process exits. */
     const incarnation = (index: number, listened: Deferred.Deferred<Address, LoopsStartError>) =>
@@ -176,8 +207,19 @@ const LoopsListener = Layer.scopedContext(
           const w = yield* Effect.acquireRelease(
             Effect.sync(() => {
               cluster.setupPrimary({ exec: childEntry, args: [], execArgv: [], silent: false })
-              const w = cluster.fork({ [LOOP_SETTINGS_ENV]: settingsJson, [LOOP_INDEX_ENV]: String(index) })
-              w.once("listening", (address) => Deferred.unsafeDone(listened, Exit.succeed(address)))
+              const w = cluster.fork({ ...loopEnv, [LOOP_INDEX_ENV]: String(index) })
+              if (dealer === undefined) {
+                w.once("listening", (address) => Deferred.unsafeDone(listened, Exit.succeed(address)))
+                return w
+              }
+              w.on("message", (m: unknown) => {
+                const kind = connectionMessageKind(m)
+                if (kind === "closed") dealer.closed(w.id)
+                else if (kind === "serving") {
+                  dealer.serving(w)
+                  Deferred.unsafeDone(listened, Exit.succeed({ address: dealer.host, port: dealer.port, addressType: 4 }))
+                }
+              })
               return w
             }),
             stopLoop
@@ -196,6 +238,7 @@ const LoopsListener = Layer.scopedContext(
             Effect.sync(() => {
               running.delete(w.id)
               loopRefs.delete(w.id)
+              dealer?.gone(w.id)
             }).pipe(Effect.zipRight(Effect.ignore(actor.ask(new Detach({ loop: w.id })))))
           )
           const how = yield* exitOf(w)
@@ -239,10 +282,11 @@ const LoopsListener = Layer.scopedContext(
     }
     const control: LoopsControl = {
       loops: cfg.loops,
-      scheduling: currentScheduling(),
+      scheduling,
       running: () => [...running.values()].map((r) => ({ id: r.worker.id, index: r.index, pid: r.worker.process.pid ?? -1 })),
       report: () => owner.report(),
-      restarts: () => restarts
+      restarts: () => restarts,
+      dealt: () => dealer?.open() ?? new Map()
     }
     return Context.make(DataServer, server).pipe(Context.add(LoopsControlTag, control))
   })

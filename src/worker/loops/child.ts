@@ -18,7 +18,9 @@ import { HitSourceTag } from "../server/HitPublisher.js"
 import { ServeMode } from "../server/ServeMode.js"
 import { LeaseStore } from "./LeaseStore.js"
 import { counterDeltas, makeLoopMissPath, ownerRef, serveLoop, tellOwner } from "./OwnerClient.js"
-import { Counters, LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, Release, Usage } from "./protocol.js"
+import * as HandedSockets from "./HandedSockets.js"
+import { Counters, LOOP_HANDOFF_ENV, LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, Release, Usage } from "./protocol.js"
+import { parseHostPort } from "../../transport/address.js"
 
 /** How often a loop reports its counters and the leases it served (the owner's LRU). */
 const REPORT_EVERY = Duration.seconds(1)
@@ -58,9 +60,16 @@ const LoopServices = Layer.scopedContext(
   })
 )
 
+/** The data server: over the connections the owner hands this loop, or listening through node:cluster. */
+const dataServer = (settings: WorkerSettings) => {
+  if (process.env[LOOP_HANDOFF_ENV] !== "1") return DataServer.layer
+  const hp = parseHostPort(settings.dataAddress, { allowPortZero: true })
+  return DataServer.layerWithoutDependencies.pipe(Layer.provide(HandedSockets.layer(hp ?? { host: settings.dataAddress, port: 0 })))
+}
+
 const loopLayer = (settings: WorkerSettings) => {
   const config = WorkerConfig.layerSettings(settings)
-  return DataServer.layer.pipe(
+  return dataServer(settings).pipe(
     Layer.provideMerge(LoopServices),
     Layer.provideMerge(
       Layer.mergeAll(

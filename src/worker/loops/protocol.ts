@@ -155,3 +155,20 @@ export type LoopMessage = typeof LoopMessage.Type
 export const LOOP_SETTINGS_ENV = "TALON_WORKER_LOOP_SETTINGS"
 /** The env var carrying a loop's index (1-based), for logs. */
 export const LOOP_INDEX_ENV = "TALON_WORKER_LOOP_INDEX"
+
+/**
+ * Connection hand-off (balanced scheduling, HandOff.ts): plain IPC messages beside the actors' traffic
+ * (which ignores them), the one kind that carries a handle. `{ [CONNECTION_MESSAGE]: kind }`:
+ * owner → loop "take" with a connected socket's handle; loop → owner "serving" once its data server
+ * takes connections, "closed" when one of its connections closed.
+ */
+export const CONNECTION_MESSAGE = "talon.worker/connection"
+export type ConnectionMessageKind = "take" | "serving" | "closed"
+export const connectionMessage = (kind: ConnectionMessageKind) => ({ [CONNECTION_MESSAGE]: kind })
+export const connectionMessageKind = (m: unknown): ConnectionMessageKind | undefined => {
+  if (typeof m !== "object" || m === null) return undefined
+  const k = (m as Record<string, unknown>)[CONNECTION_MESSAGE]
+  return k === "take" || k === "serving" || k === "closed" ? k : undefined
+}
+/** Set (to "1") in a loop's environment when its owner hands it connections instead of node:cluster. */
+export const LOOP_HANDOFF_ENV = "TALON_WORKER_LOOP_HANDOFF"

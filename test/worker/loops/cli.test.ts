@@ -67,7 +67,7 @@ describe("talon worker --loops 2 (processes)", () => {
     // TALON_WORKER_LOOPS=2 from the environment; SIGTERM stops the primary and both loops.
     const first = start(args(await tempDir(cleanup, "talon-cache-")), env)
     const m1 = await first.waitFor(listening)
-    expect(m1[2]).toBe("round-robin")
+    expect(m1[2]).toBe("balanced")
     first.pids.push(first.child.pid!, Number(m1[3]), Number(m1[4]))
     await read(Number(m1[1]))
     first.child.kill("SIGTERM")

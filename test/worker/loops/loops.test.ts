@@ -137,6 +137,26 @@ describe("--loops 2", () => {
     expect(Buffer.compare(f5.payload, small)).toBe(0)
   }, 120_000)
 
+  it("a burst of connects is dealt evenly: each loop reports half of them open, and serves them", async () => {
+    expect(w.loops.scheduling).toBe("balanced")
+    await eventually(() => w.loops.report().loops.every((l) => l.counters.connectionsOpen === 0), "the earlier tests' connections closed")
+    const conns = await Promise.all(Array.from({ length: 16 }, () => connect(w.dataPort)))
+    cleanup.add(async () => conns.forEach((c) => c.close()))
+    // The loops' own counters (reported over IPC each second), not the owner's tally of what it dealt.
+    await eventually(
+      () => w.loops.report().loops.filter((l) => l.counters.connectionsOpen === 8).length === 2,
+      "each loop reports 8 of the 16 connections open"
+    )
+    expect([...w.loops.dealt().values()]).toEqual([8, 8])
+    const pongs = await Promise.all(
+      conns.map(async (c, i) => {
+        c.send(encodeFrame(MsgType.Ping, 900 + i, new Uint8Array(0)))
+        return (await c.next()).header.requestId
+      })
+    )
+    expect(pongs).toEqual(conns.map((_, i) => 900 + i))
+  }, 60_000)
+
   it("a long mixed stream under backpressure comes back byte-identical to a single-process worker's", async () => {
     const frames = requestStream()
     const viaLoops = await exchange(w.dataPort, frames, 300)
