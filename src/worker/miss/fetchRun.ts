@@ -190,6 +190,7 @@ export const fetchRun = (
     if (finishError !== undefined) throw finishError
   }
   const objectOffset = id.offset + runStart
+  store.fills.begin()
   return fetchRange(id.object, id.version, objectOffset, runBytes, sink, ahead)
     .then(async () => {
       await finished()
@@ -209,4 +210,5 @@ export const fetchRun = (
       for (let i = current; i < e; i++) settle(i, error)
       throw error
     })
+    .finally(() => store.fills.end())
 }
