@@ -89,7 +89,9 @@ const verifyLoop = (store: ScrubbedStore, options: ScrubOptions, startupDone: Ef
         if (deferBudget > 0 && store.fills.busy) {
           const waitStart = yield* Clock.currentTimeMillis
           yield* Effect.race(Effect.promise(() => store.fills.idle()), Effect.sleep(Duration.millis(deferBudget)))
-          deferBudget -= (yield* Clock.currentTimeMillis) - waitStart
+          const waited = (yield* Clock.currentTimeMillis) - waitStart
+          deferBudget -= waited
+          store.health.scrubDeferredSeconds += waited / 1000
           if (u.gone) continue
         }
         const started = yield* Clock.currentTimeMillis

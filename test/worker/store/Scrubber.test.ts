@@ -95,6 +95,7 @@ describe("Scrubber", () => {
       expect(store.fills.busy).toBe(false)
       yield* settle(() => store.health.scrubbedBytes === PAGE * PAGES, 1)
       expect(store.health.corruptTotal).toBe(0)
+      expect(store.health.scrubDeferredSeconds).toBe((DEFER_MS - 1) / 1000)
     })
   )
 
@@ -115,6 +116,7 @@ describe("Scrubber", () => {
       expect(store.fills.busy).toBe(true)
       expect(victim.gone).toBe(true)
       expect(store.health.scrubbedBytes).toBe(PAGE * (PAGES - 1))
+      expect(store.health.scrubDeferredSeconds).toBe(DEFER_MS / 1000)
     })
   )
 
