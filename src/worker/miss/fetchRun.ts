@@ -210,5 +210,8 @@ export const fetchRun = (
       for (let i = current; i < e; i++) settle(i, error)
       throw error
     })
-    .finally(() => store.fills.end())
+    .finally(() => {
+      store.fills.end()
+      if (!store.fills.busy) pool.trim()
+    })
 }
