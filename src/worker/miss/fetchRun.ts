@@ -191,7 +191,14 @@ export const fetchRun = (
   }
   const objectOffset = id.offset + runStart
   store.fills.begin()
-  return fetchRange(id.object, id.version, objectOffset, runBytes, sink, ahead)
+  let fetching: Promise<void>
+  try {
+    fetching = fetchRange(id.object, id.version, objectOffset, runBytes, sink, ahead)
+  } catch (error) {
+    // Settled like any failed fetch, so the fill count and every unit's waiters are released.
+    fetching = Promise.reject(error)
+  }
+  return fetching
     .then(async () => {
       await finished()
       if (current < e) {
