@@ -80,6 +80,8 @@ export interface WorkerSettings {
   readonly syncFills: boolean
   /** Bytes per second the background scrub re-hashes resident units at; 0 = no periodic re-verify. */
   readonly scrubRate: number
+  /** Longest a scrub pass waits, in all, for fills in flight to finish before it hashes anyway, in ms; 0 = never waits. */
+  readonly scrubMaxDeferMs: number
   /** PEM certificate and key for HTTPS on the admin endpoint; both empty = plain HTTP. */
   readonly adminTlsCert: string
   readonly adminTlsKey: string
@@ -222,6 +224,11 @@ export const WorkerSchema = component<WorkerSettings>({
     scrubRate: S.size(
       16 * 1024 ** 2,
       "Bytes per second the background scrub re-reads and re-hashes cached pages at, so a byte corrupted on disk is dropped and refetched instead of served (0 = off; start-up verify and truncation checks stay on)",
+      nonNegative
+    ),
+    scrubMaxDeferMs: S.integer(
+      60_000,
+      "Longest one scrub pass waits, in all, for origin fills to finish before it re-hashes anyway, so the scrub does not take a cold read's CPU and disk; every cached page is still re-hashed within two passes of being filled, a pass lasting at most max(cached bytes / scrub-rate, 10 s) + this, in ms (0 = never waits)",
       nonNegative
     ),
     adminTlsCert: S.text(

@@ -196,6 +196,7 @@ const renderStoreHealth = (out: Array<string>, h: StoreHealth | undefined): void
   for (const r of CORRUPT_REASONS) out.push(`talon_worker_store_corrupt_units_total{reason="${r}"} ${h.corrupt[r]}`)
   line(out, "talon_worker_store_verified_units_total", "counter", "Units hashed and found to match their recorded checksum.", h.verifiedUnits)
   line(out, "talon_worker_store_scrubbed_bytes_total", "counter", "Bytes re-hashed by the background scrub.", h.scrubbedBytes)
+  line(out, "talon_worker_store_scrub_deferred_seconds_total", "counter", "Seconds the scrub waited for origin fills to finish before re-hashing.", h.scrubDeferredSeconds)
   line(out, "talon_worker_disk_full_errors_total", "counter", "Cache writes that failed with ENOSPC (then evicted and retried).", h.diskFullErrors)
   line(out, "talon_worker_disk_full_episodes_total", "counter", "Times a cache dir ran out of space after having room.", h.diskFullEpisodes)
   line(out, "talon_worker_disk_full_evicted_bytes_total", "counter", "Bytes evicted to make room after ENOSPC.", h.diskFullEvictedBytes)

@@ -30,7 +30,16 @@ import { StagePool, stageSize } from "./stagePool.js"
 /** Idle staging buffers a worker keeps: enough for a few fetches' pages between bursts, a few MiB of memory. */
 const STAGES_KEPT = 16
 
-const fillStages = (pageSize: number): StagePool => new StagePool(stageSize(pageSize > 0 ? pageSize : Infinity), STAGES_KEPT)
+/**
+ * Buffers kept while fills stream, at most: never more than the fills had in use at once (a buffer
+ * is only kept after being given back), this only caps it.
+ */
+const STAGE_BYTES_BUSY = 256 * 1024 * 1024
+
+const fillStages = (pageSize: number): StagePool => {
+  const size = stageSize(pageSize > 0 ? pageSize : Infinity)
+  return new StagePool(size, STAGES_KEPT, Math.max(STAGES_KEPT, Math.floor(STAGE_BYTES_BUSY / size)))
+}
 
 /** A unit's pending fill: settled once, by the fetch that owns it. */
 interface Pending {

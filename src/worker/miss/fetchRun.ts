@@ -190,7 +190,15 @@ export const fetchRun = (
     if (finishError !== undefined) throw finishError
   }
   const objectOffset = id.offset + runStart
-  return fetchRange(id.object, id.version, objectOffset, runBytes, sink, ahead)
+  store.fills.begin()
+  let fetching: Promise<void>
+  try {
+    fetching = fetchRange(id.object, id.version, objectOffset, runBytes, sink, ahead)
+  } catch (error) {
+    // Settled like any failed fetch, so the fill count and every unit's waiters are released.
+    fetching = Promise.reject(error)
+  }
+  return fetching
     .then(async () => {
       await finished()
       if (current < e) {
@@ -208,5 +216,9 @@ export const fetchRun = (
       await finished().catch(() => {})
       for (let i = current; i < e; i++) settle(i, error)
       throw error
+    })
+    .finally(() => {
+      store.fills.end()
+      if (!store.fills.busy) pool.trim()
     })
 }

@@ -2,7 +2,7 @@ import { Context, Data, Effect, Layer } from "effect"
 import { WorkerConfig } from "../config.js"
 import { WorkerMetrics } from "../metrics.js"
 import { DiskStore } from "./DiskStore.js"
-import { Scrubber } from "./Scrubber.js"
+import { startScrubber } from "./Scrubber.js"
 
 export class BlockStoreOpenFailed extends Data.TaggedError("BlockStoreOpenFailed")<{
   readonly dirs: ReadonlyArray<string>
@@ -44,14 +44,11 @@ export class BlockStore extends Context.Tag("talon/worker/BlockStore")<BlockStor
         (store) => Effect.promise(() => store.close())
       )
       stats.store = store.health
-      const scrubber = yield* Effect.acquireRelease(
-        Effect.sync(() => new Scrubber(store, { bytesPerSecond: cfg.scrubRate })),
-        (scrubber) => Effect.promise(() => scrubber.stop())
-      )
+      const scrubber = yield* startScrubber(store, { bytesPerSecond: cfg.scrubRate, maxDeferMs: cfg.scrubMaxDeferMs })
       // Serving loops open leased files without the store's verify-before-first-serve: start
       // serving only once every page found on disk has been hashed.
       if (cfg.loops > 1) {
-        yield* Effect.promise(() => scrubber.startup)
+        yield* scrubber.startup
         yield* Effect.logInfo(`block store: ${store.health.verifiedUnits} cached units verified at start-up`)
       }
       return store

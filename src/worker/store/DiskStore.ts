@@ -27,6 +27,7 @@ import { type DirState, type DiskStoreOptions, type FilledUnit, type KnownVersio
 import { Entry, Unit } from "./entry.js"
 import { persistIndex, prepareBlockDir } from "./files.js"
 import { closeFd, closeQuietly, fdatasync, openFd, writeAll } from "./fsx.js"
+import { FillActivity } from "./fillActivity.js"
 import { type CorruptReason, StoreHealth } from "./health.js"
 import { checkSizes, type Integrity, verifyUnit } from "./integrity.js"
 import { blockDirName, blockDirPath, blockKey, type BlockMeta } from "./layout.js"
@@ -47,6 +48,8 @@ export class DiskStore {
   readonly #fsync: boolean
   /** Corrupt units dropped, verifies, disk-full episodes (the worker's /metrics). */
   readonly health = new StoreHealth()
+  /** Origin fills streaming into the store (fetchRun); the scrub keeps out of their way. */
+  readonly fills = new FillActivity()
   /** Told of every unit leaving the index (evicted or found missing), before its file goes. */
   onUnitGone: ((unit: Unit) => void) | undefined = undefined
   readonly #integrity: Integrity = { health: this.health, drop: (u, reason, detail) => this.#drop(u, reason, detail) }

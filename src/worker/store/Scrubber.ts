@@ -8,11 +8,21 @@
  * - units found on disk at start-up are hashed first, as fast as the disk allows (a read
  *   hashes them on demand before that: DiskStore.ensureOpen);
  * - then, at `bytesPerSecond`, every resident unit is hashed again in turn, so a byte
- *   flipped on disk is dropped within one pass (resident bytes / rate, at least
- *   `minPassMs`) and never served after that.
+ *   flipped on disk is dropped within one pass and never served after that.
+ *
+ * The re-hash yields to fills: while an origin fill streams into the store, the next unit
+ * waits for the fills to finish, up to `maxDeferMs` in all per pass. A cold read is one
+ * worker thread's work per byte, and re-reading and hashing pages beside it takes that
+ * thread and the disk from it; a unit filled during a pass is not in that pass's list anyway
+ * (its checksum was taken from the bytes as they were written). So a pass takes at most
+ * max(resident bytes / rate, `minPassMs`) + `maxDeferMs`, and a resident unit is re-hashed
+ * within two passes of being filled.
  */
-import type { DiskStore } from "./DiskStore.js"
+import { Clock, Deferred, Duration, Effect } from "effect"
+import type { Scope } from "effect"
 import type { Unit } from "./entry.js"
+import type { FillActivity } from "./fillActivity.js"
+import type { StoreHealth } from "./health.js"
 
 export interface ScrubOptions {
   /** Bytes hashed per second by the periodic re-verify; 0 = only start-up verify and size checks. */
@@ -20,102 +30,77 @@ export interface ScrubOptions {
   readonly sizeCheckMs?: number
   /** A pass over every resident unit takes at least this long (a small cache is not re-read in a tight loop). */
   readonly minPassMs?: number
+  /** How long a pass may wait, in all, for fills in flight to finish before it hashes anyway; 0 = never waits. */
+  readonly maxDeferMs?: number
+}
+
+/** What the scrub needs of the store (DiskStore). */
+export interface ScrubbedStore {
+  readonly health: StoreHealth
+  readonly fills: FillActivity
+  units(): Iterable<Unit>
+  verify(u: Unit, scratch?: Uint8Array): Promise<boolean>
+  checkSizes(): Promise<number>
+}
+
+export interface Scrubber {
+  /** Completes once every unit found on disk at start-up has been hashed (or the scrub was stopped). */
+  readonly startup: Effect.Effect<void>
 }
 
 const SCRATCH = 256 * 1024
 
-export class Scrubber {
-  readonly #store: DiskStore
-  readonly #rate: number
-  readonly #sizeCheckMs: number
-  readonly #minPassMs: number
-  readonly #scratch = new Uint8Array(SCRATCH)
-  #stopped = false
-  #timers = new Set<ReturnType<typeof setTimeout>>()
-  #wake: (() => void) | undefined
-  /** Settles when the verify loop has exited (after stop). */
-  readonly done: Promise<void>
-  /** Settles once every unit found on disk at start-up has been hashed (or stop was called). */
-  readonly startup: Promise<void>
-  #startupDone!: () => void
+/** Starts the scrub's fibers in the scope; closing the scope stops them after the hash in progress. */
+export const startScrubber = (store: ScrubbedStore, options: ScrubOptions): Effect.Effect<Scrubber, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const startup = yield* Deferred.make<void>()
+    const sizeCheck = Duration.millis(options.sizeCheckMs ?? 1000)
+    yield* Effect.promise(() => store.checkSizes().catch(() => 0)).pipe(
+      Effect.delay(sizeCheck),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    yield* verifyLoop(store, options, Deferred.succeed(startup, undefined)).pipe(
+      Effect.ensuring(Deferred.succeed(startup, undefined)),
+      Effect.forkScoped
+    )
+    return { startup: Deferred.await(startup) }
+  })
 
-  constructor(store: DiskStore, options: ScrubOptions) {
-    this.#store = store
-    this.#rate = options.bytesPerSecond
-    this.#sizeCheckMs = options.sizeCheckMs ?? 1000
-    this.#minPassMs = options.minPassMs ?? 10_000
-    this.startup = new Promise<void>((resolve) => (this.#startupDone = resolve))
-    this.#scheduleSizeCheck()
-    this.done = this.#run()
-      .catch(() => {})
-      .finally(() => this.#startupDone())
-  }
+const verifyLoop = (store: ScrubbedStore, options: ScrubOptions, startupDone: Effect.Effect<boolean>) =>
+  Effect.gen(function* () {
+    const scratch = new Uint8Array(SCRATCH)
+    const rate = options.bytesPerSecond
+    const minPassMs = options.minPassMs ?? 10_000
+    const maxDeferMs = options.maxDeferMs ?? 0
+    // Uninterruptible: stopping waits for the hash in progress, so no read outlives the store.
+    const verify = (u: Unit) => Effect.uninterruptible(Effect.promise(() => store.verify(u, scratch)))
 
-  stop(): Promise<void> {
-    this.#stopped = true
-    for (const t of this.#timers) clearTimeout(t)
-    this.#timers.clear()
-    this.#wake?.()
-    return this.done
-  }
-
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.#timers.delete(t)
-        this.#wake = undefined
-        resolve()
-      }, ms)
-      t.unref()
-      this.#timers.add(t)
-      this.#wake = () => {
-        clearTimeout(t)
-        this.#timers.delete(t)
-        this.#wake = undefined
-        resolve()
-      }
-    })
-  }
-
-  #scheduleSizeCheck(): void {
-    if (this.#stopped) return
-    const t = setTimeout(() => {
-      this.#timers.delete(t)
-      void this.#store
-        .checkSizes()
-        .catch(() => 0)
-        .then(() => this.#scheduleSizeCheck())
-    }, this.#sizeCheckMs)
-    t.unref()
-    this.#timers.add(t)
-  }
-
-  async #run(): Promise<void> {
-    // Start-up: what was found on disk, before anything else.
-    for (const u of this.#snapshot()) {
-      if (this.#stopped) return
-      if (!u.verified && !u.gone) await this.#store.verify(u, this.#scratch)
+    for (const u of [...store.units()]) {
+      if (!u.verified && !u.gone) yield* verify(u)
     }
-    this.#startupDone()
-    if (this.#rate <= 0) return
-    while (!this.#stopped) {
-      const passStart = performance.now()
-      const units = this.#snapshot()
-      for (const u of units) {
-        if (this.#stopped) return
+    yield* startupDone
+    if (rate <= 0) return
+    while (true) {
+      const passStart = yield* Clock.currentTimeMillis
+      let deferBudget = maxDeferMs
+      for (const u of [...store.units()]) {
         if (u.gone) continue
-        const started = performance.now()
-        if (await this.#store.verify(u, this.#scratch)) this.#store.health.scrubbedBytes += u.bytes
+        if (deferBudget > 0 && store.fills.busy) {
+          const waitStart = yield* Clock.currentTimeMillis
+          yield* Effect.race(Effect.promise(() => store.fills.idle()), Effect.sleep(Duration.millis(deferBudget)))
+          const waited = (yield* Clock.currentTimeMillis) - waitStart
+          deferBudget -= waited
+          store.health.scrubDeferredSeconds += waited / 1000
+          if (u.gone) continue
+        }
+        const started = yield* Clock.currentTimeMillis
+        if (yield* verify(u)) store.health.scrubbedBytes += u.bytes
         // Paced to the rate: this unit's share of a second, less the time hashing it took.
-        const wait = (u.bytes / this.#rate) * 1000 - (performance.now() - started)
-        if (wait > 0) await this.#sleep(wait)
+        const wait = (u.bytes / rate) * 1000 - ((yield* Clock.currentTimeMillis) - started)
+        if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
       }
-      const rest = this.#minPassMs - (performance.now() - passStart)
-      if (rest > 0 && !this.#stopped) await this.#sleep(rest)
+      const rest = minPassMs - ((yield* Clock.currentTimeMillis) - passStart)
+      if (rest > 0) yield* Effect.sleep(Duration.millis(rest))
     }
-  }
-
-  #snapshot(): Array<Unit> {
-    return [...this.#store.units()]
-  }
-}
+  })

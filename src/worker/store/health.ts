@@ -15,6 +15,8 @@ export class StoreHealth {
   verifiedUnits = 0
   /** Bytes hashed by the background scrub of resident units. */
   scrubbedBytes = 0
+  /** Seconds the scrub waited for origin fills to finish before re-hashing (at most its defer budget per pass). */
+  scrubDeferredSeconds = 0
   /** Writes (fill, meta, index) that failed with ENOSPC. */
   diskFullErrors = 0
   /** Episodes of a full cache dir: the first ENOSPC after the dir last had room. */
