@@ -147,7 +147,7 @@ const scriptEntries = {
       const contents = [
         `import { runCli } from "./cli/run.ts"`,
         `import { ${name} } from ${JSON.stringify(`./${file}`)}`,
-        `runCli([${name}])`
+        `runCli([${name}], { exitWhenDone: true })`
       ].join("\n")
       return { contents, loader: "ts", resolveDir: src }
     })
@@ -170,6 +170,8 @@ const scripts = await build({
   mainFields: ["module", "main"],
   // A script has no import.meta: module-relative URLs (the native addon) resolve from its file.
   define: { "import.meta.url": "__talonImportMetaUrl" },
+  // src/core/scriptBundle.mjs reads the script as latin1.
+  charset: "ascii",
   banner: { js: 'var __talonImportMetaUrl = require("node:url").pathToFileURL(__filename).href;' },
   plugins: [scriptEntries, rewriteUrls(scriptOutdir), lazyModules],
   metafile: true,
@@ -181,3 +183,4 @@ const manifest = Object.fromEntries(
   )
 )
 fs.writeFileSync(path.join(scriptOutdir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`)
+if (process.argv.includes("--meta")) fs.writeFileSync(path.join(scriptOutdir, "meta.json"), JSON.stringify(scripts.metafile))

@@ -1,5 +1,6 @@
 import * as path from "node:path"
 import { Command, Options, ValidationError } from "@effect/cli"
+import { defaultTeardown } from "@effect/platform/Runtime"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Cause, ConfigError, Console, Effect } from "effect"
 import { messagesOf } from "../config/Setting.js"
@@ -35,7 +36,10 @@ const report = (cause: Cause.Cause<unknown>) => {
  * it ends. Shared by the entry that loads subcommands on demand (./main.ts) and the per-command
  * script bundles that start from V8's code cache (scripts/bundle.mjs), which have no top-level await.
  */
-export const runCli = (subcommands: readonly [AnyCommand, ...Array<AnyCommand>]): void => {
+export const runCli = (
+  subcommands: readonly [AnyCommand, ...Array<AnyCommand>],
+  options: { readonly exitWhenDone?: boolean } = {}
+): void => {
   const talon = Command.make("talon", { config }, () =>
     Console.log("talon: a distributed read cache for S3 and Azure Blob. Run `talon --help` for the subcommands.")
   ).pipe(
@@ -54,6 +58,12 @@ export const runCli = (subcommands: readonly [AnyCommand, ...Array<AnyCommand>])
     configPath === undefined ? (self) => self : Effect.provide(ConfigFile.layer(configPath, ConfigFile.flatSectionFrom(args))),
     Effect.tapErrorCause(report),
     Effect.provide(NodeContext.layer),
-    NodeRuntime.runMain({ disableErrorReporting: true })
+    NodeRuntime.runMain({
+      disableErrorReporting: true,
+      // A one-shot command has written its output (stdout and files are written synchronously
+      // on Linux, and --out is closed by its finalizer) when its fiber ends: exit then, instead
+      // of waiting for node to tear down a heap the process is about to drop (~0.1-0.5 s).
+      ...(options.exitWhenDone === true ? { teardown: (exit) => defaultTeardown(exit, (code) => process.exit(code)) } : {})
+    })
   )
 }

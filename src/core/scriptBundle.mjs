@@ -40,8 +40,13 @@ export const scriptBundleFor = (bundleDir, command) => {
   }
 }
 
-const cacheFileFor = (dir, file) =>
-  path.join(dir, `${path.basename(file, ".cjs")}-node${process.versions.node}-${process.arch}.v8cache`)
+// V8 rejects a cache made under other flags (its flag hash); node's flags name the file so that
+// `talon` (with the launcher's flags) and `node bin/talon.mjs` keep one cache each, not one that
+// each of them rejects and rewrites in turn.
+const cacheFileFor = (dir, file) => {
+  const flags = createHash("sha1").update(process.execArgv.join("\0")).digest("hex").slice(0, 8)
+  return path.join(dir, `${path.basename(file, ".cjs")}-node${process.versions.node}-${process.arch}-${flags}.v8cache`)
+}
 
 const readCache = (cacheFile) => {
   let bytes
@@ -75,7 +80,8 @@ const writeCache = (cacheFile, payload) => {
  * cache when one fits. Returns how the cache was used: "off", "hit", or "made" (written at exit).
  */
 export const runScriptBundle = (file, env = process.env) => {
-  const source = fs.readFileSync(file, "utf8")
+  // esbuild writes ASCII (it escapes the rest), so latin1 reads the same text without UTF-8 decoding.
+  const source = fs.readFileSync(file, "latin1")
   const dir = codeCacheDir(env)
   const cacheFile = dir === undefined ? undefined : cacheFileFor(dir, file)
   const cachedData = cacheFile === undefined ? undefined : readCache(cacheFile)
