@@ -68,6 +68,14 @@ const writeCache = (cacheFile, payload) => {
     fs.mkdirSync(path.dirname(cacheFile), { recursive: true })
     fs.writeFileSync(tmp, Buffer.concat([MAGIC, createHash("sha1").update(payload).digest(), payload]))
     fs.renameSync(tmp, cacheFile)
+    // The same command's caches from earlier builds (another hash, same node and flags) are
+    // never read again.
+    const name = path.basename(cacheFile)
+    const [, command, suffix] = /^(.*-)[^-]+(-node.*)$/.exec(name)
+    for (const f of fs.readdirSync(path.dirname(cacheFile))) {
+      const hash = f.startsWith(command) && f.endsWith(suffix) ? f.slice(command.length, f.length - suffix.length) : ""
+      if (f !== name && /^[A-Z0-9]+$/.test(hash)) fs.rmSync(path.join(path.dirname(cacheFile), f), { force: true })
+    }
   } catch {
     try {
       fs.rmSync(tmp, { force: true })
