@@ -33,9 +33,11 @@ if (args.length === 1 && args[0] === "--version") {
 async function scriptFor(argv) {
   let i = 0
   while (i < argv.length && argv[i].startsWith("-")) i += argv[i] === "--config" ? 2 : 1
-  if (i >= argv.length || argv.slice(i).some((a) => a === "--help" || a === "-h")) return undefined
+  // No subcommand: `talon`, `talon --help` (every subcommand's help) unless other options ask for more.
+  const name = i < argv.length ? argv[i] : argv.every((a) => a === "--help" || a === "-h") ? "help" : undefined
+  if (name === undefined) return undefined
   const bundles = await import("../dist/core/scriptBundle.mjs")
-  const file = bundles.scriptBundleIn(root, argv[i])
+  const file = bundles.scriptBundleIn(root, name)
   return file === undefined ? undefined : { run: () => bundles.runScriptBundle(file) }
 }
 // An installed package ships dist/ without src/: nothing to compare against, run the build.

@@ -135,7 +135,9 @@ const scriptCommands = {
   cluster: ["client/cli.ts", "cluster"],
   prefetch: ["client/prefetchCli.ts", "prefetch"],
   put: ["client/writeCli.ts", "put"],
-  rm: ["client/writeCli.ts", "rm"]
+  rm: ["client/writeCli.ts", "rm"],
+  // `talon` alone or `talon --help`: every subcommand, for its help.
+  help: undefined
 }
 const scriptOutdir = path.join(root, "dist", "bundle", "script")
 const scriptEntries = {
@@ -143,11 +145,15 @@ const scriptEntries = {
   setup(b) {
     b.onResolve({ filter: /^talon-script:/ }, (args) => ({ path: args.path.slice("talon-script:".length), namespace: "talon-script" }))
     b.onLoad({ filter: /.*/, namespace: "talon-script" }, (args) => {
-      const [file, name] = scriptCommands[args.path]
-      const contents = [
+      const command = scriptCommands[args.path]
+      const contents = command === undefined ? [
+        `import { loadSubcommands } from "./cli/commands.ts"`,
         `import { runCli } from "./cli/run.ts"`,
-        `import { ${name} } from ${JSON.stringify(`./${file}`)}`,
-        `runCli([${name}], { exitWhenDone: true })`
+        `loadSubcommands([]).then((all) => runCli(all, { exitWhenDone: true }))`
+      ].join("\n") : [
+        `import { runCli } from "./cli/run.ts"`,
+        `import { ${command[1]} } from ${JSON.stringify(`./${command[0]}`)}`,
+        `runCli([${command[1]}], { exitWhenDone: true })`
       ].join("\n")
       return { contents, loader: "ts", resolveDir: src }
     })

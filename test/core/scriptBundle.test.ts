@@ -2,7 +2,7 @@
  * `talon read` as a user runs it (bin/talon.mjs, a real process) from its script bundle and V8's
  * code cache (src/core/scriptBundle.mjs): the right 64 bytes with the cache cold, warm, and
  * corrupted in each way a file can be (garbage, a flipped payload byte, a payload V8 rejects),
- * and nothing written with the cache off. Needs the build in dist/ to be fresh (`node
+ * and nothing written with the cache off; `talon --help` from its own script. Needs the build in dist/ to be fresh (`node
  * scripts/build.mjs`; CI builds it at install): otherwise bin/talon.mjs runs src/ through tsx.
  */
 import { execFile } from "node:child_process"
@@ -37,16 +37,17 @@ const bundleEnv = (env: Record<string, string>) => {
   return all
 }
 
-/** `talon read` of bytes [100, 164) in a process of its own; its stdout. */
-const read = (coordinator: string, env: Record<string, string>) =>
+/** `talon <args>` in a process of its own; its stdout. */
+const talon = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   Effect.async<Buffer, Error>((resume) => {
-    execFile(
-      process.execPath,
-      ["bin/talon.mjs", "read", "s3://bucket/obj.bin", "--offset", "100", "--length", "64", "--coordinator", coordinator, "--block-size", String(BLOCK)],
-      { cwd: repo, env: bundleEnv(env), encoding: "buffer" },
-      (err, stdout, stderr) => resume(err ? Effect.fail(new Error(`talon read failed: ${err.message}\n${stderr}`)) : Effect.succeed(stdout))
+    execFile(process.execPath, ["bin/talon.mjs", ...args], { cwd: repo, env: bundleEnv(env), encoding: "buffer" }, (err, stdout, stderr) =>
+      resume(err ? Effect.fail(new Error(`talon ${args.join(" ")} failed: ${err.message}\n${stderr}`)) : Effect.succeed(stdout))
     )
   })
+
+/** `talon read` of bytes [100, 164). */
+const read = (coordinator: string, env: Record<string, string>) =>
+  talon(["read", "s3://bucket/obj.bin", "--offset", "100", "--length", "64", "--coordinator", coordinator, "--block-size", String(BLOCK)], env)
 
 const cacheFiles = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith(".v8cache")) : [])
 
@@ -107,6 +108,12 @@ describe.skipIf(!fresh)("talon read from the script bundle and its code cache", 
             expect(out.equals(want), `after ${what}`).toBe(true)
             expect(validCache(cacheDir).equals(bad), `after ${what}`).toBe(false)
           }
+
+          // `talon --help` from its own script (every subcommand): the full help, and its cache made.
+          const helpDir = path.join(dir, "help")
+          const help = (yield* talon(["--help"], { TALON_CODE_CACHE_DIR: helpDir })).toString()
+          for (const sub of ["read", "worker", "gateway", "up"]) expect(help).toContain(`- ${sub} `)
+          validCache(helpDir)
 
           // Off: the right bytes and no cache.
           const offDir = path.join(dir, "off")
