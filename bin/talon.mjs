@@ -44,8 +44,8 @@ async function scriptFor(argv) {
 const hasSource = fs.existsSync(new URL("src/", root))
 
 if (!hasSource || (await import("../src/core/freshBundle.mjs")).buildIsFresh()) {
-  // A one-shot command (`talon read`, …) runs from its script bundle, compiled from V8's code
-  // cache (dist/core/scriptBundle.mjs); servers and help from the ESM chunks.
+  // A one-shot command (`talon read`, …, `talon --help`) runs from its script bundle, compiled
+  // from V8's code cache (dist/core/scriptBundle.mjs); servers from the ESM chunks.
   const script = process.env.TALON_NO_BUNDLE === undefined ? await scriptFor(args) : undefined
   if (script !== undefined) {
     script.run()

@@ -124,7 +124,7 @@ const result = await build({
 })
 if (process.argv.includes("--meta")) fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile))
 
-// One-shot commands also as one CommonJS script each (dist/bundle/script/<name>-<hash>.cjs, named
+// One-shot commands (and `talon --help`, with every subcommand) also as one CommonJS script each (dist/bundle/script/<name>-<hash>.cjs, named
 // in manifest.json), which bin/talon.mjs compiles through vm.Script with V8's code cache
 // (src/core/scriptBundle.mjs): Node 20 caches no ES module's compilation, and compiling the bundle
 // is a third of a one-shot command's CPU. A script cannot be split into chunks, so each holds its
