@@ -103,8 +103,11 @@ export const runScriptBundle = (file, env = process.env) => {
   const hit = cachedData !== undefined && !script.cachedDataRejected
   if (cacheFile !== undefined && !hit) {
     // At exit, after the command ran: the functions it called are compiled by then and go into
-    // the cache too. Exit handlers are synchronous, as createCachedData and the write are.
-    process.once("exit", () => writeCache(cacheFile, script.createCachedData()))
+    // the cache too (only after a success: a mistyped command runs little of the code). Exit
+    // handlers are synchronous, as createCachedData and the write are.
+    process.once("exit", (code) => {
+      if (code === 0) writeCache(cacheFile, script.createCachedData())
+    })
   }
   const module = { exports: {} }
   const require = createRequire(file)
