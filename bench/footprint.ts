@@ -14,7 +14,7 @@
  * Writes bench/data/footprint.json (charted by bench/bench-charts.ts).
  */
 import { spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
@@ -38,6 +38,7 @@ const flags = await parseFlags("footprint", "RSS per process idle, under load an
   rounds: Flag.number("rounds", 3, "Abuse rounds (--quick: 2)."),
   frames: Flag.number("frames", 200_000, "Fuzzed frames per abuse round against the worker (--quick: 50000)."),
   startupRuns: Flag.number("startup-runs", 10, "Runs of each start-up command (the median is reported)."),
+  startupOnly: Flag.bool("startup-only", "Measure the CLI's start-up only (origin, coordinator and one worker; no RSS phases) and replace the start-up rows of bench/data/footprint.json."),
   gc: Flag.bool("gc", "Start the processes with --expose-gc and record the heap live after a full GC at each measurement (the GC changes what follows: diagnosis, not the numbers to report)."),
   machine: Flag.machine()
 })
@@ -61,6 +62,20 @@ const STARTUP_TARGETS: Record<string, number> = { "talon --version": 0.3, "talon
 const median = (xs: ReadonlyArray<number>) => {
   const s = [...xs].sort((a, b) => a - b)
   return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
+}
+
+/** The data in `file` (a full run's) with its start-up rows replaced by those of `fresh` (a --startup-only run's). */
+const withStartupOf = (file: string, fresh: BenchData): BenchData => {
+  if (!existsSync(file)) return fresh
+  const old = JSON.parse(readFileSync(file, "utf8")) as BenchData
+  const isStartup = (r: Row) => r["command"] !== undefined
+  return {
+    ...old,
+    params: { ...old.params, startup_runs: flags.startupRuns },
+    caveats: [...old.caveats.filter((c) => !c.startsWith("Start-up rows from")), `Start-up rows from a later run (${today()}, \`${fresh.command}\`).`],
+    runs: [...old.runs.filter((r) => !isStartup(r)), ...fresh.runs.filter(isStartup)],
+    summary: [...old.summary.filter((r) => !isStartup(r)), ...fresh.summary.filter(isStartup)]
+  }
 }
 
 const main = Effect.gen(function* () {
@@ -91,76 +106,85 @@ const main = Effect.gen(function* () {
   const wm = yield* worker.waitFor(/worker data listener on ([\d.]+):(\d+)/, "180 seconds")
   const host = wm[1]!
   const port = Number(wm[2])
-  const gateway = yield* start("gateway", ["gateway", "--listen", "127.0.0.1:0", "--auth", "off", "--coordinator", coord], backendEnv)
-  yield* gateway.waitFor(/http:\/\/127\.0\.0\.1:\d+/, "180 seconds")
-  const procs = { origin, coordinator, worker, gateway }
-  console.log(`footprint: origin ${originUrl}, coordinator ${coord}, worker ${host}:${port}; ${quick ? "quick" : "full"} run`)
-
   const rows: Array<Row> = []
-  const measure = (name: keyof typeof procs, phase: string, extra: Row = {}) =>
-    Effect.gen(function* () {
-      const m: Memory = yield* memoryOf(procs[name].pid, probeDir).pipe(Effect.mapError((message) => new FootprintFailed({ message })))
-      const target = TARGETS[`${name}/${phase}`] ?? null
-      const row: Row = { process: name, phase, ...m, ...extra, target_mib: target, met: target === null ? null : m.rss_mib <= target ? "met" : "not met" }
-      rows.push(row)
-      console.log(`${name.padEnd(11)} ${phase.padEnd(22)} RSS ${m.rss_mib} MiB (file ${m.file_mib}, heap ${m.heap_total_mib}/${m.heap_used_mib} used${m.heap_live_mib === null ? "" : `/${m.heap_live_mib} live`}, buffers ${m.buffers_mib}, native ${m.native_mib})`)
-      return m
-    })
+  // RSS: idle, under load, after abuse (the gateway only here; --startup-only skips it all).
+  const memoryPhases = Effect.gen(function* () {
+    const gateway = yield* start("gateway", ["gateway", "--listen", "127.0.0.1:0", "--auth", "off", "--coordinator", coord], backendEnv)
+    yield* gateway.waitFor(/http:\/\/127\.0\.0\.1:\d+/, "180 seconds")
+    const procs = { origin, coordinator, worker, gateway }
+    console.log(`footprint: origin ${originUrl}, coordinator ${coord}, worker ${host}:${port}; ${quick ? "quick" : "full"} run`)
 
-  yield* Effect.sleep("3 seconds")
-  for (const name of ["origin", "coordinator", "worker", "gateway"] as const) yield* measure(name, "idle")
+    const measure = (name: keyof typeof procs, phase: string, extra: Row = {}) =>
+      Effect.gen(function* () {
+        const m: Memory = yield* memoryOf(procs[name].pid, probeDir).pipe(Effect.mapError((message) => new FootprintFailed({ message })))
+        const target = TARGETS[`${name}/${phase}`] ?? null
+        const row: Row = { process: name, phase, ...m, ...extra, target_mib: target, met: target === null ? null : m.rss_mib <= target ? "met" : "not met" }
+        rows.push(row)
+        console.log(`${name.padEnd(11)} ${phase.padEnd(22)} RSS ${m.rss_mib} MiB (file ${m.file_mib}, heap ${m.heap_total_mib}/${m.heap_used_mib} used${m.heap_live_mib === null ? "" : `/${m.heap_live_mib} live`}, buffers ${m.buffers_mib}, native ${m.native_mib})`)
+        return m
+      })
 
-  const failed = (what: string) => (e: { readonly message: string } | string) =>
-    new FootprintFailed({ message: `${what}: ${typeof e === "string" ? e : e.message}` })
-  yield* warmObject(host, port, BUCKET, KEY, SIZE).pipe(Effect.mapError(failed("warming the worker")))
-  const loadgen = yield* Loadgen
-  const object = parseObject("object", `s3://${BUCKET}/${KEY}`, "s3", undefined)
-  if (object._tag === "Left") return yield* Effect.fail(new FootprintFailed({ message: object.left }))
-  const load = (conns: number, depth: number, secs: number) =>
-    Effect.gen(function* () {
-      let peak = 0
-      const sampler = yield* Effect.fork(
-        Effect.forever(Effect.zipRight(Effect.sync(() => (peak = Math.max(peak, rssKb(worker.pid)))), Effect.sleep("100 millis")))
-      )
-      const r = yield* loadgen
-        .runChecked(loadSpec({ host, port, object: object.right, size: SIZE, conns, depth, range: 65536, seconds: secs, warmup: 1, verify: hotFile, threads: 1 }))
-        .pipe(Effect.mapError(failed(`loadgen ${conns} × ${depth}`)))
-      yield* Fiber.interrupt(sampler)
-      return { rps: Math.round(r.rps), peak_mib: Math.round((peak / 1024) * 10) / 10 }
-    })
-  // Warm-up: one short run at each shape, so the post-warm-up level includes what load leaves behind by design.
-  yield* load(64, 16, 1)
-  yield* load(1024, 1, 1)
-  const warm = yield* measure("worker", "post-warm-up")
-  const coordWarm = yield* measure("coordinator", "post-warm-up")
-  const l1 = yield* load(64, 16, seconds)
-  yield* measure("worker", "64 × 16 (after)", { peak_mib: l1.peak_mib, rps: l1.rps })
-  const l2 = yield* load(1024, 1, seconds)
-  rows.push({ process: "worker", phase: "1024 conns", rss_mib: l2.peak_mib, peak_mib: l2.peak_mib, rps: l2.rps, target_mib: 96, met: l2.peak_mib <= 96 ? "met" : "not met" })
-  console.log(`worker      1024 conns peak RSS ${l2.peak_mib} MiB at ${l2.rps} rps`)
-  yield* measure("worker", "1024 conns (after)", { peak_mib: l2.peak_mib, rps: l2.rps })
+    yield* Effect.sleep("3 seconds")
+    for (const name of ["origin", "coordinator", "worker", "gateway"] as const) yield* measure(name, "idle")
 
-  const [chost, cport] = coord.split(":")
-  for (let round = 1; round <= rounds; round++) {
-    yield* Effect.promise(() => fuzzFrames(host, port, frames, round))
-    yield* Effect.promise(() => pingFlood(host, port, frames))
-    yield* Effect.promise(() => connectionStorm(host, port, 2000))
-    yield* Effect.promise(() => fuzzFrames(chost!, Number(cport), Math.ceil(frames / 4), round))
-    yield* Effect.sleep("1 second")
-    const w = yield* measure("worker", `after abuse ${round}`)
-    const c = yield* measure("coordinator", `after abuse ${round}`)
-    rows[rows.length - 2] = { ...rows[rows.length - 2]!, vs_warm: Math.round((w.rss_mib / warm.rss_mib) * 1000) / 1000, target_mib: Math.round(warm.rss_mib * 1.25 * 10) / 10, met: w.rss_mib <= warm.rss_mib * 1.25 ? "met" : "not met" }
-    rows[rows.length - 1] = { ...rows[rows.length - 1]!, vs_warm: Math.round((c.rss_mib / coordWarm.rss_mib) * 1000) / 1000, target_mib: Math.round(coordWarm.rss_mib * 1.25 * 10) / 10, met: c.rss_mib <= coordWarm.rss_mib * 1.25 ? "met" : "not met" }
-  }
-  for (const name of ["origin", "gateway"] as const) yield* measure(name, "end")
+    const failed = (what: string) => (e: { readonly message: string } | string) =>
+      new FootprintFailed({ message: `${what}: ${typeof e === "string" ? e : e.message}` })
+    yield* warmObject(host, port, BUCKET, KEY, SIZE).pipe(Effect.mapError(failed("warming the worker")))
+    const loadgen = yield* Loadgen
+    const object = parseObject("object", `s3://${BUCKET}/${KEY}`, "s3", undefined)
+    if (object._tag === "Left") return yield* Effect.fail(new FootprintFailed({ message: object.left }))
+    const load = (conns: number, depth: number, secs: number) =>
+      Effect.gen(function* () {
+        let peak = 0
+        const sampler = yield* Effect.fork(
+          Effect.forever(Effect.zipRight(Effect.sync(() => (peak = Math.max(peak, rssKb(worker.pid)))), Effect.sleep("100 millis")))
+        )
+        const r = yield* loadgen
+          .runChecked(loadSpec({ host, port, object: object.right, size: SIZE, conns, depth, range: 65536, seconds: secs, warmup: 1, verify: hotFile, threads: 1 }))
+          .pipe(Effect.mapError(failed(`loadgen ${conns} × ${depth}`)))
+        yield* Fiber.interrupt(sampler)
+        return { rps: Math.round(r.rps), peak_mib: Math.round((peak / 1024) * 10) / 10 }
+      })
+    // Warm-up: one short run at each shape, so the post-warm-up level includes what load leaves behind by design.
+    yield* load(64, 16, 1)
+    yield* load(1024, 1, 1)
+    const warm = yield* measure("worker", "post-warm-up")
+    const coordWarm = yield* measure("coordinator", "post-warm-up")
+    const l1 = yield* load(64, 16, seconds)
+    yield* measure("worker", "64 × 16 (after)", { peak_mib: l1.peak_mib, rps: l1.rps })
+    const l2 = yield* load(1024, 1, seconds)
+    rows.push({ process: "worker", phase: "1024 conns", rss_mib: l2.peak_mib, peak_mib: l2.peak_mib, rps: l2.rps, target_mib: 96, met: l2.peak_mib <= 96 ? "met" : "not met" })
+    console.log(`worker      1024 conns peak RSS ${l2.peak_mib} MiB at ${l2.rps} rps`)
+    yield* measure("worker", "1024 conns (after)", { peak_mib: l2.peak_mib, rps: l2.rps })
+
+    const [chost, cport] = coord.split(":")
+    for (let round = 1; round <= rounds; round++) {
+      yield* Effect.promise(() => fuzzFrames(host, port, frames, round))
+      yield* Effect.promise(() => pingFlood(host, port, frames))
+      yield* Effect.promise(() => connectionStorm(host, port, 2000))
+      yield* Effect.promise(() => fuzzFrames(chost!, Number(cport), Math.ceil(frames / 4), round))
+      yield* Effect.sleep("1 second")
+      const w = yield* measure("worker", `after abuse ${round}`)
+      const c = yield* measure("coordinator", `after abuse ${round}`)
+      rows[rows.length - 2] = { ...rows[rows.length - 2]!, vs_warm: Math.round((w.rss_mib / warm.rss_mib) * 1000) / 1000, target_mib: Math.round(warm.rss_mib * 1.25 * 10) / 10, met: w.rss_mib <= warm.rss_mib * 1.25 ? "met" : "not met" }
+      rows[rows.length - 1] = { ...rows[rows.length - 1]!, vs_warm: Math.round((c.rss_mib / coordWarm.rss_mib) * 1000) / 1000, target_mib: Math.round(coordWarm.rss_mib * 1.25 * 10) / 10, met: c.rss_mib <= coordWarm.rss_mib * 1.25 ? "met" : "not met" }
+    }
+    for (const name of ["origin", "gateway"] as const) yield* measure(name, "end")
+  })
+  if (!flags.startupOnly) yield* memoryPhases
 
   // Start-up: wall time of the whole command, as a script calling it sees it.
   const startup: Array<Row> = []
   const commands: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
     ["talon --version", ["--version"]],
     ["talon --help", ["--help"]],
-    ["talon read (64 B)", ["read", `s3://${BUCKET}/${KEY}`, "--offset", "0", "--length", "64", "--coordinator", coord]]
+    ["talon read (64 B)", ["read", `s3://${BUCKET}/${KEY}`, "--offset", "0", "--length", "64", "--coordinator", coord]],
+    // The same from its script bundle with V8's code cache off: the cache's share, paired by run.
+    ["talon read (64 B, no code cache)", ["read", `s3://${BUCKET}/${KEY}`, "--offset", "0", "--length", "64", "--coordinator", coord]]
   ]
+  // A code cache of the bench's own (src/core/scriptBundle.mjs): run 1 of `talon read` starts cold, and makes it.
+  const codeCacheEnv = (label: string) =>
+    label.includes("no code cache") ? { TALON_CODE_CACHE: "0" } : { TALON_CODE_CACHE_DIR: join(dir, "code-cache") }
   // The command's own CPU (user + system, GNU time) as well: on a shared machine the wall time
   // includes waiting for a core, the CPU time does not.
   const timeBin = existsSync("/usr/bin/time") ? "/usr/bin/time" : undefined
@@ -169,8 +193,8 @@ const main = Effect.gen(function* () {
       const argv = [node!, ...talonArgs, ...args]
       const t0 = performance.now()
       const r = timeBin === undefined
-        ? spawnSync(argv[0]!, argv.slice(1), { cwd: repoRoot, env: { ...process.env, ...backendEnv }, encoding: "buffer" })
-        : spawnSync(timeBin, ["-f", "talon-cpu %U %S", ...argv], { cwd: repoRoot, env: { ...process.env, ...backendEnv }, encoding: "buffer" })
+        ? spawnSync(argv[0]!, argv.slice(1), { cwd: repoRoot, env: { ...process.env, ...backendEnv, ...codeCacheEnv(label) }, encoding: "buffer" })
+        : spawnSync(timeBin, ["-f", "talon-cpu %U %S", ...argv], { cwd: repoRoot, env: { ...process.env, ...backendEnv, ...codeCacheEnv(label) }, encoding: "buffer" })
       const s = (performance.now() - t0) / 1000
       if (r.status !== 0) return yield* Effect.fail(new FootprintFailed({ message: `${label} exited with ${r.status}: ${r.stderr.toString().slice(-500)}` }))
       if (label.startsWith("talon read") && r.stdout.length !== 64) return yield* Effect.fail(new FootprintFailed({ message: `${label} printed ${r.stdout.length} bytes, not 64` }))
@@ -252,7 +276,7 @@ const main = Effect.gen(function* () {
     ]
   }
   const out = join(repoRoot, "bench/data/footprint.json")
-  writeFileSync(out, JSON.stringify(data, null, 2) + "\n")
+  writeFileSync(out, JSON.stringify(flags.startupOnly ? withStartupOf(out, data) : data, null, 2) + "\n")
   console.log(`wrote ${out}`)
 })
 

@@ -33,11 +33,27 @@ if (args.length === 1 && args[0] === "--version") {
   process.stdout.write(`${JSON.parse(fs.readFileSync(new URL("package.json", root), "utf8")).version}\n`)
   process.exit(0)
 }
+/** The subcommand's script bundle (with a way to run it), when the build has one for it. */
+async function scriptFor(argv) {
+  let i = 0
+  while (i < argv.length && argv[i].startsWith("-")) i += argv[i] === "--config" ? 2 : 1
+  // No subcommand: `talon`, `talon --help` (every subcommand's help) unless other options ask for more.
+  const name = i < argv.length ? argv[i] : argv.every((a) => a === "--help" || a === "-h") ? "help" : undefined
+  if (name === undefined) return undefined
+  const bundles = await import("../dist/core/scriptBundle.mjs")
+  const file = bundles.scriptBundleIn(root, name)
+  return file === undefined ? undefined : { run: () => bundles.runScriptBundle(file) }
+}
 // An installed package ships dist/ without src/: nothing to compare against, run the build.
 const hasSource = fs.existsSync(new URL("src/", root))
 
 if (!hasSource || (await import("../src/core/freshBundle.mjs")).buildIsFresh()) {
-  if (process.env.TALON_NO_BUNDLE === undefined && fs.existsSync(new URL("dist/bundle/cli/main.js", root))) {
+  // A one-shot command (`talon read`, …, `talon --help`) runs from its script bundle, compiled
+  // from V8's code cache (dist/core/scriptBundle.mjs); servers from the ESM chunks.
+  const script = process.env.TALON_NO_BUNDLE === undefined ? await scriptFor(args) : undefined
+  if (script !== undefined) {
+    script.run()
+  } else if (process.env.TALON_NO_BUNDLE === undefined && fs.existsSync(new URL("dist/bundle/cli/main.js", root))) {
     await import("../dist/bundle/cli/main.js")
   } else {
     await import("../dist/cli/main.js")

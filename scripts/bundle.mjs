@@ -24,12 +24,13 @@ const entries = {
   "loadgen/worker-entry.mjs": { name: "loadgen-thread", from: "loadgen/worker.ts" }
 }
 
-const relativeUrl = (to) => {
-  const rel = path.relative(outdir, to).split(path.sep).join("/")
+const relativeUrl = (from, to) => {
+  const rel = path.relative(from, to).split(path.sep).join("/")
   return rel.startsWith(".") ? rel : `./${rel}`
 }
 
-const rewriteUrls = {
+/** Rewrites module-relative URLs for a bundle written to `into` (dist/bundle/cli or dist/bundle/script, the same depth). */
+const rewriteUrls = (into) => ({
   name: "talon-bundle-urls",
   setup(b) {
     b.onLoad({ filter: /\.ts$/ }, async (args) => {
@@ -39,11 +40,11 @@ const rewriteUrls = {
       const target = (spec) => {
         const abs = path.resolve(dir, spec)
         const entry = entries[path.relative(src, abs).split(path.sep).join("/")]
-        if (entry !== undefined) return `./${entry.name}.js`
+        if (entry !== undefined) return relativeUrl(into, path.join(outdir, `${entry.name}.js`))
         // Outside src/ (build/Release/*.node): resolve as dist/<same place> does.
-        if (!abs.startsWith(src + path.sep)) return relativeUrl(path.resolve(root, "dist", path.relative(src, dir), spec))
+        if (!abs.startsWith(src + path.sep)) return relativeUrl(into, path.resolve(root, "dist", path.relative(src, dir), spec))
         // Inside src/: the transpiled mirror in dist/.
-        return relativeUrl(path.join(root, "dist", path.relative(src, abs)))
+        return relativeUrl(into, path.join(root, "dist", path.relative(src, abs)))
       }
       if (text.includes("import.meta.url")) {
         text = text.replace(/new URL\("(\.{1,2}\/[^"]+)", import\.meta\.url\)/g, (_, spec) => `new URL(${JSON.stringify(target(spec))}, import.meta.url)`)
@@ -54,7 +55,7 @@ const rewriteUrls = {
       return { contents: text, loader: "ts" }
     })
   }
-}
+})
 
 // CommonJS libraries that a dependency imports at the top but calls only in paths a process
 // rarely runs: @effect/cli's file parsers (yaml, toml: `Args.fileParse`, which talon never uses),
@@ -117,8 +118,75 @@ const result = await build({
   mainFields: ["module", "main"],
   // Bundled CommonJS dependencies call require() for node: built-ins.
   banner: { js: 'import { createRequire as __talonRequire } from "node:module"; const require = __talonRequire(import.meta.url);' },
-  plugins: [rewriteUrls, lazyModules],
+  plugins: [rewriteUrls(outdir), lazyModules],
   metafile: true,
   logLevel: "warning"
 })
 if (process.argv.includes("--meta")) fs.writeFileSync(path.join(outdir, "meta.json"), JSON.stringify(result.metafile))
+
+// One-shot commands (and `talon --help`, with every subcommand) also as one CommonJS script each (dist/bundle/script/<name>-<hash>.cjs, named
+// in manifest.json), which bin/talon.mjs compiles through vm.Script with V8's code cache
+// (src/core/scriptBundle.mjs): Node 20 caches no ES module's compilation, and compiling the bundle
+// is a third of a one-shot command's CPU. A script cannot be split into chunks, so each holds its
+// command's whole graph; long-running servers keep the ESM chunks above (their start-up is paid
+// once). Which module exports each command mirrors src/cli/commands.ts.
+const scriptCommands = {
+  read: ["client/cli.ts", "read"],
+  cluster: ["client/cli.ts", "cluster"],
+  prefetch: ["client/prefetchCli.ts", "prefetch"],
+  put: ["client/writeCli.ts", "put"],
+  rm: ["client/writeCli.ts", "rm"],
+  // `talon` alone or `talon --help`: every subcommand, for its help.
+  help: undefined
+}
+const scriptOutdir = path.join(root, "dist", "bundle", "script")
+const scriptEntries = {
+  name: "talon-script-entries",
+  setup(b) {
+    b.onResolve({ filter: /^talon-script:/ }, (args) => ({ path: args.path.slice("talon-script:".length), namespace: "talon-script" }))
+    b.onLoad({ filter: /.*/, namespace: "talon-script" }, (args) => {
+      const command = scriptCommands[args.path]
+      const contents = command === undefined ? [
+        `import { loadSubcommands } from "./cli/commands.ts"`,
+        `import { runCli } from "./cli/run.ts"`,
+        `loadSubcommands([]).then((all) => runCli(all, { exitWhenDone: true }))`
+      ].join("\n") : [
+        `import { runCli } from "./cli/run.ts"`,
+        `import { ${command[1]} } from ${JSON.stringify(`./${command[0]}`)}`,
+        `runCli([${command[1]}], { exitWhenDone: true })`
+      ].join("\n")
+      return { contents, loader: "ts", resolveDir: src }
+    })
+  }
+}
+fs.rmSync(scriptOutdir, { recursive: true, force: true })
+const scripts = await build({
+  entryPoints: Object.keys(scriptCommands).map((name) => ({ in: `talon-script:${name}`, out: name })),
+  outdir: scriptOutdir,
+  entryNames: "[name]-[hash]",
+  outExtension: { ".js": ".cjs" },
+  bundle: true,
+  format: "cjs",
+  platform: "node",
+  target: "node20",
+  minifyWhitespace: true,
+  minifySyntax: true,
+  legalComments: "none",
+  external: ["etcd3", "tsx", "tsx/*"],
+  mainFields: ["module", "main"],
+  // A script has no import.meta: module-relative URLs (the native addon) resolve from its file.
+  define: { "import.meta.url": "__talonImportMetaUrl" },
+  // src/core/scriptBundle.mjs reads the script as latin1.
+  charset: "ascii",
+  banner: { js: 'var __talonImportMetaUrl = require("node:url").pathToFileURL(__filename).href;' },
+  plugins: [scriptEntries, rewriteUrls(scriptOutdir), lazyModules],
+  metafile: true,
+  logLevel: "warning"
+})
+const manifest = Object.fromEntries(
+  Object.entries(scripts.metafile.outputs).flatMap(([out, o]) =>
+    o.entryPoint === undefined ? [] : [[o.entryPoint.slice("talon-script:".length), path.basename(out)]]
+  )
+)
+fs.writeFileSync(path.join(scriptOutdir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`)
+if (process.argv.includes("--meta")) fs.writeFileSync(path.join(scriptOutdir, "meta.json"), JSON.stringify(scripts.metafile))

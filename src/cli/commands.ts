@@ -1,7 +1,7 @@
 import type { Command } from "@effect/cli"
 
 // The subcommands' types differ (name, environment, errors); the parent only needs them as commands.
-type AnyCommand = Command.Command<any, never, any, any>
+export type AnyCommand = Command.Command<any, never, any, any>
 
 /**
  * Every `talon <sub>` command by name, each from its component's `src/<component>/cli.ts`,
