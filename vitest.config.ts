@@ -1,3 +1,5 @@
+import * as os from "node:os"
+import * as path from "node:path"
 import { defineConfig } from "vitest/config"
 
 export default defineConfig({
@@ -7,6 +9,9 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores: process-heavy suites (clusters, SDK suites) contend if run all at once.
     pool: "forks",
+    // Processes the tests start through bin/talon.mjs keep their V8 code cache in a temp dir, not
+    // in the user's ~/.cache/talon; a test that checks the cache sets its own dir.
+    env: { TALON_CODE_CACHE_DIR: path.join(os.tmpdir(), "talon-test-code-cache") },
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     // Workers, coordinators and gateways built in-process log their start-up at INFO through
     // Effect's default logger (one stdout block per line in the report); warnings and errors
