@@ -23,7 +23,7 @@ import { Loadgen, loadSpec } from "../src/loadgen/Loadgen.js"
 import { parseObject } from "../src/loadgen/options.js"
 import { sampleBytes } from "../src/origin/seed.js"
 import { repoRoot } from "./lib/args.js"
-import { buildDist, stubBackendEnv, talonBin } from "./lib/build.js"
+import { buildDist, stubBackendEnv, talonBin, talonEnv } from "./lib/build.js"
 import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, tableColumns, today } from "./lib/chartsData.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
@@ -77,7 +77,7 @@ const main = Effect.gen(function* () {
   const [node, ...talonArgs] = talonBin()
   // Each process with the launcher's flags for its role (args[0], the subcommand).
   const start = (name: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-    Proc.spawn(name, [node!, "--import", PROBE, ...(gcProbe ? ["--expose-gc"] : []), ...talonBin(args[0]).slice(1), ...args], { env: { ...env, TALON_FOOTPRINT_DIR: probeDir }, grace: "3 seconds" })
+    Proc.spawn(name, [node!, "--import", PROBE, ...(gcProbe ? ["--expose-gc"] : []), ...talonBin(args[0]).slice(1), ...args], { env: { ...talonEnv(args[0]), ...env, TALON_FOOTPRINT_DIR: probeDir }, grace: "3 seconds" })
   const origin = yield* start("origin", ["origin", "--root", originRoot, "--port", "0"])
   const originUrl = (yield* origin.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, "180 seconds"))[1]!
   const backendEnv = stubBackendEnv(originUrl)
