@@ -18,7 +18,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
-import { Data, Effect, Fiber } from "effect"
+import { Data, Duration, Effect, Fiber } from "effect"
 import { Loadgen, loadSpec } from "../src/loadgen/Loadgen.js"
 import { parseObject } from "../src/loadgen/options.js"
 import { sampleBytes } from "../src/origin/seed.js"
@@ -37,6 +37,7 @@ const flags = await parseFlags("footprint", "RSS per process idle, under load an
   seconds: Flag.number("seconds", 5, "Measured seconds per load run (--quick: 2)."),
   rounds: Flag.number("rounds", 3, "Abuse rounds (--quick: 2)."),
   frames: Flag.number("frames", 200_000, "Fuzzed frames per abuse round against the worker (--quick: 50000)."),
+  settle: Flag.number("settle", 12, "Seconds a process is left alone after a load run or abuse round before its RSS is read (the memory reducer gives memory back ~8 s after a burst)."),
   startupRuns: Flag.number("startup-runs", 10, "Runs of each start-up command (the median is reported)."),
   gc: Flag.bool("gc", "Start the processes with --expose-gc and record the heap live after a full GC at each measurement (the GC changes what follows: diagnosis, not the numbers to report)."),
   machine: Flag.machine()
@@ -107,7 +108,7 @@ const main = Effect.gen(function* () {
       return m
     })
 
-  yield* Effect.sleep("3 seconds")
+  yield* Effect.sleep(Duration.seconds(flags.settle))
   for (const name of ["origin", "coordinator", "worker", "gateway"] as const) yield* measure(name, "idle")
 
   const failed = (what: string) => (e: { readonly message: string } | string) =>
@@ -131,6 +132,7 @@ const main = Effect.gen(function* () {
   // Warm-up: one short run at each shape, so the post-warm-up level includes what load leaves behind by design.
   yield* load(64, 16, 1)
   yield* load(1024, 1, 1)
+  yield* Effect.sleep(Duration.seconds(flags.settle))
   const warm = yield* measure("worker", "post-warm-up")
   const coordWarm = yield* measure("coordinator", "post-warm-up")
   const l1 = yield* load(64, 16, seconds)
@@ -146,7 +148,7 @@ const main = Effect.gen(function* () {
     yield* Effect.promise(() => pingFlood(host, port, frames))
     yield* Effect.promise(() => connectionStorm(host, port, 2000))
     yield* Effect.promise(() => fuzzFrames(chost!, Number(cport), Math.ceil(frames / 4), round))
-    yield* Effect.sleep("1 second")
+    yield* Effect.sleep(Duration.seconds(flags.settle))
     const w = yield* measure("worker", `after abuse ${round}`)
     const c = yield* measure("coordinator", `after abuse ${round}`)
     rows[rows.length - 2] = { ...rows[rows.length - 2]!, vs_warm: Math.round((w.rss_mib / warm.rss_mib) * 1000) / 1000, target_mib: Math.round(warm.rss_mib * 1.25 * 10) / 10, met: w.rss_mib <= warm.rss_mib * 1.25 ? "met" : "not met" }
@@ -195,7 +197,7 @@ const main = Effect.gen(function* () {
     title: `Memory per process and CLI start-up${quick ? " (quick run)" : ""}`,
     measures:
       "Each component as its own process started by bin/talon.mjs from the build (the CLI bundle): RSS from /proc/PID/smaps_rollup split into file-backed pages (node's code, shared libraries) and anonymous memory, and that into V8's heap (heap_total), buffers (memoryUsage().arrayBuffers) and the rest (native: V8 code space and zones, libuv, malloc). " +
-      `Idle 3 s after start; the worker after warm-up (one short run at each load shape), after ${seconds} s of 64 connections × depth 16 and of 1024 connections × depth 1 (64 KiB GetRanges of a warmed 64 MiB object, peak RSS sampled every 100 ms), ` +
+      `Idle ${flags.settle} s after start; the worker ${flags.settle} s after warm-up (one short run at each load shape), after ${seconds} s of 64 connections × depth 16 and of 1024 connections × depth 1 (64 KiB GetRanges of a warmed 64 MiB object, peak RSS sampled every 100 ms), ` +
       `and after each of ${rounds} abuse rounds (${frames} fuzzed frames, ${frames} Pings over 16 connections, a storm of 2000 connections opened and reset, and ${Math.ceil(frames / 4)} fuzzed frames at the coordinator's control port). Start-up: wall time of each command, ${flags.startupRuns} runs, median.`,
     caveats: [
       "The 2-vCPU machine was shared with other work while this ran: start-up times include waiting for a core; RSS does not depend on it.",
