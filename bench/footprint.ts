@@ -18,12 +18,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
-import { Data, Effect, Fiber } from "effect"
+import { Data, Duration, Effect, Fiber } from "effect"
 import { Loadgen, loadSpec } from "../src/loadgen/Loadgen.js"
 import { parseObject } from "../src/loadgen/options.js"
 import { sampleBytes } from "../src/origin/seed.js"
 import { repoRoot } from "./lib/args.js"
-import { buildDist, stubBackendEnv, talonBin } from "./lib/build.js"
+import { buildDist, stubBackendEnv, talonBin, talonEnv } from "./lib/build.js"
 import { type BenchData, BENCH_DATA_SCHEMA, describeMachine, type Row, tableColumns, today } from "./lib/chartsData.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
@@ -37,6 +37,7 @@ const flags = await parseFlags("footprint", "RSS per process idle, under load an
   seconds: Flag.number("seconds", 5, "Measured seconds per load run (--quick: 2)."),
   rounds: Flag.number("rounds", 3, "Abuse rounds (--quick: 2)."),
   frames: Flag.number("frames", 200_000, "Fuzzed frames per abuse round against the worker (--quick: 50000)."),
+  settle: Flag.number("settle", 12, "Seconds a process is left alone after a load run or abuse round before its RSS is read (the memory reducer gives memory back ~8 s after a burst)."),
   startupRuns: Flag.number("startup-runs", 10, "Runs of each start-up command (the median is reported)."),
   startupOnly: Flag.bool("startup-only", "Measure the CLI's start-up only (origin, coordinator and one worker; no RSS phases) and replace the start-up rows of bench/data/footprint.json."),
   gc: Flag.bool("gc", "Start the processes with --expose-gc and record the heap live after a full GC at each measurement (the GC changes what follows: diagnosis, not the numbers to report)."),
@@ -92,7 +93,7 @@ const main = Effect.gen(function* () {
   const [node, ...talonArgs] = talonBin()
   // Each process with the launcher's flags for its role (args[0], the subcommand).
   const start = (name: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-    Proc.spawn(name, [node!, "--import", PROBE, ...(gcProbe ? ["--expose-gc"] : []), ...talonBin(args[0]).slice(1), ...args], { env: { ...env, TALON_FOOTPRINT_DIR: probeDir }, grace: "3 seconds" })
+    Proc.spawn(name, [node!, "--import", PROBE, ...(gcProbe ? ["--expose-gc"] : []), ...talonBin(args[0]).slice(1), ...args], { env: { ...talonEnv(args[0]), ...env, TALON_FOOTPRINT_DIR: probeDir }, grace: "3 seconds" })
   const origin = yield* start("origin", ["origin", "--root", originRoot, "--port", "0"])
   const originUrl = (yield* origin.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, "180 seconds"))[1]!
   const backendEnv = stubBackendEnv(originUrl)
@@ -124,7 +125,7 @@ const main = Effect.gen(function* () {
         return m
       })
 
-    yield* Effect.sleep("3 seconds")
+    yield* Effect.sleep(Duration.seconds(flags.settle))
     for (const name of ["origin", "coordinator", "worker", "gateway"] as const) yield* measure(name, "idle")
 
     const failed = (what: string) => (e: { readonly message: string } | string) =>
@@ -148,6 +149,7 @@ const main = Effect.gen(function* () {
     // Warm-up: one short run at each shape, so the post-warm-up level includes what load leaves behind by design.
     yield* load(64, 16, 1)
     yield* load(1024, 1, 1)
+    yield* Effect.sleep(Duration.seconds(flags.settle))
     const warm = yield* measure("worker", "post-warm-up")
     const coordWarm = yield* measure("coordinator", "post-warm-up")
     const l1 = yield* load(64, 16, seconds)
@@ -163,7 +165,7 @@ const main = Effect.gen(function* () {
       yield* Effect.promise(() => pingFlood(host, port, frames))
       yield* Effect.promise(() => connectionStorm(host, port, 2000))
       yield* Effect.promise(() => fuzzFrames(chost!, Number(cport), Math.ceil(frames / 4), round))
-      yield* Effect.sleep("1 second")
+      yield* Effect.sleep(Duration.seconds(flags.settle))
       const w = yield* measure("worker", `after abuse ${round}`)
       const c = yield* measure("coordinator", `after abuse ${round}`)
       rows[rows.length - 2] = { ...rows[rows.length - 2]!, vs_warm: Math.round((w.rss_mib / warm.rss_mib) * 1000) / 1000, target_mib: Math.round(warm.rss_mib * 1.25 * 10) / 10, met: w.rss_mib <= warm.rss_mib * 1.25 ? "met" : "not met" }
@@ -219,7 +221,7 @@ const main = Effect.gen(function* () {
     title: `Memory per process and CLI start-up${quick ? " (quick run)" : ""}`,
     measures:
       "Each component as its own process started by bin/talon.mjs from the build (the CLI bundle): RSS from /proc/PID/smaps_rollup split into file-backed pages (node's code, shared libraries) and anonymous memory, and that into V8's heap (heap_total), buffers (memoryUsage().arrayBuffers) and the rest (native: V8 code space and zones, libuv, malloc). " +
-      `Idle 3 s after start; the worker after warm-up (one short run at each load shape), after ${seconds} s of 64 connections × depth 16 and of 1024 connections × depth 1 (64 KiB GetRanges of a warmed 64 MiB object, peak RSS sampled every 100 ms), ` +
+      `Idle ${flags.settle} s after start; the worker ${flags.settle} s after warm-up (one short run at each load shape), after ${seconds} s of 64 connections × depth 16 and of 1024 connections × depth 1 (64 KiB GetRanges of a warmed 64 MiB object, peak RSS sampled every 100 ms), ` +
       `and after each of ${rounds} abuse rounds (${frames} fuzzed frames, ${frames} Pings over 16 connections, a storm of 2000 connections opened and reset, and ${Math.ceil(frames / 4)} fuzzed frames at the coordinator's control port). Start-up: wall time of each command, ${flags.startupRuns} runs, median.`,
     caveats: [
       "The 2-vCPU machine was shared with other work while this ran: start-up times include waiting for a core; RSS does not depend on it.",

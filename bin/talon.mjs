@@ -1,5 +1,5 @@
 #!/bin/sh
-":" //; case "$1" in --config) R=$3;; --config=*) R=$2;; *) R=$1;; esac; case "$R" in worker|coordinator) F="--max-semi-space-size=1";; gateway) F="--max-semi-space-size=2";; *) F=;; esac; UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-32}" exec node --no-memory-reducer $F "$0" "$@"
+":" //; case "$1" in --config) R=$3;; --config=*) R=$2;; *) R=$1;; esac; case "$R" in worker|coordinator) F="--max-semi-space-size=1 --memory-reducer --v8-pool-size=1";export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}";; gateway) F="--max-semi-space-size=2";; *) F=;; esac; UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-32}" exec node --no-memory-reducer $F "$0" "$@"
 // Line 2 is for sh (POSIX sh everywhere, BusyBox's included, where `env -S` does not exist):
 // it re-runs this file under node with the flags below; to JavaScript it is a string and a comment.
 // --no-memory-reducer: V8 otherwise shrinks a busy process's heap (young generation included)
@@ -12,6 +12,11 @@
 // it, ~12 MiB of an idle process's RSS; neither allocates much in JS once started (the worker's hit
 // path is native), and a cold 256 MiB fill through one worker took no more CPU with it
 // (BENCHMARKS.md, "Footprint"). A --loops worker's serving loops inherit the flags.
+// They also get the memory reducer back (their hit path is native, so the gateway's reason for
+// turning it off does not apply: it gives back the heap a load or abuse burst grew), one V8
+// platform thread instead of one per core, and MALLOC_ARENA_MAX=2: libuv's 32 threads otherwise
+// each grow a malloc arena. Measured together: native RSS 2-5 MiB less idle and ~10 MiB less under
+// load; hit-path CPU per request unchanged within noise (dataplane bench, paired arms).
 // A gateway runs with a 2 MiB semi-space: it allocates per request, and under load V8 grew its young
 // generation to the 16 MiB default semi-spaces, most of the 65-77 MiB its RSS grew by at 64 KiB and
 // 1 MiB GETs; with 2 MiB it starts ~11 MiB smaller and peaks ~20 MiB lower (BENCHMARKS.md, "the

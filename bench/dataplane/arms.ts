@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { Data, Effect, type Scope } from "effect"
 import { Backend } from "../../src/core/ids.js"
 import { encodeGetRangeFrame, Flags, FrameDecoder, RESPONSE_CAPS } from "../../src/protocol/index.js"
-import { talonBin } from "../lib/build.js"
+import { talonBin, talonEnv } from "../lib/build.js"
 import * as Proc from "../lib/proc.js"
 
 export const SIZE = 64 * 1024 * 1024
@@ -32,7 +32,11 @@ export interface WorkerArmSpec {
   readonly env?: Record<string, string>
   /** Node flags of the launcher's to leave out (an A/B of one flag). */
   readonly withoutNodeFlags?: ReadonlyArray<string>
+  /** Node flags instead of the launcher's for the worker role (and none of its role environment): A/B of those flags. */
+  readonly nodeFlags?: ReadonlyArray<string>
 }
+
+const PREV_FLAGS = ["--no-memory-reducer", "--max-semi-space-size=1"]
 
 export const WORKER_ARMS: ReadonlyArray<WorkerArmSpec> = [
   { name: "native-pipelined", plane: "native", mode: "pipelined", loops: 1 },
@@ -56,7 +60,10 @@ export const WORKER_ARMS: ReadonlyArray<WorkerArmSpec> = [
   { name: "native-pipelined-x2-shared", plane: "native", mode: "pipelined", loops: 2, scheduling: "none" },
   // Without worker read-ahead: what its per-request bookkeeping costs the hit path.
   { name: "portable-pipelined-ra0", plane: "portable", mode: "pipelined", loops: 1, env: { TALON_WORKER_READ_AHEAD: "0" } },
-  { name: "native-pipelined-js-ra0", plane: "native", mode: "pipelined", loops: 1, hitTable: false, env: { TALON_WORKER_READ_AHEAD: "0" } }
+  { name: "native-pipelined-js-ra0", plane: "native", mode: "pipelined", loops: 1, hitTable: false, env: { TALON_WORKER_READ_AHEAD: "0" } },
+  // The worker's node flags before the memory ones (memory reducer, one V8 platform thread, MALLOC_ARENA_MAX=2): what those cost.
+  { name: "native-pipelined-prevflags", plane: "native", mode: "pipelined", loops: 1, nodeFlags: PREV_FLAGS },
+  { name: "native-pipelined-js-prevflags", plane: "native", mode: "pipelined", loops: 1, hitTable: false, nodeFlags: PREV_FLAGS }
 ]
 export const allArmNames = ["ceiling", ...WORKER_ARMS.map((a) => a.name)]
 
@@ -86,7 +93,9 @@ export const startWorker = (spec: WorkerArmSpec, stubUrl: string, cacheRoot: str
     mkdirSync(cache, { recursive: true })
     const cpus = spec.loops === 2 ? "0,1" : "0"
     const argv = [
-      ...talonBin("worker").filter((a) => !(spec.withoutNodeFlags ?? []).some((f) => a.startsWith(f))), "worker",
+      ...(spec.nodeFlags === undefined
+        ? talonBin("worker").filter((a) => !(spec.withoutNodeFlags ?? []).some((f) => a.startsWith(f)))
+        : [process.execPath, ...spec.nodeFlags, talonBin().at(-1)!]), "worker",
       "--coordinator", "", "--data-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
       "--cache-dir", cache, "--capacity", "1G",
       "--data-plane", spec.plane, "--serve-mode", spec.mode, "--loops", String(spec.loops),
@@ -96,6 +105,7 @@ export const startWorker = (spec: WorkerArmSpec, stubUrl: string, cacheRoot: str
       ...(spec.hitTable === false ? ["--no-hit-table"] : [])
     ]
     const env: Record<string, string> = {
+      ...(spec.nodeFlags === undefined ? talonEnv("worker") : {}),
       TALON_S3_ENDPOINT: stubUrl,
       TALON_S3_ACCESS_KEY_ID: "bench",
       TALON_S3_SECRET_ACCESS_KEY: "bench-secret"

@@ -20,8 +20,20 @@ const talonNodeFlags = (role: string | undefined): ReadonlyArray<string> => {
   // The launcher's libuv pool size reaches the children a bench spawns through the environment they inherit.
   if (m[1] !== undefined) process.env.UV_THREADPOOL_SIZE ??= m[1]
   // Per-role flags: the launcher's `case "$R" in ROLES) F="FLAGS";;` branches.
-  const roleFlags = [...text.matchAll(/([\w|]+)\) F="([^"]*)";;/g)].find(([, roles]) => role !== undefined && roles!.split("|").includes(role))?.[2] ?? ""
+  const roleFlags = roleBranch(text, role)?.[2] ?? ""
   return m[2]!.replace("$F", roleFlags).split(/\s+/).filter((f) => f !== "")
+}
+
+// A role's branch of the launcher: `ROLES) F="FLAGS";[export NAME="${NAME:-VALUE}";...];`.
+const roleBranch = (text: string, role: string | undefined) =>
+  [...text.matchAll(/([\w|]+)\) F="([^"]*)";((?:export \w+="\$\{\w+:-[^}]*\}";)*);/g)].find(([, roles]) => role !== undefined && roles!.split("|").includes(role))
+
+/** The environment the launcher gives `role` (its `export NAME="${NAME:-VALUE}"` in that role's branch), unless set already. */
+export const talonEnv = (role?: string): Record<string, string> => {
+  const out: Record<string, string> = {}
+  const exports = roleBranch(readFileSync(join(repoRoot, "bin/talon.mjs"), "utf8"), role)?.[3] ?? ""
+  for (const [, name, value] of exports.matchAll(/export (\w+)="\$\{\w+:-([^}]*)\}";/g)) out[name!] = process.env[name!] ?? value!
+  return out
 }
 
 /** Argv prefix that runs the `talon` CLI the way users do; `role` (the subcommand that follows) adds the launcher's flags for it. */

@@ -5,6 +5,7 @@
 import { Command } from "@effect/cli"
 import { Effect, Layer, Option } from "effect"
 import { explicitFrom, flaggedKeys, flagsOf } from "../config/cli.js"
+import * as HeapTrim from "../core/heapTrim.js"
 import { coordinatorBackendLayer } from "./backend.js"
 import { CoordinatorSchema, type CoordinatorOptions, type CoordinatorSettings } from "./config.js"
 import { StateStoreSchema, type StateStoreInput, type StateStoreSettings } from "./state/config.js"
@@ -30,7 +31,7 @@ export const explicitCoordinatorOptions = (parsed: Parsed): Partial<CoordinatorO
 }
 
 export const coordinator = Command.make("coordinator", coordinatorOptions, (flags) =>
-  Layer.launch(Coordinator.layer(explicitCoordinatorOptions(flags)).pipe(Layer.provide(coordinatorBackendLayer))).pipe(
+  Layer.launch(Coordinator.layer(explicitCoordinatorOptions(flags)).pipe(Layer.provide(coordinatorBackendLayer), Layer.merge(HeapTrim.layer()))).pipe(
     Effect.asVoid
   )
 ).pipe(
