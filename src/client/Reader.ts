@@ -299,6 +299,18 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
       return readAhead.read(info, offset, length, done)
     }
 
-    return { read, readStream, readRaw, readAhead: () => readAhead.stats() }
+    /**
+     * Data addresses of the replicas of the block holding `offset`, in read order, from the
+     * membership in hand; undefined when none is usable without asking the coordinator.
+     */
+    const placeBlock = (info: ObjectInfo, offset: number): ReadonlyArray<string> | undefined => {
+      const m = membership.fresh()
+      if (m === undefined) return undefined
+      const blockOffset = Math.floor(offset / options.blockSize) * options.blockSize
+      const ranked = owners(m, { object: info.object, offset: blockOffset, blockSize: options.blockSize, version: info.version })
+      return ranked.map((id) => m.addresses.get(id) ?? id)
+    }
+
+    return { read, readStream, readRaw, readAhead: () => readAhead.stats(), placeBlock }
   })
 }) {}

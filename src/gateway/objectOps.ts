@@ -15,6 +15,7 @@ import type { Payload } from "../client/SlabPool.js"
 import { Aborted, type GwCtx, type RequestAbort, run, writePayload } from "./context.js"
 import type { ByteReader, RouteError } from "./Route.js"
 import { serveLocal } from "./localBody.js"
+import { serveRemote } from "./remoteBody.js"
 import { ROUTE_ATTRIBUTE } from "./spans.js"
 
 /** `readHeaders` of a dialect that adds none (the read's own headers are then used as they are). */
@@ -185,6 +186,13 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
     if (g.local !== undefined && cacheable && g.route.name === "cache") {
       if (await serveLocal(ctx, g.local, decision.partial ? 206 : 200, head, object, stat, decision.start, decision.length, cacheable)) {
         // The co-located worker's blocks by sendfile: the request span only.
+        ctx.span?.attribute(ROUTE_ATTRIBUTE, "cache")
+        return
+      }
+    }
+    if (g.remote !== undefined && cacheable) {
+      if (await serveRemote(ctx, g.remote, decision.partial ? 206 : 200, head, object, stat, decision.start, decision.length, cacheable)) {
+        // The workers' bodies relayed by splice: the request span only.
         ctx.span?.attribute(ROUTE_ATTRIBUTE, "cache")
         return
       }
