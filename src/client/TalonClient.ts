@@ -70,11 +70,11 @@ export interface TalonClientShape {
    */
   readonly readRaw: (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void) => CancelFetch
   /**
-   * Data addresses of the replicas of the block of `info` holding `offset`, in the order reads
-   * try them, from the membership in hand (undefined when it would have to be fetched): for a
-   * caller that sends its own GetPinnedRange (the gateway's socket-to-socket relay).
+   * Data addresses of the replicas of the block of `version` holding `offset`, in the order
+   * reads try them, from the membership in hand (undefined when it would have to be fetched):
+   * for a caller that sends its own GetPinnedRange (the gateway's socket-to-socket relay).
    */
-  readonly placeBlock: (info: ObjectInfo, offset: number) => ReadonlyArray<string> | undefined
+  readonly placeBlock: (object: ObjectId, version: string, offset: number) => ReadonlyArray<string> | undefined
   /** `[offset, offset+length)` clamped at the object's end, in one buffer; runs of sequential calls are read ahead of like `readRaw`'s. */
   readonly read: (target: ObjectTarget, offset: number, length: number) => Effect.Effect<Uint8Array, TalonClientError>
   /**

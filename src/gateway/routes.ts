@@ -203,10 +203,8 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
     const remote: RemotePlacement | undefined = client.options.dataTls
       ? undefined
       : {
-          place: (object, stat, offset) => {
-            const info = client.cachedStat(object)
-            return info === undefined || !matches(info, stat) ? undefined : client.placeBlock(info, offset)
-          },
+          // The workers answer a GetPinnedRange with bytes of exactly that version or refuse it.
+          place: (object, stat, offset) => client.placeBlock(object, stat.version, offset),
           blockSize: client.options.blockSize,
           tenant: client.options.tenant,
           workerTimeoutMs
