@@ -36,6 +36,8 @@
 /* -RELAY_EOF: the worker closed its connection before the body's last byte. */
 #define RELAY_EOF 1000
 #define PROGRESS_NOTE_MS 1000
+/* onEvent codes: 1 is a relay's progress note (the slot stays taken); a wait ends with WAIT_DONE | events seen. */
+#define WAIT_DONE 0x100
 
 enum { IDLE = 0, WAITING = 1, RELAYING = 2 };
 
@@ -138,7 +140,7 @@ static int pump(sstate_t *st, int slot) {
     r->progressed = 1;
   }
   for (;;) {
-    int progress = 0, dst_blocked = 0;
+    int progress = 0;
     if (r->left > 0 && r->inpipe < r->pipe_size) {
       int64_t ask = r->pipe_size - r->inpipe;
       if (ask > r->left) ask = r->left;
@@ -163,15 +165,14 @@ static int pump(sstate_t *st, int slot) {
         st->bytes += (uint64_t)m;
         progress = 1;
         r->progressed = 1;
-      } else if (m < 0 && errno == EAGAIN) {
-        dst_blocked = 1;
-      } else if (m < 0 && errno != EINTR) {
+      } else if (m < 0 && errno != EAGAIN && errno != EINTR) {
         return -errno;
       }
     }
     if (r->left == 0 && r->inpipe == 0) return 0;
     if (!progress) {
-      int fd = r->inpipe > 0 && dst_blocked ? r->dst : r->src;
+      /* Bytes in the pipe wait for the client (the worker may have sent everything); else for the worker. */
+      int fd = r->inpipe > 0 ? r->dst : r->src;
       int rc = arm(st, slot, fd, fd == r->dst ? EPOLLOUT : (EPOLLIN | EPOLLRDHUP));
       return rc == 0 ? 1 : rc;
     }
@@ -213,7 +214,7 @@ static void on_epoll(uv_poll_t *handle, int status, int events) {
       /* A one-shot wait (the reply header): JS reads it. */
       uint32_t e = evs[i].events;
       release(st, slot);
-      call_js(st, slot, ((e & EPOLLIN) ? 1 : 0) | ((e & EPOLLOUT) ? 2 : 0) | ((e & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ? 4 : 0));
+      call_js(st, slot, WAIT_DONE | ((e & EPOLLIN) ? 1 : 0) | ((e & EPOLLOUT) ? 2 : 0) | ((e & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ? 4 : 0));
     } else if (r->kind == RELAYING) {
       int rc = pump(st, slot);
       if (rc == 1) {
@@ -349,7 +350,7 @@ static napi_value Relay(napi_env env, napi_callback_info info) {
   return make_int(env, rc);
 }
 
-/* wait(slot, fd, events: 1 readable | 2 writable) -> 0 | -errno: onEvent(slot, events seen) once. */
+/* wait(slot, fd, events: 1 readable | 2 writable) -> 0 | -errno: onEvent(slot, WAIT_DONE | events seen) once. */
 static napi_value Wait(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];

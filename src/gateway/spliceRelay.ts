@@ -39,6 +39,8 @@ interface SpliceAddon {
 export const defaultSpliceAddonPath = fileURLToPath(new URL("../../build/Release/talon_splice.node", import.meta.url))
 
 const EAGAIN = 11
+/** A wait's onEvent code is this bit plus the events seen (native/splice.c); 1 alone is a relay's progress note. */
+const WAIT_DONE = 0x100
 /** Relays and header waits in flight at once; more take the route. */
 const SLOTS = 4096
 /** Idle connections kept per worker. */
@@ -90,7 +92,8 @@ export interface SpliceRelayShape {
   readonly relay: (piece: ReadyPiece, socket: net.Socket, fd: number, length: number, head: Uint8Array | undefined) => Promise<boolean>
   /** Drops a ready piece whose body will not be relayed (its connection is closed). */
   readonly discard: (piece: ReadyPiece) => void
-  readonly counters: () => ReturnType<SpliceAddon["counters"]>
+  /** The addon's counters, and the slots (header waits and relays) in use in this process now. */
+  readonly counters: () => ReturnType<SpliceAddon["counters"]> & { readonly slotsInUse: number }
   /** Closes the idle connections. */
   readonly close: () => void
 }
@@ -236,7 +239,7 @@ export const makeSpliceRelay = (options: { readonly tenant?: string | undefined;
       }, timeoutMs)
       const onEvent = (code: number) => {
         clearTimeout(timer)
-        resolve(code)
+        resolve(code & (WAIT_DONE - 1))
       }
       waiters[slot] = onEvent
       const r = addon.wait(slot, fd, events)
@@ -366,7 +369,7 @@ export const makeSpliceRelay = (options: { readonly tenant?: string | undefined;
     request,
     relay,
     discard: (piece) => destroy(piece.upstream),
-    counters: () => addon.counters(),
+    counters: () => ({ ...addon.counters(), slotsInUse: SLOTS - free.length }),
     close: () => {
       for (const list of idle.values()) for (const up of list) destroy(up)
       idle.clear()

@@ -4,7 +4,7 @@
  * (64 KiB, 1 MiB, every block of an object spread over both workers), a reader that stops
  * reading (the relay parks on writability and completes), an overwrite at the origin meanwhile
  * (never new bytes under the old ETag), the same reads with the relay turned off (the route's
- * buffers), and the workers gone mid-body (a closed connection or the whole, right body:
+ * buffers), eight keep-alive connections at once, and the workers gone mid-body (a closed connection or the whole, right body:
  * never a short response that looks complete).
  */
 import { expect, layer } from "@effect/vitest"
@@ -138,6 +138,11 @@ const relayWaits = () => {
   return typeof relay === "string" ? 0 : relay.counters().waits
 }
 
+const relaySlots = () => {
+  const relay = makeSpliceRelay({ connectTimeoutMs: 1000 })
+  return typeof relay === "string" ? -1 : relay.counters().slotsInUse
+}
+
 const ranges: ReadonlyArray<[number, number]> = [
   [0, 65535],
   [3 * BLOCK, 4 * BLOCK - 1],
@@ -176,6 +181,45 @@ layer(fixture, { excludeTestServices: true, timeout: "60 seconds" })("gateway sp
         }
         expect(gw.stats().remoteBodies - bodies).toBe(gw === f.splice ? ranges.length + 1 : 0)
       }
+    })
+  )
+
+  it.effect("eight keep-alive connections at once, each range relayed right and the connections reused", () =>
+    Effect.gen(function* () {
+      const f = yield* Cluster
+      const data = fixedBytes(16 * BLOCK, 9)
+      yield* Effect.promise(() => put(f, "big.bin", data))
+      yield* Effect.promise(() => raw(f.splice.url, "GET", "/bucket/big.bin"))
+      const http = yield* Effect.promise(() => import("node:http"))
+      const get = (agent: InstanceType<typeof http.Agent>, range: string) =>
+        new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+          const req = http.get(`${f.splice.url}/bucket/big.bin`, { agent, headers: { Range: range } }, (res) => {
+            const chunks: Array<Buffer> = []
+            res.on("data", (c: Buffer) => chunks.push(c))
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }))
+            res.on("error", reject)
+            res.on("aborted", () => reject(new Error("aborted")))
+          })
+          req.on("error", reject)
+        })
+      const one = async (k: number) => {
+        const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+        for (let i = 0; i < 8; i++) {
+          const a = ((k * 7 + i * 13) % 16) * BLOCK
+          const r = await get(agent, `bytes=${a}-${a + BLOCK - 1}`)
+          if (sha(r.body) !== sha(data.subarray(a, a + BLOCK))) throw new Error(`bad body at ${a}: ${r.status} ${r.body.length}`)
+        }
+        const sockets = Object.values(agent.freeSockets).flat().length
+        agent.destroy()
+        return sockets
+      }
+      const before = f.splice.stats().remoteBodies
+      const kept = yield* Effect.promise(() => Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(one)))
+      // Every connection served all eight responses (none was closed under a response).
+      expect(kept).toEqual([1, 1, 1, 1, 1, 1, 1, 1])
+      expect(f.splice.stats().remoteBodies - before).toBe(64)
+      expect(f.splice.stats().aborted).toBe(0)
+      expect(relaySlots()).toBe(0)
     })
   )
 

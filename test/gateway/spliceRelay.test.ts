@@ -106,6 +106,8 @@ describe("splice relay", () => {
         expect(await relay.relay(piece, pair.server, fd, n, withHead ? head : undefined)).toBe(true)
       }
       expect(worker.connections()).toBe(1)
+      // Every header wait and relay gave its slot back.
+      expect(relay.counters().slotsInUse).toBe(0)
       pair.server.end()
       const got = await pair.received
       expect(sha(got)).toBe(sha(Buffer.concat([head, body, body.subarray(0, 65536)])))
@@ -170,6 +172,7 @@ describe("splice relay", () => {
       }
       pair.server.end()
       expect((await pair.received).equals(Buffer.alloc(2000, 7))).toBe(true)
+      expect(relay.counters().slotsInUse).toBe(0)
       await worker.close()
       const dead = await relay.request(worker.address, object, "v1", 0, 1000)
       expect(dead._tag).toBe("Unreachable")
