@@ -13,7 +13,7 @@ import { sendEmpty } from "../http/context.js"
 import { decideRead, type ReadFailure, type ReadValidators } from "../http/readDecision.js"
 import type { Payload } from "../client/SlabPool.js"
 import { Aborted, type GwCtx, type RequestAbort, run, writePayload } from "./context.js"
-import type { ByteReader, RouteError } from "./Route.js"
+import { type ByteReader, RouteError } from "./Route.js"
 import { serveLocal } from "./localBody.js"
 import { serveRemote } from "./remoteBody.js"
 import { ROUTE_ATTRIBUTE } from "./spans.js"
@@ -191,7 +191,12 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
       }
     }
     if (g.remote !== undefined && cacheable) {
-      if (await serveRemote(ctx, g.remote, decision.partial ? 206 : 200, head, object, stat, decision.start, decision.length, cacheable)) {
+      const relayed = await serveRemote(ctx, g.remote, decision.partial ? 206 : 200, head, object, stat, decision.start, decision.length, cacheable)
+      if (relayed instanceof RouteError) {
+        g.counters.errors++
+        return d.error(ctx, 503, d.codes.unavailable, `Neither the cache nor the origin could serve the object: ${relayed.detail}`)
+      }
+      if (relayed) {
         // The workers' bodies relayed by splice: the request span only.
         ctx.span?.attribute(ROUTE_ATTRIBUTE, "cache")
         return

@@ -10,9 +10,10 @@
  */
 import type { ObjectStat } from "../backend/BackendStore.js"
 import type { ObjectId } from "../core/ids.js"
+import { DataErrorCode } from "../protocol/index.js"
 import type { GwCtx } from "./context.js"
 import { streamRest, takeHead } from "./localBody.js"
-import type { RemotePlacement } from "./Route.js"
+import { type RemotePlacement, RouteError } from "./Route.js"
 import type { PieceRefusal, ReadyPiece, SpliceRelayShape } from "./spliceRelay.js"
 
 /** What the gateway's remote body path needs: the relay and the route's placement. */
@@ -34,7 +35,8 @@ const ask = (remote: RemoteBodies, object: ObjectId, stat: ObjectStat, pos: numb
 
 /**
  * Serves `[start, start+length)` of `stat`'s version by splice. False when the first piece
- * cannot be relayed (nothing was written: the caller serves the read).
+ * cannot be relayed (nothing was written: the caller serves the read); a RouteError when the
+ * workers refused it for the tenant's limit (nothing was written: the caller answers it).
  */
 export const serveRemote = async (
   ctx: GwCtx,
@@ -46,7 +48,7 @@ export const serveRemote = async (
   start: number,
   length: number,
   cacheable: boolean
-): Promise<boolean> => {
+): Promise<boolean | RouteError> => {
   const { res, g } = ctx
   const socket = res.socket
   if (socket === null || remote.relay.fdOf(socket) < 0) return false
@@ -54,7 +56,9 @@ export const serveRemote = async (
   const asked = ask(remote, object, stat, start, end)
   if (asked === undefined) return false
   let piece: ReadyPiece | PieceRefusal | undefined = await asked
-  // Refused (a changed version included: the route finds that out and stats again before the head) or unreachable.
+  // Over the tenant's limit: the route would be refused the same way, and asking again would charge the limit twice.
+  if (piece._tag === "Rejected" && piece.code === DataErrorCode.RateLimited) return new RouteError({ kind: "unavailable", detail: piece.detail })
+  // Refused otherwise (a changed version included: the route finds that out and stats again before the head) or unreachable.
   if (piece._tag !== "Ready") return false
   try {
     if (res.headersSent || res.destroyed || ctx.aborts.aborted) return false
@@ -86,6 +90,12 @@ export const serveRemote = async (
       if (pos >= end) break
       const next = ask(remote, object, stat, pos, end)
       const got = next === undefined ? undefined : await next
+      if (got !== undefined && got._tag === "Rejected" && got.code === DataErrorCode.RateLimited) {
+        // The rest would be refused through the route too: the head promised bytes that cannot come.
+        g.counters.aborted++
+        res.destroy()
+        return true
+      }
       if (got === undefined || got._tag !== "Ready") {
         await streamRest(ctx, object, stat, pos, end - pos, cacheable)
         return true
