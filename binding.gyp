@@ -11,6 +11,15 @@
       ],
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "defines": ["NAPI_VERSION=8"]
+    },
+    {
+      "target_name": "talon_splice",
+      "sources": ["native/splice.c"],
+      "conditions": [
+        ["OS!='linux'", { "type": "none", "sources!": ["native/splice.c"] }]
+      ],
+      "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+      "defines": ["NAPI_VERSION=8"]
     }
   ],
   "conditions": [

@@ -117,6 +117,7 @@ const delayedClient = (version: string): TalonClientShape => {
       workerStats: 0,
       staleStats: 0
     }),
+    placeBlock: () => undefined,
     readRaw: (_info, offset, length, done) => {
       const timer = setTimeout(() => done({ ok: true, payloads: [Payload.of(object.subarray(offset, offset + length))] }), delayMs)
       return () => clearTimeout(timer)

@@ -141,6 +141,10 @@ const main = Effect.gen(function* () {
     start(`gateway-auth-${auth}`, [node!, ...gatewayNodeFlags, ...as("gateway"), "gateway", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)], gatewayEnv)
   const gwOff = yield* gateway("off")
   const gwOn = yield* gateway("on")
+  // The separate gateway with the splice relay off: worker bodies through the cluster client's buffers.
+  const gwPortable = flags.arms.split(",").some((a) => a.trim() === "gateway-portable")
+    ? yield* start("gateway-portable", [node!, ...gatewayNodeFlags, ...talon, "gateway", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", "off", "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)], { ...gatewayEnv, TALON_GATEWAY_REMOTE_SPLICE: "off" })
+    : undefined
   // Co-located: `talon gateway --colocate`, the worker in the gateway's process, each with a
   // coordinator of its own (one worker in its cluster, as the separate arms' worker is in theirs).
   const colocated = (auth: "on" | "off", alt = false) =>
@@ -172,6 +176,7 @@ const main = Effect.gen(function* () {
     [origin.waitFor(listening, "180 seconds"), gwOff.waitFor(listening, "180 seconds"), gwOn.waitFor(listening, "180 seconds"), coordinator.waitFor(/coordinator control on/, "180 seconds")],
     { concurrency: "unbounded" }
   ).pipe(Effect.map(([, a, b]) => [undefined, new URL(a[1]!), new URL(b[1]!)] as const))
+  const portableUrl = gwPortable === undefined ? undefined : new URL((yield* gwPortable.waitFor(listening, "180 seconds"))[1]!)
   yield* Effect.tryPromise({ catch: (e) => new BenchFailed({ message: (e as Error).message }), try: () => registered(adminPort) })
   const wanted = new Set(flags.arms.split(",").map((a) => a.trim()))
   const coOff = wanted.has("colocated") ? yield* colocated("off") : undefined
@@ -187,6 +192,7 @@ const main = Effect.gen(function* () {
     "colocated-alt": coAlt && { host: "127.0.0.1", port: Number(coAlt.url.port), plan: plainPlanner(SIZE), front: () => [coAlt.gw.pid], pids: () => [coAlt.gw.pid, coAlt.coord.pid, origin.pid], memPids: () => [coAlt.gw.pid] },
     "colocated-sigv4": coOn && { host: "127.0.0.1", port: Number(coOn.url.port), plan: yield* Effect.promise(() => sigv4Planner(coOn.url.origin, SIZE)), front: () => [coOn.gw.pid], pids: () => [coOn.gw.pid, coOn.coord.pid, origin.pid], memPids: () => [coOn.gw.pid] },
     "gateway": { host: "127.0.0.1", port: Number(offUrl.port), plan: plainPlanner(SIZE), front: () => [gwOff.pid], pids: () => [gwOff.pid, worker.pid, coordinator.pid, origin.pid], memPids: () => [gwOff.pid, worker.pid] },
+    "gateway-portable": gwPortable && portableUrl && { host: "127.0.0.1", port: Number(portableUrl.port), plan: plainPlanner(SIZE), front: () => [gwPortable.pid], pids: () => [gwPortable.pid, worker.pid, coordinator.pid, origin.pid], memPids: () => [gwPortable.pid, worker.pid] },
     "gateway-sigv4": { host: "127.0.0.1", port: Number(onUrl.port), plan: sigv4, front: () => [gwOn.pid], pids: () => [gwOn.pid, worker.pid, coordinator.pid, origin.pid], memPids: () => [gwOn.pid, worker.pid] },
     "nginx": { host: "127.0.0.1", port: nginxPort, plan: plainPlanner(SIZE), front: () => childrenOf(ngx.pid), pids: () => [ngx.pid, ...childrenOf(ngx.pid), origin.pid], memPids: () => [ngx.pid, ...childrenOf(ngx.pid)] }
   }

@@ -24,7 +24,7 @@
  * client's scope.
  */
 import { Cause, Effect, Exit, FiberSet, Option, Stream } from "effect"
-import type { BlockId } from "../core/ids.js"
+import type { BlockId, ObjectId } from "../core/ids.js"
 import { objectIdToPath, objectIdToUri } from "../core/objectId.js"
 import { DataErrorCode, retryAfterMs } from "../protocol/index.js"
 import { ClientConfig } from "./ClientConfig.js"
@@ -299,6 +299,18 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
       return readAhead.read(info, offset, length, done)
     }
 
-    return { read, readStream, readRaw, readAhead: () => readAhead.stats() }
+    /**
+     * Data addresses of the replicas of the block of `version` holding `offset`, in read order,
+     * from the membership in hand; undefined when none is usable without asking the coordinator.
+     */
+    const placeBlock = (object: ObjectId, version: string, offset: number): ReadonlyArray<string> | undefined => {
+      const m = membership.fresh()
+      if (m === undefined) return undefined
+      const blockOffset = Math.floor(offset / options.blockSize) * options.blockSize
+      const ranked = owners(m, { object, offset: blockOffset, blockSize: options.blockSize, version })
+      return ranked.map((id) => m.addresses.get(id) ?? id)
+    }
+
+    return { read, readStream, readRaw, readAhead: () => readAhead.stats(), placeBlock }
   })
 }) {}

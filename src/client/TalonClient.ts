@@ -69,6 +69,12 @@ export interface TalonClientShape {
    * ahead of (`readAheadBytes`, see ReadAheadCache.ts) and served from what was fetched.
    */
   readonly readRaw: (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void) => CancelFetch
+  /**
+   * Data addresses of the replicas of the block of `version` holding `offset`, in the order
+   * reads try them, from the membership in hand (undefined when it would have to be fetched):
+   * for a caller that sends its own GetPinnedRange (the gateway's socket-to-socket relay).
+   */
+  readonly placeBlock: (object: ObjectId, version: string, offset: number) => ReadonlyArray<string> | undefined
   /** `[offset, offset+length)` clamped at the object's end, in one buffer; runs of sequential calls are read ahead of like `readRaw`'s. */
   readonly read: (target: ObjectTarget, offset: number, length: number) => Effect.Effect<Uint8Array, TalonClientError>
   /**
@@ -134,6 +140,7 @@ const facade = Effect.gen(function* () {
     stat: (target) => Effect.flatMap(parseTarget(target), stats.stat),
     cachedStat: stats.freshStat,
     readRaw: reader.readRaw,
+    placeBlock: reader.placeBlock,
     read: reader.read,
     readStream: reader.readStream,
     list,

@@ -18,7 +18,9 @@ import { type GatewayOptions, parseListen, resolveGatewayOptions, type RouteName
 import type { GatewayCounters, Services } from "./context.js"
 import * as OriginHttpModule from "./OriginHttp.js"
 import { OriginHttp } from "./OriginHttp.js"
-import { Route, type RouteCounters } from "./Route.js"
+import { Route, type RouteCounters, type RouteShape } from "./Route.js"
+import type { RemoteBodies } from "./remoteBody.js"
+import { makeSpliceRelay } from "./spliceRelay.js"
 import { CacheRoute, type CacheRouteOptions, OriginRoute } from "./routes.js"
 import { describeAuth, listen } from "./server.js"
 import { readinessReasons, serveGatewayAdmin } from "./admin.js"
@@ -58,6 +60,18 @@ export interface GatewayShape {
   readonly adminUrl: string | undefined
   /** Whether a worker in this process sends its resident blocks to clients by sendfile. */
   readonly colocated: boolean
+  /** Whether workers' bodies are relayed to clients by splice (remoteBody.ts). */
+  readonly splice: boolean
+}
+
+/**
+ * The splice relay when the settings, the route and the platform allow it; a reason when it was
+ * wanted and cannot run (the gateway says so once); undefined when not wanted.
+ */
+const remoteBodiesFor = (options: GatewayOptions, route: RouteShape): RemoteBodies | string | undefined => {
+  if (!options.remoteSplice || route.remote === undefined) return undefined
+  const relay = makeSpliceRelay({ tenant: route.remote.tenant, connectTimeoutMs: route.remote.workerTimeoutMs })
+  return typeof relay === "string" ? relay : { relay, placement: route.remote, pieceBytes: options.pieceBytes }
 }
 
 const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
@@ -88,8 +102,12 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
     const audit = options.auditLog === undefined ? undefined : yield* openAuditLog(options.auditLog).pipe(Effect.mapError((e) => new GatewayError({ message: e.message })))
     const local = Option.getOrUndefined(yield* Effect.serviceOption(LocalBlocks))
     const clock = yield* Effect.clock
+    const remote = remoteBodiesFor(options, route)
+    if (typeof remote === "string") yield* Effect.logWarning(`gateway: worker bodies go through the cluster client's buffers: ${remote}`)
+    if (typeof remote === "object") yield* Effect.addFinalizer(() => Effect.sync(() => remote.relay.close()))
     const services: Services = {
       ...(local === undefined ? {} : { local }),
+      ...(typeof remote === "object" ? { remote } : {}),
       principals,
       audit,
       options,
@@ -99,7 +117,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       stats: new OriginStatCache(backend, runtime, options.statTtlMs, options.writeFreshMs, () => clock.unsafeCurrentTimeMillis()),
       runtime,
       now: () => clock.unsafeCurrentTimeMillis(),
-      counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0, localBodies: 0, localBytes: 0 },
+      counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0, localBodies: 0, localBytes: 0, remoteBodies: 0, remoteBytes: 0 },
       metrics: new GatewayMetrics(),
       // Made only when this gateway exports traces (the layer below installed the OTLP tracer).
       spans: (yield* otlpEndpoint) === undefined ? undefined : yield* currentSpans,
@@ -137,6 +155,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       options,
       authSummary: describeAuth(services),
       colocated: local !== undefined,
+      splice: typeof remote === "object",
       stats: () => ({ route: route.name, ...services.counters, ...route.counters, ...(route.readAhead === undefined ? {} : { readAhead: route.readAhead() }), ...(route.zones === undefined ? {} : { zones: route.zones() }) })
     } satisfies GatewayShape
   })

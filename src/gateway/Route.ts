@@ -56,6 +56,20 @@ export interface RouteCounters {
   originReads: number
 }
 
+/**
+ * The cache route's placement, for a body path that asks workers itself (the splice relay,
+ * remoteBody.ts): the data addresses holding the block of `offset` of exactly `stat`'s version,
+ * in read order; undefined when that is not known without a round trip (the route serves it).
+ */
+export interface RemotePlacement {
+  readonly place: (object: ObjectId, stat: ObjectStat, offset: number) => ReadonlyArray<string> | undefined
+  readonly blockSize: number
+  /** The tenant the cluster client's reads are charged to ("" or undefined: none). */
+  readonly tenant: string | undefined
+  /** A worker that does not answer a piece's header within this time: the piece takes the route. */
+  readonly workerTimeoutMs: number
+}
+
 export interface RouteShape {
   readonly name: "cache" | "origin"
   readonly open: (read: RouteRead) => ByteReader
@@ -66,6 +80,8 @@ export interface RouteShape {
   readonly zones?: () => ZoneStats
   /** Cache route: workers in the cluster's membership now (0 when the coordinator does not answer). */
   readonly workers?: Effect.Effect<number>
+  /** Cache route over plain TCP data connections: where pieces live (absent with data TLS). */
+  readonly remote?: RemotePlacement
 }
 
 export class Route extends Context.Tag("talon/gateway/Route")<Route, RouteShape>() {}

@@ -57,6 +57,8 @@ export interface GatewayOptions {
   readonly readAhead: number
   /** Cache route: a piece not served by the cache within this time falls back to the origin. */
   readonly workerTimeoutMs: number
+  /** Cache route: worker bodies relayed to clients by splice(2) when the addon, the platform and both sockets allow. */
+  readonly remoteSplice: boolean
   /** Largest listing page asked of the origin. */
   readonly maxListKeys: number
   /** Allowed clock difference for signed requests. */
@@ -134,6 +136,7 @@ export const GatewaySchema = component<GatewaySettings>({
     pieceBytes: S.size(1024 * 1024, "Cache route: bytes per block-piece request (aligned within the object)", positiveInteger),
     readAhead: S.integer(4, "Cache route: block pieces fetched ahead of the one being written, per response", positiveInteger),
     workerTimeoutMs: S.integer(5000, "Cache route: a piece not served by the cache in this time comes from the origin, in ms", positiveInteger),
+    remoteSplice: S.of(K.onOff, true, "Cache route: relay the workers' bodies to clients socket-to-socket by splice(2) (Linux, plain TCP both ways, the talon_splice addon built); off: through the cluster client's buffers", { example: "off" }),
     maxListKeys: S.integer(1000, "Largest listing page asked of the origin (S3's limit is 1000)", {
       check: (n) => (Number.isSafeInteger(n) && n > 0 && n <= 1000 ? undefined : "must be in 1..1000 (S3's page limit)")
     }),

@@ -13,6 +13,7 @@ import type { Payload } from "../client/SlabPool.js"
 import type { HttpCtx } from "../http/context.js"
 import type { GatewayOptions } from "./config.js"
 import type { LocalBlocksShape } from "./localBlocks.js"
+import type { RemoteBodies } from "./remoteBody.js"
 import type { OriginHttpShape } from "./OriginHttp.js"
 import type { RouteShape } from "./Route.js"
 import type { OriginStatCache } from "./originStatCache.js"
@@ -32,6 +33,9 @@ export interface GatewayCounters {
   /** Responses whose body came from the co-located worker's blocks by sendfile, and those bytes. */
   localBodies: number
   localBytes: number
+  /** Responses whose body was relayed from workers by splice, and those bytes. */
+  remoteBodies: number
+  remoteBytes: number
 }
 
 export interface Services {
@@ -48,6 +52,8 @@ export interface Services {
   readonly metrics?: GatewayMetrics
   /** The co-located worker's resident blocks (absent: every read goes through the route). */
   readonly local?: LocalBlocksShape
+  /** Worker bodies relayed socket-to-socket (absent: the route's buffers carry them). */
+  readonly remote?: RemoteBodies
   /** Base URL clients reach the gateway at (for Azure's ServiceEndpoint). */
   url: string
   /** Principals from identity files with their grants (principalStore.ts), when configured. */

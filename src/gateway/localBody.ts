@@ -29,7 +29,7 @@ interface Outgoing {
  * treats it as sent. Undefined when this node renders or sends heads some other way: the caller
  * flushes it through node instead.
  */
-const takeHead = (res: GwCtx["res"]): Uint8Array | undefined => {
+export const takeHead = (res: GwCtx["res"]): Uint8Array | undefined => {
   const out = res as unknown as Outgoing
   if (typeof out._header !== "string" || out._headerSent !== false || res.writableLength > 0) return undefined
   const bytes = Buffer.from(out._header, "latin1")
@@ -100,7 +100,7 @@ export const serveLocal = async (
 }
 
 /** The rest of a body the local blocks no longer hold, through the route (head already sent). */
-const streamRest = async (ctx: GwCtx, object: ObjectId, stat: ObjectStat, offset: number, length: number, cacheable: boolean): Promise<void> => {
+export const streamRest = async (ctx: GwCtx, object: ObjectId, stat: ObjectStat, offset: number, length: number, cacheable: boolean): Promise<void> => {
   const { res, g } = ctx
   const reader = g.route.open({ object, stat, offset, length, cacheable })
   try {

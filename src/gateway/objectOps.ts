@@ -13,8 +13,9 @@ import { sendEmpty } from "../http/context.js"
 import { decideRead, type ReadFailure, type ReadValidators } from "../http/readDecision.js"
 import type { Payload } from "../client/SlabPool.js"
 import { Aborted, type GwCtx, type RequestAbort, run, writePayload } from "./context.js"
-import type { ByteReader, RouteError } from "./Route.js"
+import { type ByteReader, RouteError } from "./Route.js"
 import { serveLocal } from "./localBody.js"
+import { serveRemote } from "./remoteBody.js"
 import { ROUTE_ATTRIBUTE } from "./spans.js"
 
 /** `readHeaders` of a dialect that adds none (the read's own headers are then used as they are). */
@@ -185,6 +186,18 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
     if (g.local !== undefined && cacheable && g.route.name === "cache") {
       if (await serveLocal(ctx, g.local, decision.partial ? 206 : 200, head, object, stat, decision.start, decision.length, cacheable)) {
         // The co-located worker's blocks by sendfile: the request span only.
+        ctx.span?.attribute(ROUTE_ATTRIBUTE, "cache")
+        return
+      }
+    }
+    if (g.remote !== undefined && cacheable) {
+      const relayed = await serveRemote(ctx, g.remote, decision.partial ? 206 : 200, head, object, stat, decision.start, decision.length, cacheable)
+      if (relayed instanceof RouteError) {
+        g.counters.errors++
+        return d.error(ctx, 503, d.codes.unavailable, `Neither the cache nor the origin could serve the object: ${relayed.detail}`)
+      }
+      if (relayed) {
+        // The workers' bodies relayed by splice: the request span only.
         ctx.span?.attribute(ROUTE_ATTRIBUTE, "cache")
         return
       }

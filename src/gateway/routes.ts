@@ -17,7 +17,7 @@ import { type ObjectInfo, TalonClient } from "../client/TalonClient.js"
 import type { ObjectId } from "../core/ids.js"
 import { GATEWAY_DEFAULTS } from "./config.js"
 import { originReads, type PieceResult, readCancelled } from "./originRead.js"
-import { type ByteReader, newCounters, Route, RouteError, type RouteRead, type RouteShape } from "./Route.js"
+import { type ByteReader, newCounters, type RemotePlacement, Route, RouteError, type RouteRead, type RouteShape } from "./Route.js"
 
 export const OriginRoute: Layer.Layer<Route, never, BackendStore> = Layer.effect(
   Route,
@@ -200,7 +200,24 @@ export const makeCacheRoute = (options: Partial<CacheRouteOptions> = {}) =>
       Effect.map((m) => m.length),
       Effect.orElseSucceed(() => 0)
     )
-    return { name: "cache", counters, open, readAhead: client.readAhead, zones: client.zones, workers } satisfies RouteShape
+    const remote: RemotePlacement | undefined = client.options.dataTls
+      ? undefined
+      : {
+          // The workers answer a GetPinnedRange with bytes of exactly that version or refuse it.
+          place: (object, stat, offset) => client.placeBlock(object, stat.version, offset),
+          blockSize: client.options.blockSize,
+          tenant: client.options.tenant,
+          workerTimeoutMs
+        }
+    return {
+      name: "cache",
+      counters,
+      open,
+      readAhead: client.readAhead,
+      zones: client.zones,
+      workers,
+      ...(remote === undefined ? {} : { remote })
+    } satisfies RouteShape
   })
 
 export const CacheRoute = (options: Partial<CacheRouteOptions> = {}): Layer.Layer<Route, never, TalonClient | BackendStore> =>

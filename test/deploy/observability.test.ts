@@ -69,6 +69,9 @@ const after: Partial<Record<keyof typeof urls, Scrape>> = {}
 
 beforeAll(async () => {
   scope = await Effect.runPromise(Scope.make())
+  // The gateway's reads through its cluster client, which asks the coordinator (stats, membership)
+  // under load; the splice relay places pieces with the membership in hand and asks it nothing.
+  process.env.TALON_GATEWAY_REMOTE_SPLICE = "off"
   // Not co-located: the worker's request families must see the gateway's hits on its data port.
   cluster = await Effect.runPromise(Scope.extend(LocalCluster.make({ ephemeral: true, workers: 1, colocate: false }), scope))
   urls.worker = `http://${cluster.workers[0]!.adminAddress}`
@@ -95,7 +98,10 @@ beforeAll(async () => {
   for (const k of Object.keys(urls) as Array<keyof typeof urls>) after[k] = await scrape(urls[k])
 }, 60_000)
 
-afterAll(() => (scope === undefined ? undefined : Effect.runPromise(Scope.close(scope, Exit.void))))
+afterAll(() => {
+  delete process.env.TALON_GATEWAY_REMOTE_SPLICE
+  return scope === undefined ? undefined : Effect.runPromise(Scope.close(scope, Exit.void))
+})
 
 describe("worker /metrics", () => {
   it("has Talon's families, and they move under load", () => {

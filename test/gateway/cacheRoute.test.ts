@@ -46,7 +46,8 @@ const base = Effect.gen(function* () {
 const gatewayOn = (originUrl: string, coordinator: string, options: Partial<GatewayOptions> = {}, client: Partial<TalonClientOptions> = {}) =>
   Layer.build(
     Gateway.layerDeployment({
-      gateway: { listen: "127.0.0.1:0", auth: false, workerTimeoutMs: 500, ...options },
+      // The route's own pieces and fallbacks are counted here; the splice relay has its own tests (remoteBody.test.ts).
+      gateway: { listen: "127.0.0.1:0", auth: false, workerTimeoutMs: 500, remoteSplice: false, ...options },
       route: "cache",
       router: Router.localOptions(originUrl),
       client: { coordinator, blockSize: BLOCK, connectTimeoutMs: 500, requestTimeoutMs: 3000, statTtlMs: 200, membershipTtlMs: 500, ...client }

@@ -44,7 +44,8 @@ const cluster = Effect.gen(function* () {
   yield* coordinator.members.pipe(Effect.delay("50 millis"), Effect.repeat({ until: (m) => m.length >= 2 }), Effect.timeout(Duration.seconds(30)))
   const gw = yield* Layer.build(
     Gateway.layerDeployment({
-      gateway: { listen: "127.0.0.1:0", auth: false, workerTimeoutMs: 20_000, statTtlMs: 60_000 },
+      // The route's client reads ahead; the splice relay (remoteBody.test.ts) asks each piece itself.
+      gateway: { listen: "127.0.0.1:0", auth: false, workerTimeoutMs: 20_000, statTtlMs: 60_000, remoteSplice: false },
       route: "cache",
       router: Router.localOptions(origin.url),
       client: { coordinator: coordinator.controlAddress, blockSize: BLOCK, maxRequestBytes: 2 * MiB, readAheadBytes: 8 * MiB, statTtlMs: 60_000 }
