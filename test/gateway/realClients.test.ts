@@ -12,7 +12,7 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { awsCli, type Creds, findTool, rclone, s3cmd, type Tool } from "./fixtures/realClients.js"
 
 const TOOLS = { aws: findTool("aws"), s3cmd: findTool("s3cmd"), rclone: findTool("rclone") }
@@ -59,9 +59,9 @@ const stop = (child: ChildProcess) =>
 
 const MiB = 1024 * 1024
 
-/** Local files: one small, one that every client uploads in several parts. */
+/** Local files: one small, one that every client uploads in several parts (s3cmd's are 15 MiB). */
 const makeFiles = (dir: string) => {
-  const files = { small: randomBytes(100_000), big: randomBytes(20 * MiB + 333) }
+  const files = { small: randomBytes(100_000), big: randomBytes(16 * MiB + 333) }
   fs.writeFileSync(path.join(dir, "small.bin"), files.small)
   fs.writeFileSync(path.join(dir, "big.bin"), files.big)
   const sync = path.join(dir, "tree")
@@ -183,13 +183,26 @@ const MODES: ReadonlyArray<{ readonly auth: "off" | "on"; readonly full: boolean
   }
 ]
 
+// Both clusters start together, once, while the first clients run; the three clients of a mode
+// run side by side (own bucket, own HOME), so one client's process start-ups overlap another's transfers.
+const ups = new Map<string, Promise<{ gateway: string; child: ChildProcess }>>()
+const upFor = (mode: (typeof MODES)[number]) => {
+  let up = ups.get(mode.auth)
+  if (up === undefined) ups.set(mode.auth, (up = talonUp(mode.env)))
+  return up
+}
+const anyTool = Object.values(TOOLS).some((p) => p !== undefined) || process.env.CI !== undefined
+beforeAll(() => {
+  // Started here, awaited by each test: a start-up failure fails the tests, not the hook.
+  if (anyTool) for (const mode of MODES) upFor(mode).catch(() => undefined)
+})
+afterAll(async () => {
+  for (const up of ups.values()) await up.then((u) => stop(u.child), () => undefined)
+})
+
 for (const mode of MODES) {
-  describe(`real clients against talon up's gateway (auth ${mode.auth})`, () => {
-    let up: Promise<{ gateway: string; child: ChildProcess }> | undefined
-    const gateway = () => (up ??= talonUp(mode.env)).then((u) => u.gateway)
-    afterAll(async () => {
-      if (up) await stop((await up).child)
-    })
+  describe.concurrent(`real clients against talon up's gateway (auth ${mode.auth})`, () => {
+    const gateway = () => upFor(mode).then((u) => u.gateway)
 
     for (const name of ["aws", "s3cmd", "rclone"] as const) {
       const bin = TOOLS[name]

@@ -98,28 +98,49 @@ layer(gatewayFixture("cache"), { excludeTestServices: true, timeout: "120 second
       const big = path.join(home, "big.bin")
       fs.writeFileSync(small, randomBytes(50_000))
       fs.writeFileSync(big, randomBytes(9 * 1024 * 1024)) // over the CLI's 8 MB multipart threshold
-      for (const [name, endpoint] of [["gateway", target.endpoint], ["stub", target.origin]] as const) {
-        const aws = awsAt(AWS!, home, endpoint.s3Url, endpoint.s3Credentials)
-        const uri = (key: string) => `s3://${META_BUCKET}/cli-${name}/${key}`
-        const head = (key: string) => aws(["s3api", "head-object", "--bucket", META_BUCKET, "--key", `cli-${name}/${key}`]).pipe(Effect.map(headMetadata))
-        yield* aws(["s3", "cp", small, uri("small.bin"), "--metadata", "owner=ml,purpose=eval"])
-        expect(yield* head("small.bin"), name).toEqual({ owner: "ml", purpose: "eval" })
-        // The multipart upload and server-side copies through the gateway; the stub keeps to the single-part round trip.
-        if (name === "stub") {
-          yield* aws(["s3", "cp", uri("small.bin"), uri("replaced.bin"), "--metadata-directive", "REPLACE", "--metadata", "owner=infra"])
-          expect(yield* head("replaced.bin"), name).toEqual({ owner: "infra" })
-          continue
-        }
-        yield* aws(["s3", "cp", big, uri("big.bin"), "--metadata", "parts=many"])
-        expect(yield* head("big.bin"), name).toEqual({ parts: "many" })
-        yield* aws(["s3", "cp", uri("small.bin"), uri("kept.bin")])
-        expect(yield* head("kept.bin"), name).toEqual({ owner: "ml", purpose: "eval" })
-        yield* aws(["s3", "cp", uri("small.bin"), uri("replaced.bin"), "--metadata-directive", "REPLACE", "--metadata", "owner=infra"])
-        expect(yield* head("replaced.bin"), name).toEqual({ owner: "infra" })
-        const fetched = path.join(home, `${name}.out`)
-        yield* aws(["s3", "cp", uri("big.bin"), fetched])
-        expect(sameBytes(fs.readFileSync(fetched), fs.readFileSync(big))).toBe("equal")
-      }
+      // Each CLI run is a Python start-up: the two endpoints, and the commands within a round that
+      // touch different keys, run side by side; a round starts once what it reads was written.
+      yield* Effect.all(
+        (
+          [
+            ["gateway", target.endpoint],
+            ["stub", target.origin]
+          ] as const
+        ).map(([name, endpoint]) =>
+          Effect.gen(function* () {
+            const cliHome = path.join(home, name)
+            fs.mkdirSync(cliHome)
+            const aws = awsAt(AWS!, cliHome, endpoint.s3Url, endpoint.s3Credentials)
+            const uri = (key: string) => `s3://${META_BUCKET}/cli-${name}/${key}`
+            const head = (key: string) => aws(["s3api", "head-object", "--bucket", META_BUCKET, "--key", `cli-${name}/${key}`]).pipe(Effect.map(headMetadata))
+            const replace = aws(["s3", "cp", uri("small.bin"), uri("replaced.bin"), "--metadata-directive", "REPLACE", "--metadata", "owner=infra"])
+            // The multipart upload and server-side copies through the gateway; the stub keeps to the single-part round trip.
+            if (name === "stub") {
+              yield* aws(["s3", "cp", small, uri("small.bin"), "--metadata", "owner=ml,purpose=eval"])
+              const [smallMeta] = yield* Effect.all([head("small.bin"), replace], { concurrency: "unbounded" })
+              expect(smallMeta, name).toEqual({ owner: "ml", purpose: "eval" })
+              expect(yield* head("replaced.bin"), name).toEqual({ owner: "infra" })
+              return
+            }
+            yield* Effect.all(
+              [aws(["s3", "cp", small, uri("small.bin"), "--metadata", "owner=ml,purpose=eval"]), aws(["s3", "cp", big, uri("big.bin"), "--metadata", "parts=many"])],
+              { concurrency: "unbounded" }
+            )
+            const fetched = path.join(cliHome, "big.out")
+            const [smallMeta, bigMeta] = yield* Effect.all(
+              [head("small.bin"), head("big.bin"), aws(["s3", "cp", uri("small.bin"), uri("kept.bin")]), replace, aws(["s3", "cp", uri("big.bin"), fetched])],
+              { concurrency: "unbounded" }
+            )
+            expect(smallMeta, name).toEqual({ owner: "ml", purpose: "eval" })
+            expect(bigMeta, name).toEqual({ parts: "many" })
+            expect(sameBytes(fs.readFileSync(fetched), fs.readFileSync(big))).toBe("equal")
+            const [kept, replaced] = yield* Effect.all([head("kept.bin"), head("replaced.bin")], { concurrency: "unbounded" })
+            expect(kept, name).toEqual({ owner: "ml", purpose: "eval" })
+            expect(replaced, name).toEqual({ owner: "infra" })
+          })
+        ),
+        { concurrency: "unbounded" }
+      )
     }).pipe(Effect.scoped),
     // Each CLI run starts a Python interpreter: seconds apiece on a loaded machine.
     240_000
