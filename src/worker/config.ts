@@ -82,6 +82,8 @@ export interface WorkerSettings {
   readonly scrubRate: number
   /** Longest a scrub pass waits, in all, for fills in flight to finish before it hashes anyway, in ms; 0 = never waits. */
   readonly scrubMaxDeferMs: number
+  /** Shortest a scrub pass over every resident unit lasts, in ms (a small cache is not re-read in a tight loop). */
+  readonly scrubMinPassMs: number
   /** PEM certificate and key for HTTPS on the admin endpoint; both empty = plain HTTP. */
   readonly adminTlsCert: string
   readonly adminTlsKey: string
@@ -231,6 +233,7 @@ export const WorkerSchema = component<WorkerSettings>({
       "Longest one scrub pass waits, in all, for origin fills to finish before it re-hashes anyway, so the scrub does not take a cold read's CPU and disk; every cached page is still re-hashed within two passes of being filled, a pass lasting at most max(cached bytes / scrub-rate, 10 s) + this, in ms (0 = never waits)",
       nonNegative
     ),
+    scrubMinPassMs: S.integer(10_000, "Shortest one scrub pass over every cached page lasts, in ms, so a small cache is not re-read in a tight loop; a flipped byte is dropped within max(cached bytes / scrub-rate, this) + scrub-max-defer-ms", positive),
     adminTlsCert: S.text(
       "",
       "PEM certificate for HTTPS on the admin endpoint (with --admin-tls-key; re-read on SIGHUP or when the file changes)",

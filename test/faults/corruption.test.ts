@@ -6,18 +6,24 @@
  * against the origin's copy, the bad unit is counted in /metrics and refetched.
  */
 import * as fsp from "node:fs/promises"
-import { afterEach, describe, expect, it } from "vitest"
-import { makeCleanup, tempDir } from "../worker/support/harness.js"
+import { describe, expect, it, type TestContext } from "vitest"
+import { type Cleanup, makeCleanup, tempDir } from "../worker/support/harness.js"
 import { eventually, metric, type objectId, originBytes, originHolding, readRange, resetOrigin, startWorker, unitFiles, wrongUnitFiles } from "./support/faultWorker.js"
-
-const cleanup = makeCleanup()
-afterEach(() => cleanup.run())
 
 const PAGE = 32 * 1024
 const SIZE = 1024 * 1024 + 5000
-const FLAGS = ["--block-size", "256K", "--page-size", "32K", "--capacity", "64M"]
+// A short minimum scrub pass: the next pass starts soon after the one that ran while the
+// object was filled, instead of the default 10 s later.
+const FLAGS = ["--block-size", "256K", "--page-size", "32K", "--capacity", "64M", "--scrub-min-pass-ms", "200"]
 
-const setup = async (scrubRate: string) => {
+/** The tests run concurrently, each on its own origin, cache directory and worker processes. */
+const ownCleanup = ({ onTestFinished }: TestContext): Cleanup => {
+  const cleanup = makeCleanup()
+  onTestFinished(() => cleanup.run())
+  return cleanup
+}
+
+const setup = async (cleanup: Cleanup, scrubRate: string) => {
   const origin = await originHolding(cleanup, "obj.bin", SIZE)
   const cache = await tempDir(cleanup, "talon-faults-cache-")
   return { ...origin, cache, flags: [...FLAGS, "--scrub-rate", scrubRate] }
@@ -48,9 +54,10 @@ const pageAt = async (cache: string, objectOffset: number) => {
   return u.file
 }
 
-describe("faults: corrupted cache files", () => {
-  it("a byte flipped in a cached page while the worker runs is found by the scrub, never served after, and refetched", async () => {
-    const { stub, data, cache, flags, object, objects } = await setup("256M")
+describe.concurrent("faults: corrupted cache files", () => {
+  it("a byte flipped in a cached page while the worker runs is found by the scrub, never served after, and refetched", async (ctx) => {
+    const cleanup = ownCleanup(ctx)
+    const { stub, data, cache, flags, object, objects } = await setup(cleanup, "256M")
     const w = await startWorker(cleanup, stub, cache, flags)
     await readAll(w.dataPort, object, data)
     // Hits (the native plane may now answer this page from its hit table, without JS).
@@ -74,8 +81,9 @@ describe("faults: corrupted cache files", () => {
     expect(await wrongUnitFiles(cache, objects)).toEqual([])
   }, 300_000)
 
-  it("a flipped byte and a torn page left on disk while the worker was down are dropped at start-up, never served", async () => {
-    const { stub, data, cache, flags, object, objects } = await setup("0")
+  it("a flipped byte and a torn page left on disk while the worker was down are dropped at start-up, never served", async (ctx) => {
+    const cleanup = ownCleanup(ctx)
+    const { stub, data, cache, flags, object, objects } = await setup(cleanup, "0")
     const first = await startWorker(cleanup, stub, cache, flags)
     await readAll(first.dataPort, object, data)
     await first.stop()
@@ -98,8 +106,9 @@ describe("faults: corrupted cache files", () => {
     expect(await wrongUnitFiles(cache, objects)).toEqual([])
   }, 300_000)
 
-  it("a truncated page fails reads only until the size check drops it, then is refetched; one truncated while down is dropped at start-up", async () => {
-    const { stub, data, cache, flags, object, objects } = await setup("0")
+  it("a truncated page fails reads only until the size check drops it, then is refetched; one truncated while down is dropped at start-up", async (ctx) => {
+    const cleanup = ownCleanup(ctx)
+    const { stub, data, cache, flags, object, objects } = await setup(cleanup, "0")
     const w = await startWorker(cleanup, stub, cache, flags)
     await readAll(w.dataPort, object, data)
     await resetOrigin(stub)

@@ -44,7 +44,7 @@ export class BlockStore extends Context.Tag("talon/worker/BlockStore")<BlockStor
         (store) => Effect.promise(() => store.close())
       )
       stats.store = store.health
-      const scrubber = yield* startScrubber(store, { bytesPerSecond: cfg.scrubRate, maxDeferMs: cfg.scrubMaxDeferMs })
+      const scrubber = yield* startScrubber(store, { bytesPerSecond: cfg.scrubRate, maxDeferMs: cfg.scrubMaxDeferMs, minPassMs: cfg.scrubMinPassMs })
       // Serving loops open leased files without the store's verify-before-first-serve: start
       // serving only once every page found on disk has been hashed.
       if (cfg.loops > 1) {
