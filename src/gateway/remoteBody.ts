@@ -12,7 +12,7 @@ import type { ObjectStat } from "../backend/BackendStore.js"
 import type { ObjectId } from "../core/ids.js"
 import { DataErrorCode } from "../protocol/index.js"
 import type { GwCtx } from "./context.js"
-import { streamRest, takeHead } from "./localBody.js"
+import { cutBody, startBody, streamRest } from "./bodyStart.js"
 import { type RemotePlacement, RouteError } from "./Route.js"
 import type { PieceRefusal, ReadyPiece, SpliceRelayShape } from "./spliceRelay.js"
 
@@ -61,10 +61,9 @@ export const serveRemote = async (
   // Refused otherwise (a changed version included: the route finds that out and stats again before the head) or unreachable.
   if (piece._tag !== "Ready") return false
   try {
-    if (res.headersSent || res.destroyed || ctx.aborts.aborted) return false
-    res.writeHead(status, head)
-    let rendered = takeHead(res)
-    if (rendered === undefined) res.flushHeaders()
+    const started = startBody(ctx, status, head)
+    if (started === undefined) return false
+    let rendered = started.rendered
     g.counters.remoteBodies++
     let pos = start
     for (;;) {
@@ -80,8 +79,7 @@ export const serveRemote = async (
       const ok = fd >= 0 && (await remote.relay.relay(ready, socket, fd, to - pos, rendered))
       rendered = undefined
       if (!ok) {
-        g.counters.aborted++
-        res.destroy()
+        cutBody(ctx)
         return true
       }
       g.counters.bytesOut += to - pos
@@ -92,8 +90,7 @@ export const serveRemote = async (
       const got = next === undefined ? undefined : await next
       if (got !== undefined && got._tag === "Rejected" && got.code === DataErrorCode.RateLimited) {
         // The rest would be refused through the route too: the head promised bytes that cannot come.
-        g.counters.aborted++
-        res.destroy()
+        cutBody(ctx)
         return true
       }
       if (got === undefined || got._tag !== "Ready") {
