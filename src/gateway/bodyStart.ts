@@ -29,6 +29,17 @@ export const takeHead = (res: GwCtx["res"]): Uint8Array | undefined => {
   return bytes
 }
 
+/** The GET body to serve: `[start, start+length)` of `stat`'s version under `head`. */
+export interface BodyAsk {
+  readonly status: number
+  readonly head: Record<string, string | number>
+  readonly object: ObjectId
+  readonly stat: ObjectStat
+  readonly start: number
+  readonly length: number
+  readonly cacheable: boolean
+}
+
 /** A head written for a body the caller sends itself: `rendered` is to go out with its first bytes (undefined: node flushed it). */
 export interface StartedBody {
   readonly rendered: Uint8Array | undefined
@@ -38,10 +49,10 @@ export interface StartedBody {
  * Writes the head, unless the response was answered, closed or passed its deadline while the
  * first piece was prepared (undefined: nothing was written, the caller's path answers or drops it).
  */
-export const startBody = (ctx: GwCtx, status: number, head: Record<string, string | number>): StartedBody | undefined => {
+export const startBody = (ctx: GwCtx, ask: BodyAsk): StartedBody | undefined => {
   const { res } = ctx
   if (res.headersSent || res.destroyed || ctx.aborts.aborted) return undefined
-  res.writeHead(status, head)
+  res.writeHead(ask.status, ask.head)
   const rendered = takeHead(res)
   if (rendered === undefined) res.flushHeaders()
   return { rendered }

@@ -6,9 +6,8 @@
  * is read through the route from there. Every piece is of the version the head's ETag names
  * (blocks are keyed by version), so an overwrite at the origin never mixes bytes.
  */
-import type { ObjectStat } from "../backend/BackendStore.js"
 import type { ObjectId } from "../core/ids.js"
-import { cutBody, startBody, streamRest } from "./bodyStart.js"
+import { type BodyAsk, cutBody, startBody, streamRest } from "./bodyStart.js"
 import type { GwCtx } from "./context.js"
 import type { LocalBlocksShape, LocalPiece } from "./localBlocks.js"
 
@@ -19,21 +18,16 @@ const pieceAt = (local: LocalBlocksShape, object: ObjectId, version: string, pos
 }
 
 /**
- * Serves `[start, start+length)` of `stat`'s version from local blocks. False when the first
+ * Serves the asked body from local blocks. False when the first
  * block's piece is not resident here (nothing was written: the caller serves the read).
  */
 export const serveLocal = async (
   ctx: GwCtx,
   local: LocalBlocksShape,
-  status: number,
-  head: Record<string, string | number>,
-  object: ObjectId,
-  stat: ObjectStat,
-  start: number,
-  length: number,
-  cacheable: boolean
+  ask: BodyAsk
 ): Promise<boolean> => {
   const { res, g } = ctx
+  const { object, stat, start, length, cacheable } = ask
   const socket = res.socket
   if (socket === null || local.fdOf(socket) < 0) return false
   const end = start + length
@@ -41,7 +35,7 @@ export const serveLocal = async (
   let piece: LocalPiece | undefined = first instanceof Promise ? await first : first
   if (piece === undefined) return false
   try {
-    const started = startBody(ctx, status, head)
+    const started = startBody(ctx, ask)
     if (started === undefined) return false
     let rendered = started.rendered
     g.counters.localBodies++
