@@ -23,6 +23,7 @@ import { raw } from "../origin/fixtures/testOrigin.js"
 import { patientCoordinator } from "../support/loopbackCoordinator.js"
 import { scopedTempDir } from "../support/scopedTempDir.js"
 import { pausedGet, put, sha, until } from "./fixtures/bodyGets.js"
+import { loopbackWorkerSettings } from "../support/loopbackWorker.js"
 
 const BLOCK = 1024 * 1024
 const PAGE = 256 * 1024
@@ -47,17 +48,14 @@ const fixture = Layer.scoped(
     const coordinator = yield* patientCoordinator(backend)
     const worker = Context.get(
       yield* Layer.build(
-        Worker.layerSettings({
-          id: "w0",
-          dataAddress: "127.0.0.1:0",
-          adminAddress: "127.0.0.1:0",
-          coordinator: coordinator.controlAddress,
-          cacheDirs: [path.join(dir, "w0")],
-          blockSize: BLOCK,
-          pageSize: PAGE,
-          dataPlane: "native",
-          versionTtlMs: 100
-        }).pipe(Layer.provide(backend))
+        Worker.layerSettings(
+          loopbackWorkerSettings("w0", dir, coordinator.controlAddress, {
+            blockSize: BLOCK,
+            pageSize: PAGE,
+            dataPlane: "native",
+            versionTtlMs: 100
+          })
+        ).pipe(Layer.provide(backend))
       ),
       Worker
     )

@@ -19,6 +19,7 @@ import { raw } from "../origin/fixtures/testOrigin.js"
 import { patientCoordinator } from "../support/loopbackCoordinator.js"
 import { scopedTempDir } from "../support/scopedTempDir.js"
 import { pausedGet, put, sha, until } from "./fixtures/bodyGets.js"
+import { loopbackWorkerSettings } from "../support/loopbackWorker.js"
 
 const BLOCK = 1024 * 1024
 const PAGE = 256 * 1024
@@ -47,16 +48,13 @@ const fixture = Layer.scoped(
       const scope = yield* Scope.make()
       yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
       const ctx = yield* Layer.buildWithScope(
-        Worker.layerSettings({
-          id,
-          dataAddress: "127.0.0.1:0",
-          adminAddress: "127.0.0.1:0",
-          coordinator: coordinator.controlAddress,
-          cacheDirs: [path.join(dir, id)],
-          blockSize: BLOCK,
-          pageSize: PAGE,
-          versionTtlMs: 100
-        }).pipe(Layer.provide(backend)),
+        Worker.layerSettings(
+          loopbackWorkerSettings(id, dir, coordinator.controlAddress, {
+            blockSize: BLOCK,
+            pageSize: PAGE,
+            versionTtlMs: 100
+          })
+        ).pipe(Layer.provide(backend)),
         scope
       )
       workers.push({ worker: Context.get(ctx, Worker), scope })
