@@ -9,21 +9,18 @@ import { expect, layer } from "@effect/vitest"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as http from "node:http"
-import * as path from "node:path"
 import { Context, Duration, Effect, Layer } from "effect"
 import * as Router from "../../src/backend/Router.js"
 import { Gateway, type GatewayShape } from "../../src/gateway/Gateway.js"
-import { OriginStub, type OriginStubShape } from "../../src/origin/OriginStub.js"
+import type { OriginStubShape } from "../../src/origin/OriginStub.js"
 import { type LocalReads, makeLocalReads } from "../../src/worker/LocalReads.js"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
 import { TenantLimiter } from "../../src/worker/tenants/TenantLimiter.js"
 import { nativeCounters } from "../../src/worker/plane/Native.js"
 import { Worker, type WorkerShape } from "../../src/worker/Worker.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
-import { patientCoordinator } from "../support/loopbackCoordinator.js"
-import { scopedTempDir } from "../support/scopedTempDir.js"
 import { pausedGet, put, sha, until } from "./fixtures/bodyGets.js"
-import { loopbackWorkerSettings } from "../support/loopbackWorker.js"
+import { loopbackWorkerSettings, originWithCoordinator } from "../support/loopbackWorker.js"
 
 const BLOCK = 1024 * 1024
 const PAGE = 256 * 1024
@@ -42,10 +39,7 @@ class Colocated extends Context.Tag("test/Colocated")<Colocated, Fixture>() {}
 const fixture = Layer.scoped(
   Colocated,
   Effect.gen(function* () {
-    const dir = yield* scopedTempDir("talon-local-body-")
-    const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
-    const backend = Router.layerLocal(origin.url)
-    const coordinator = yield* patientCoordinator(backend)
+    const { dir, origin, backend, coordinator } = yield* originWithCoordinator("talon-local-body-")
     const worker = Context.get(
       yield* Layer.build(
         Worker.layerSettings(

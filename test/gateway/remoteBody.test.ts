@@ -8,18 +8,15 @@
  * never a short response that looks complete).
  */
 import { expect, layer } from "@effect/vitest"
-import * as path from "node:path"
 import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import * as Router from "../../src/backend/Router.js"
 import { Gateway, type GatewayShape } from "../../src/gateway/Gateway.js"
 import { makeSpliceRelay } from "../../src/gateway/spliceRelay.js"
-import { OriginStub, type OriginStubShape } from "../../src/origin/OriginStub.js"
+import type { OriginStubShape } from "../../src/origin/OriginStub.js"
 import { Worker, type WorkerShape } from "../../src/worker/Worker.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
-import { patientCoordinator } from "../support/loopbackCoordinator.js"
-import { scopedTempDir } from "../support/scopedTempDir.js"
 import { pausedGet, put, sha, until } from "./fixtures/bodyGets.js"
-import { loopbackWorkerSettings } from "../support/loopbackWorker.js"
+import { loopbackWorkerSettings, originWithCoordinator } from "../support/loopbackWorker.js"
 
 const BLOCK = 1024 * 1024
 const PAGE = 256 * 1024
@@ -38,10 +35,7 @@ class Cluster extends Context.Tag("test/RemoteBodyCluster")<Cluster, Fixture>() 
 const fixture = Layer.scoped(
   Cluster,
   Effect.gen(function* () {
-    const dir = yield* scopedTempDir("talon-remote-body-")
-    const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
-    const backend = Router.layerLocal(origin.url)
-    const coordinator = yield* patientCoordinator(backend)
+    const { dir, origin, backend, coordinator } = yield* originWithCoordinator("talon-remote-body-")
     const workers = []
     for (const id of ["w0", "w1"]) {
       // Each in its own scope, so a test can stop them (closed at the end if still open).
