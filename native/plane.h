@@ -8,8 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <node_api.h>
-#include <uv.h>
+#include "napi_util.h"
 
 typedef struct {
   uint64_t send_calls;
@@ -66,14 +65,6 @@ typedef struct {
  */
 int64_t plane_xfer(state_t *st, int sock, const uint8_t *hdr, int64_t hdr_len, int file_fd, int64_t file_off,
                    int64_t file_len, int *err);
-
-/* Argument and result helpers of the JS entry points (sendfile.c). */
-napi_value make_int(napi_env env, int64_t v);
-int arg_i64(napi_env env, napi_value v, int64_t *out);
-/* Bytes of a Uint8Array (Buffer included), already adjusted for its byteOffset. */
-int arg_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len);
-/* A typed array of exactly type `want`: its data and element count. */
-int arg_typed(napi_env env, napi_value v, napi_typedarray_type want, void **data, size_t *len);
 
 /* hits.c */
 void hits_free(state_t *st);

@@ -26,46 +26,9 @@
 
 #include "plane.h"
 
-#define CHECK(call)                                                      \
-  do {                                                                   \
-    if ((call) != napi_ok) {                                             \
-      napi_throw_error(env, NULL, "talon_sendfile: " #call " failed");   \
-      return NULL;                                                       \
-    }                                                                    \
-  } while (0)
+#define CHECK(call) NAPI_CHECK("talon_sendfile", call)
 
-static state_t *get_state(napi_env env) {
-  void *data = NULL;
-  if (napi_get_instance_data(env, &data) != napi_ok) return NULL;
-  return (state_t *)data;
-}
-
-napi_value make_int(napi_env env, int64_t v) {
-  napi_value out;
-  napi_create_int64(env, v, &out);
-  return out;
-}
-
-int arg_i64(napi_env env, napi_value v, int64_t *out) {
-  return napi_get_value_int64(env, v, out) == napi_ok;
-}
-
-int arg_typed(napi_env env, napi_value v, napi_typedarray_type want, void **data, size_t *len) {
-  napi_typedarray_type type;
-  return napi_get_typedarray_info(env, v, &type, len, data, NULL, NULL) == napi_ok && type == want;
-}
-
-/* Bytes of a Uint8Array (Buffer included), already adjusted for its byteOffset. */
-int arg_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
-  napi_typedarray_type type;
-  void *ptr = NULL;
-  size_t length = 0;
-  if (napi_get_typedarray_info(env, v, &type, &length, &ptr, NULL, NULL) != napi_ok) return 0;
-  if (type != napi_uint8_array && type != napi_uint8_clamped_array) return 0;
-  *data = (uint8_t *)ptr;
-  *len = length;
-  return 1;
-}
+static state_t *get_state(napi_env env) { return (state_t *)instance_data(env); }
 
 int64_t plane_xfer(state_t *st, int sock, const uint8_t *hdr, int64_t hdr_len, int file_fd, int64_t file_off,
                    int64_t file_len, int *err_out) {
@@ -136,9 +99,7 @@ int64_t plane_xfer(state_t *st, int sock, const uint8_t *hdr, int64_t hdr_len, i
  * such as -EPIPE / -ECONNRESET.
  */
 static napi_value SendHeaderFile(napi_env env, napi_callback_info info) {
-  size_t argc = 7;
-  napi_value argv[7];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(7);
   state_t *st = get_state(env);
   int64_t sock, hdr_off, hdr_len, file_fd, file_off, file_len;
   if (argc < 7 || !arg_i64(env, argv[0], &sock) || !arg_i64(env, argv[2], &hdr_off) ||
@@ -255,9 +216,7 @@ static void on_epoll_readable(uv_poll_t *handle, int status, int events) {
 
 /* init(ready: Int32Array of (fd, events) pairs, onReady: (count) => void) -> 0 | -errno. Idempotent per env. */
 static napi_value Init(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(2);
   state_t *st = get_state(env);
   napi_typedarray_type type;
   size_t len;
@@ -279,19 +238,8 @@ static napi_value Init(napi_env env, napi_callback_info info) {
   if (!st->polling) {
     uv_loop_t *loop = NULL;
     CHECK(napi_get_uv_event_loop(env, &loop));
-    st->poll = (uv_poll_t *)calloc(1, sizeof(uv_poll_t));
-    if (st->poll == NULL) return make_int(env, -(int64_t)ENOMEM);
-    int r = uv_poll_init(loop, st->poll, st->epfd);
-    if (r != 0) {
-      free(st->poll);
-      st->poll = NULL;
-      return make_int(env, r);
-    }
-    st->poll->data = st;
-    r = uv_poll_start(st->poll, UV_READABLE, on_epoll_readable);
+    int r = poll_epoll_fd(loop, st->epfd, st, on_epoll_readable, &st->poll);
     if (r != 0) return make_int(env, r);
-    /* The sockets being waited on keep the process alive; this watcher must not. */
-    uv_unref((uv_handle_t *)st->poll);
     st->polling = 1;
   }
   return make_int(env, 0);
@@ -299,9 +247,7 @@ static napi_value Init(napi_env env, napi_callback_info info) {
 
 /* waitWritable(fd) -> 0 | -errno: one-shot EPOLLOUT on the shared epoll fd. */
 static napi_value WaitWritable(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(1);
   state_t *st = get_state(env);
   int64_t fd;
   if (argc < 1 || !arg_i64(env, argv[0], &fd)) {
@@ -314,14 +260,7 @@ static napi_value WaitWritable(napi_env env, napi_callback_info info) {
   ev.events = EPOLLOUT | EPOLLONESHOT;
   ev.data.fd = (int)fd;
   st->c.waits++;
-  /*
-   * A registration disappears by itself when its socket is closed, and the fd number may be
-   * reused by a later connection: so MOD first (re-arm the common case), ADD when absent.
-   */
-  if (epoll_ctl(st->epfd, EPOLL_CTL_MOD, (int)fd, &ev) == 0) return make_int(env, 0);
-  if (errno != ENOENT) return make_int(env, -(int64_t)errno);
-  if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, (int)fd, &ev) == 0) return make_int(env, 0);
-  return make_int(env, -(int64_t)errno);
+  return make_int(env, epoll_set(st->epfd, (int)fd, &ev));
 }
 
 /*
@@ -333,9 +272,7 @@ static napi_value WaitWritable(napi_env env, napi_callback_info info) {
  * to ADD, DEL of a vanished registration is not an error.
  */
 static napi_value Watch(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(2);
   state_t *st = get_state(env);
   int64_t fd, interest;
   if (argc < 2 || !arg_i64(env, argv[0], &fd) || !arg_i64(env, argv[1], &interest)) {
@@ -352,17 +289,12 @@ static napi_value Watch(napi_env env, napi_callback_info info) {
   ev.events = ((interest & 1) ? EPOLLIN : 0) | ((interest & 2) ? EPOLLOUT : 0);
   ev.data.fd = (int)fd;
   if (interest & 2) st->c.waits++;
-  if (epoll_ctl(st->epfd, EPOLL_CTL_MOD, (int)fd, &ev) == 0) return make_int(env, 0);
-  if (errno != ENOENT) return make_int(env, -(int64_t)errno);
-  if (epoll_ctl(st->epfd, EPOLL_CTL_ADD, (int)fd, &ev) == 0) return make_int(env, 0);
-  return make_int(env, -(int64_t)errno);
+  return make_int(env, epoll_set(st->epfd, (int)fd, &ev));
 }
 
 /* recv(fd, buf, off, len) -> bytes read, 0 at end of stream, or -errno (-EAGAIN: nothing there). */
 static napi_value Recv(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(4);
   state_t *st = get_state(env);
   int64_t fd, off, len;
   uint8_t *buf = NULL;
@@ -393,9 +325,7 @@ static napi_value Recv(napi_env env, napi_callback_info info) {
  * EAGAIN, which both treat as "nothing pending".
  */
 static napi_value Accept(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(2);
   state_t *st = get_state(env);
   int64_t lfd;
   napi_typedarray_type type;
@@ -424,9 +354,7 @@ static napi_value Accept(napi_env env, napi_callback_info info) {
 }
 
 static napi_value sockopt_int(napi_env env, napi_callback_info info, int level, int name, int set) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(2);
   int64_t fd, value = 0;
   if (argc < 1 || !arg_i64(env, argv[0], &fd) || (set && (argc < 2 || !arg_i64(env, argv[1], &value)))) {
     napi_throw_type_error(env, NULL, "socket option: (fd[, value])");
@@ -479,9 +407,7 @@ static napi_value Counters(napi_env env, napi_callback_info info) {
 
 /* errnoName(n) -> "EPIPE" etc., for messages a user can act on. */
 static napi_value ErrnoName(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(1);
   int64_t e = 0;
   if (argc < 1 || !arg_i64(env, argv[0], &e)) e = 0;
   if (e < 0) e = -e;
@@ -523,12 +449,7 @@ static void cleanup_hook(napi_async_cleanup_hook_handle handle, void *arg) {
   free(st);
 }
 
-#define EXPORT(name, fn)                                                  \
-  do {                                                                    \
-    napi_value f;                                                         \
-    CHECK(napi_create_function(env, name, NAPI_AUTO_LENGTH, fn, NULL, &f)); \
-    CHECK(napi_set_named_property(env, exports, name, f));                \
-  } while (0)
+#define EXPORT NAPI_EXPORT
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   state_t *st = (state_t *)calloc(1, sizeof(state_t));

@@ -22,16 +22,10 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <node_api.h>
-#include <uv.h>
 
-#define CHECK(call)                                                   \
-  do {                                                                \
-    if ((call) != napi_ok) {                                          \
-      napi_throw_error(env, NULL, "talon_splice: " #call " failed");  \
-      return NULL;                                                    \
-    }                                                                 \
-  } while (0)
+#include "napi_util.h"
+
+#define CHECK(call) NAPI_CHECK("talon_splice", call)
 
 /* -RELAY_EOF: the worker closed its connection before the body's last byte. */
 #define RELAY_EOF 1000
@@ -67,29 +61,7 @@ typedef struct {
   uint64_t relays, splices, bytes, waits, wakeups;
 } sstate_t;
 
-static sstate_t *get_state(napi_env env) {
-  void *data = NULL;
-  if (napi_get_instance_data(env, &data) != napi_ok) return NULL;
-  return (sstate_t *)data;
-}
-
-static napi_value make_int(napi_env env, int64_t v) {
-  napi_value out;
-  napi_create_int64(env, v, &out);
-  return out;
-}
-
-static int arg_i64(napi_env env, napi_value v, int64_t *out) { return napi_get_value_int64(env, v, out) == napi_ok; }
-
-static int arg_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len) {
-  napi_typedarray_type type;
-  size_t offset;
-  napi_value ab;
-  void *base;
-  if (napi_get_typedarray_info(env, v, &type, len, &base, &ab, &offset) != napi_ok || type != napi_uint8_array) return 0;
-  *data = (uint8_t *)base;
-  return 1;
-}
+static sstate_t *get_state(napi_env env) { return (sstate_t *)instance_data(env); }
 
 /* Registers `fd` for `events` under `slot` (level-triggered), replacing the slot's earlier registration. */
 static int arm(sstate_t *st, int slot, int fd, uint32_t events) {
@@ -239,9 +211,7 @@ static int slot_arg(napi_env env, sstate_t *st, napi_value v, int64_t *slot) {
 
 /* init(slots, onEvent: (slot, code) => void) -> 0 | -errno. */
 static napi_value Init(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(2);
   sstate_t *st = get_state(env);
   int64_t slots;
   napi_valuetype t;
@@ -258,27 +228,12 @@ static napi_value Init(napi_env env, napi_callback_info info) {
   st->epfd = epoll_create1(EPOLL_CLOEXEC);
   if (st->epfd < 0) return make_int(env, -errno);
   CHECK(napi_get_uv_event_loop(env, &st->loop));
-  st->poll = (uv_poll_t *)calloc(1, sizeof(uv_poll_t));
-  if (st->poll == NULL) return make_int(env, -ENOMEM);
-  int r = uv_poll_init(st->loop, st->poll, st->epfd);
-  if (r != 0) {
-    free(st->poll);
-    st->poll = NULL;
-    return make_int(env, r);
-  }
-  st->poll->data = st;
-  r = uv_poll_start(st->poll, UV_READABLE, on_epoll);
-  if (r != 0) return make_int(env, r);
-  /* The sockets being relayed keep the process alive; this watcher must not. */
-  uv_unref((uv_handle_t *)st->poll);
-  return make_int(env, 0);
+  return make_int(env, poll_epoll_fd(st->loop, st->epfd, st, on_epoll, &st->poll));
 }
 
 /* pipe(out: Int32Array(2)) -> the pipe's capacity in bytes | -errno: a non-blocking pipe, grown to 1 MiB when allowed. */
 static napi_value Pipe(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(1);
   napi_typedarray_type type;
   size_t len;
   void *data;
@@ -302,9 +257,7 @@ static napi_value Pipe(napi_env env, napi_callback_info info) {
  * Pending: onEvent(slot, code) follows once with the end (0 or < 0), after progress notes (1).
  */
 static napi_value Relay(napi_env env, napi_callback_info info) {
-  size_t argc = 8;
-  napi_value argv[8];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(8);
   sstate_t *st = get_state(env);
   int64_t slot, src, dst, pr, pw, psize, length;
   napi_valuetype ht = napi_null;
@@ -352,9 +305,7 @@ static napi_value Relay(napi_env env, napi_callback_info info) {
 
 /* wait(slot, fd, events: 1 readable | 2 writable) -> 0 | -errno: onEvent(slot, WAIT_DONE | events seen) once. */
 static napi_value Wait(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(3);
   sstate_t *st = get_state(env);
   int64_t slot, fd, events;
   if (argc < 3 || st->slots == NULL || !slot_arg(env, st, argv[0], &slot) || !arg_i64(env, argv[1], &fd) || !arg_i64(env, argv[2], &events)) {
@@ -371,9 +322,7 @@ static napi_value Wait(napi_env env, napi_callback_info info) {
 
 /* cancel(slot) -> 1 when something was pending (no onEvent follows), else 0. */
 static napi_value Cancel(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(1);
   sstate_t *st = get_state(env);
   int64_t slot;
   if (argc < 1 || st->slots == NULL || !slot_arg(env, st, argv[0], &slot)) {
@@ -387,9 +336,7 @@ static napi_value Cancel(napi_env env, napi_callback_info info) {
 
 /* recv(fd, buf, off, len) -> bytes read, 0 at end of stream, or -errno. */
 static napi_value Recv(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(4);
   int64_t fd, off, len;
   uint8_t *data;
   size_t cap;
@@ -407,9 +354,7 @@ static napi_value Recv(napi_env env, napi_callback_info info) {
 
 /* close(fd) -> 0 | -errno (a pipe end this module made). */
 static napi_value Close(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_ARGS(1);
   int64_t fd;
   if (argc < 1 || !arg_i64(env, argv[0], &fd)) {
     napi_throw_type_error(env, NULL, "close(fd)");
@@ -460,12 +405,7 @@ static void cleanup_hook(napi_async_cleanup_hook_handle handle, void *arg) {
   free(st);
 }
 
-#define EXPORT(name, fn)                                                    \
-  do {                                                                      \
-    napi_value f;                                                           \
-    CHECK(napi_create_function(env, name, NAPI_AUTO_LENGTH, fn, NULL, &f)); \
-    CHECK(napi_set_named_property(env, exports, name, f));                  \
-  } while (0)
+#define EXPORT NAPI_EXPORT
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   sstate_t *st = (sstate_t *)calloc(1, sizeof(sstate_t));

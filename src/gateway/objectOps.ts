@@ -14,6 +14,7 @@ import { decideRead, type ReadFailure, type ReadValidators } from "../http/readD
 import type { Payload } from "../client/SlabPool.js"
 import { Aborted, type GwCtx, type RequestAbort, run, writePayload } from "./context.js"
 import { type ByteReader, RouteError } from "./Route.js"
+import type { BodyAsk } from "./bodyStart.js"
 import { serveLocal } from "./localBody.js"
 import { serveRemote } from "./remoteBody.js"
 import { ROUTE_ATTRIBUTE } from "./spans.js"
@@ -183,15 +184,16 @@ export const serveRead = async (ctx: GwCtx, d: Dialect, object: ObjectId, rangeH
       return
     }
     const cacheable = cacheableId(object) && !g.stats.recentlyWritten(object)
+    const ask: BodyAsk = { status: decision.partial ? 206 : 200, head, object, stat, start: decision.start, length: decision.length, cacheable }
     if (g.local !== undefined && cacheable && g.route.name === "cache") {
-      if (await serveLocal(ctx, g.local, decision.partial ? 206 : 200, head, object, stat, decision.start, decision.length, cacheable)) {
+      if (await serveLocal(ctx, g.local, ask)) {
         // The co-located worker's blocks by sendfile: the request span only.
         ctx.span?.attribute(ROUTE_ATTRIBUTE, "cache")
         return
       }
     }
     if (g.remote !== undefined && cacheable) {
-      const relayed = await serveRemote(ctx, g.remote, decision.partial ? 206 : 200, head, object, stat, decision.start, decision.length, cacheable)
+      const relayed = await serveRemote(ctx, g.remote, ask)
       if (relayed instanceof RouteError) {
         g.counters.errors++
         return d.error(ctx, 503, d.codes.unavailable, `Neither the cache nor the origin could serve the object: ${relayed.detail}`)

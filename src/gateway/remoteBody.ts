@@ -12,7 +12,7 @@ import type { ObjectStat } from "../backend/BackendStore.js"
 import type { ObjectId } from "../core/ids.js"
 import { DataErrorCode } from "../protocol/index.js"
 import type { GwCtx } from "./context.js"
-import { streamRest, takeHead } from "./localBody.js"
+import { type BodyAsk, cutBody, startBody, streamRest } from "./bodyStart.js"
 import { type RemotePlacement, RouteError } from "./Route.js"
 import type { PieceRefusal, ReadyPiece, SpliceRelayShape } from "./spliceRelay.js"
 
@@ -26,7 +26,7 @@ export interface RemoteBodies {
 const pieceEnd = (pos: number, end: number, pieceBytes: number) => Math.min(end, (Math.floor(pos / pieceBytes) + 1) * pieceBytes)
 
 /** The piece at `pos` asked of its first replica, its reply header read. */
-const ask = (remote: RemoteBodies, object: ObjectId, stat: ObjectStat, pos: number, end: number): Promise<ReadyPiece | PieceRefusal> | undefined => {
+const askPiece = (remote: RemoteBodies, object: ObjectId, stat: ObjectStat, pos: number, end: number): Promise<ReadyPiece | PieceRefusal> | undefined => {
   const owners = remote.placement.place(object, stat, pos)
   const address = owners?.[0]
   if (address === undefined) return undefined
@@ -34,26 +34,21 @@ const ask = (remote: RemoteBodies, object: ObjectId, stat: ObjectStat, pos: numb
 }
 
 /**
- * Serves `[start, start+length)` of `stat`'s version by splice. False when the first piece
+ * Serves the asked body by splice. False when the first piece
  * cannot be relayed (nothing was written: the caller serves the read); a RouteError when the
  * workers refused it for the tenant's limit (nothing was written: the caller answers it).
  */
 export const serveRemote = async (
   ctx: GwCtx,
   remote: RemoteBodies,
-  status: number,
-  head: Record<string, string | number>,
-  object: ObjectId,
-  stat: ObjectStat,
-  start: number,
-  length: number,
-  cacheable: boolean
+  ask: BodyAsk
 ): Promise<boolean | RouteError> => {
   const { res, g } = ctx
+  const { object, stat, start, length, cacheable } = ask
   const socket = res.socket
   if (socket === null || remote.relay.fdOf(socket) < 0) return false
   const end = start + length
-  const asked = ask(remote, object, stat, start, end)
+  const asked = askPiece(remote, object, stat, start, end)
   if (asked === undefined) return false
   let piece: ReadyPiece | PieceRefusal | undefined = await asked
   // Over the tenant's limit: the route would be refused the same way, and asking again would charge the limit twice.
@@ -61,10 +56,9 @@ export const serveRemote = async (
   // Refused otherwise (a changed version included: the route finds that out and stats again before the head) or unreachable.
   if (piece._tag !== "Ready") return false
   try {
-    if (res.headersSent || res.destroyed || ctx.aborts.aborted) return false
-    res.writeHead(status, head)
-    let rendered = takeHead(res)
-    if (rendered === undefined) res.flushHeaders()
+    const started = startBody(ctx, ask)
+    if (started === undefined) return false
+    let rendered = started.rendered
     g.counters.remoteBodies++
     let pos = start
     for (;;) {
@@ -80,20 +74,18 @@ export const serveRemote = async (
       const ok = fd >= 0 && (await remote.relay.relay(ready, socket, fd, to - pos, rendered))
       rendered = undefined
       if (!ok) {
-        g.counters.aborted++
-        res.destroy()
+        cutBody(ctx)
         return true
       }
       g.counters.bytesOut += to - pos
       g.counters.remoteBytes += to - pos
       pos = to
       if (pos >= end) break
-      const next = ask(remote, object, stat, pos, end)
+      const next = askPiece(remote, object, stat, pos, end)
       const got = next === undefined ? undefined : await next
       if (got !== undefined && got._tag === "Rejected" && got.code === DataErrorCode.RateLimited) {
         // The rest would be refused through the route too: the head promised bytes that cannot come.
-        g.counters.aborted++
-        res.destroy()
+        cutBody(ctx)
         return true
       }
       if (got === undefined || got._tag !== "Ready") {

@@ -4,7 +4,6 @@
  * read from the stub's own counters.
  */
 import { randomBytes } from "node:crypto"
-import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Layer, Stream } from "effect"
 import * as Router from "../../src/backend/Router.js"
@@ -13,6 +12,7 @@ import { Worker } from "../../src/worker/Worker.js"
 import { scopedTempDir } from "../support/scopedTempDir.js"
 import { loopbackCoordinator } from "../support/loopbackCoordinator.js"
 import { stubWithObjects } from "../support/stubWithObjects.js"
+import { loopbackWorkerSettings } from "../support/loopbackWorker.js"
 
 const BLOCK = 128 * 1024
 const PAGE = 16 * 1024
@@ -32,17 +32,14 @@ describe("TalonClient with a real coordinator and real workers", () => {
           const coordinator = yield* loopbackCoordinator(backend)
           for (const id of ["w1", "w2"]) {
             yield* Layer.build(
-              Worker.layerSettings({
-                id,
-                dataAddress: "127.0.0.1:0",
-                adminAddress: "127.0.0.1:0",
-                coordinator: coordinator.controlAddress,
-                cacheDirs: [path.join(dir, id)],
-                blockSize: BLOCK,
-                pageSize: PAGE,
-                dataPlane: "portable",
-                versionTtlMs: 60_000
-              }).pipe(Layer.provide(backend))
+              Worker.layerSettings(
+                loopbackWorkerSettings(id, dir, coordinator.controlAddress, {
+                  blockSize: BLOCK,
+                  pageSize: PAGE,
+                  dataPlane: "portable",
+                  versionTtlMs: 60_000
+                })
+              ).pipe(Layer.provide(backend))
             )
           }
           yield* coordinator.members.pipe(

@@ -6,23 +6,21 @@
  * and an overwrite at the origin during a send (the body stays the version its ETag names).
  */
 import { expect, layer } from "@effect/vitest"
-import { createHash, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as http from "node:http"
-import * as net from "node:net"
-import * as path from "node:path"
 import { Context, Duration, Effect, Layer } from "effect"
 import * as Router from "../../src/backend/Router.js"
 import { Gateway, type GatewayShape } from "../../src/gateway/Gateway.js"
-import { OriginStub, type OriginStubShape } from "../../src/origin/OriginStub.js"
+import type { OriginStubShape } from "../../src/origin/OriginStub.js"
 import { type LocalReads, makeLocalReads } from "../../src/worker/LocalReads.js"
 import { Backend, type ObjectId } from "../../src/core/ids.js"
 import { TenantLimiter } from "../../src/worker/tenants/TenantLimiter.js"
 import { nativeCounters } from "../../src/worker/plane/Native.js"
 import { Worker, type WorkerShape } from "../../src/worker/Worker.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
-import { patientCoordinator } from "../support/loopbackCoordinator.js"
-import { scopedTempDir } from "../support/scopedTempDir.js"
+import { pausedGet, put, sha, until } from "./fixtures/bodyGets.js"
+import { loopbackWorkerSettings, originWithCoordinator } from "../support/loopbackWorker.js"
 
 const BLOCK = 1024 * 1024
 const PAGE = 256 * 1024
@@ -41,23 +39,17 @@ class Colocated extends Context.Tag("test/Colocated")<Colocated, Fixture>() {}
 const fixture = Layer.scoped(
   Colocated,
   Effect.gen(function* () {
-    const dir = yield* scopedTempDir("talon-local-body-")
-    const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
-    const backend = Router.layerLocal(origin.url)
-    const coordinator = yield* patientCoordinator(backend)
+    const { dir, origin, backend, coordinator } = yield* originWithCoordinator("talon-local-body-")
     const worker = Context.get(
       yield* Layer.build(
-        Worker.layerSettings({
-          id: "w0",
-          dataAddress: "127.0.0.1:0",
-          adminAddress: "127.0.0.1:0",
-          coordinator: coordinator.controlAddress,
-          cacheDirs: [path.join(dir, "w0")],
-          blockSize: BLOCK,
-          pageSize: PAGE,
-          dataPlane: "native",
-          versionTtlMs: 100
-        }).pipe(Layer.provide(backend))
+        Worker.layerSettings(
+          loopbackWorkerSettings("w0", dir, coordinator.controlAddress, {
+            blockSize: BLOCK,
+            pageSize: PAGE,
+            dataPlane: "native",
+            versionTtlMs: 100
+          })
+        ).pipe(Layer.provide(backend))
       ),
       Worker
     )
@@ -81,12 +73,6 @@ const fixture = Layer.scoped(
   })
 )
 
-const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex")
-const put = async (f: Fixture, key: string, bytes: Buffer) => {
-  const r = await raw(f.origin.url, "PUT", `/bucket/${key}`, {}, bytes)
-  if (r.status !== 200) throw new Error(`PUT ${key}: ${r.status}`)
-  return String(r.headers.etag)
-}
 const keepAliveGet = (agent: http.Agent, url: string, range: string, sockets: Set<unknown>) =>
   new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
     const req = http.get(`${url}/bucket/small.bin`, { agent, headers: { Range: range } }, (res) => {
@@ -99,41 +85,6 @@ const keepAliveGet = (agent: http.Agent, url: string, range: string, sockets: Se
     req.on("error", reject)
   })
 const openFds = () => fs.readdirSync("/proc/self/fd").length
-
-/**
- * A GET over a raw socket whose reading the test controls: `pause()`d from the start, the
- * head and body gathered once resumed; `done` resolves with them or "cut" when the connection ended short.
- */
-const pausedGet = (url: string, key: string) => {
-  const u = new URL(url)
-  const socket = net.connect({ host: u.hostname, port: Number(u.port) })
-  socket.pause()
-  socket.write(`GET /bucket/${key} HTTP/1.1\r\nHost: ${u.host}\r\nConnection: close\r\n\r\n`)
-  const chunks: Array<Buffer> = []
-  const done = new Promise<{ head: string; body: Buffer } | "cut">((resolve) => {
-    socket.on("data", (c: Buffer) => chunks.push(c))
-    socket.on("error", () => undefined)
-    socket.on("close", () => {
-      const all = Buffer.concat(chunks)
-      const at = all.indexOf("\r\n\r\n")
-      if (at < 0) return resolve("cut")
-      const head = all.subarray(0, at).toString()
-      const body = all.subarray(at + 4)
-      const length = Number(/content-length: (\d+)/i.exec(head)?.[1])
-      resolve(body.length === length ? { head, body } : "cut")
-    })
-  })
-  return { socket, done }
-}
-
-const until = (check: () => boolean, what: string) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < 500; i++) {
-      if (check()) return
-      yield* Effect.sleep("10 millis")
-    }
-    throw new Error(`timed out waiting for ${what}`)
-  })
 
 layer(fixture, { excludeTestServices: true, timeout: "60 seconds" })("gateway co-located body path", (it) => {
   it.effect("serves resident ranges by sendfile, each range's SHA-256 the origin's; what is not resident comes through the route", () =>

@@ -15,6 +15,7 @@ import { sampleBytes } from "../../src/origin/seed.js"
 import { Worker } from "../../src/worker/Worker.js"
 import { raw, tempDir } from "../origin/fixtures/testOrigin.js"
 import { patientCoordinator } from "../support/loopbackCoordinator.js"
+import { loopbackWorkerSettings } from "../support/loopbackWorker.js"
 
 const MiB = 1024 * 1024
 const BLOCK = MiB
@@ -29,16 +30,13 @@ const cluster = Effect.gen(function* () {
   const coordinator = yield* patientCoordinator(backend)
   for (const id of ["w1", "w2"]) {
     yield* Layer.build(
-      Worker.layerSettings({
-        id,
-        dataAddress: "127.0.0.1:0",
-        adminAddress: "127.0.0.1:0",
-        coordinator: coordinator.controlAddress,
-        cacheDirs: [path.join(dir, id)],
-        blockSize: BLOCK,
-        pageSize: 256 * 1024,
-        dataPlane: "portable"
-      }).pipe(Layer.provide(backend))
+      Worker.layerSettings(
+        loopbackWorkerSettings(id, dir, coordinator.controlAddress, {
+          blockSize: BLOCK,
+          pageSize: 256 * 1024,
+          dataPlane: "portable"
+        })
+      ).pipe(Layer.provide(backend))
     )
   }
   yield* coordinator.members.pipe(Effect.delay("50 millis"), Effect.repeat({ until: (m) => m.length >= 2 }), Effect.timeout(Duration.seconds(30)))

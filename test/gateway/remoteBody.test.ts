@@ -8,18 +8,15 @@
  * never a short response that looks complete).
  */
 import { expect, layer } from "@effect/vitest"
-import { createHash } from "node:crypto"
-import * as net from "node:net"
-import * as path from "node:path"
 import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import * as Router from "../../src/backend/Router.js"
 import { Gateway, type GatewayShape } from "../../src/gateway/Gateway.js"
 import { makeSpliceRelay } from "../../src/gateway/spliceRelay.js"
-import { OriginStub, type OriginStubShape } from "../../src/origin/OriginStub.js"
+import type { OriginStubShape } from "../../src/origin/OriginStub.js"
 import { Worker, type WorkerShape } from "../../src/worker/Worker.js"
 import { raw } from "../origin/fixtures/testOrigin.js"
-import { patientCoordinator } from "../support/loopbackCoordinator.js"
-import { scopedTempDir } from "../support/scopedTempDir.js"
+import { pausedGet, put, sha, until } from "./fixtures/bodyGets.js"
+import { loopbackWorkerSettings, originWithCoordinator } from "../support/loopbackWorker.js"
 
 const BLOCK = 1024 * 1024
 const PAGE = 256 * 1024
@@ -38,26 +35,20 @@ class Cluster extends Context.Tag("test/RemoteBodyCluster")<Cluster, Fixture>() 
 const fixture = Layer.scoped(
   Cluster,
   Effect.gen(function* () {
-    const dir = yield* scopedTempDir("talon-remote-body-")
-    const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
-    const backend = Router.layerLocal(origin.url)
-    const coordinator = yield* patientCoordinator(backend)
+    const { dir, origin, backend, coordinator } = yield* originWithCoordinator("talon-remote-body-")
     const workers = []
     for (const id of ["w0", "w1"]) {
       // Each in its own scope, so a test can stop them (closed at the end if still open).
       const scope = yield* Scope.make()
       yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
       const ctx = yield* Layer.buildWithScope(
-        Worker.layerSettings({
-          id,
-          dataAddress: "127.0.0.1:0",
-          adminAddress: "127.0.0.1:0",
-          coordinator: coordinator.controlAddress,
-          cacheDirs: [path.join(dir, id)],
-          blockSize: BLOCK,
-          pageSize: PAGE,
-          versionTtlMs: 100
-        }).pipe(Layer.provide(backend)),
+        Worker.layerSettings(
+          loopbackWorkerSettings(id, dir, coordinator.controlAddress, {
+            blockSize: BLOCK,
+            pageSize: PAGE,
+            versionTtlMs: 100
+          })
+        ).pipe(Layer.provide(backend)),
         scope
       )
       workers.push({ worker: Context.get(ctx, Worker), scope })
@@ -82,8 +73,6 @@ const fixture = Layer.scoped(
   })
 )
 
-const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex")
-
 /** Bytes that are the same on every run, so the object's version, and so its placement, is too. */
 const fixedBytes = (n: number, seed: number): Buffer => {
   const out = Buffer.alloc(Math.ceil(n / 4) * 4)
@@ -94,44 +83,6 @@ const fixedBytes = (n: number, seed: number): Buffer => {
   }
   return out.subarray(0, n)
 }
-
-const put = async (f: Fixture, key: string, bytes: Buffer) => {
-  const r = await raw(f.origin.url, "PUT", `/bucket/${key}`, {}, bytes)
-  if (r.status !== 200) throw new Error(`PUT ${key}: ${r.status}`)
-  return String(r.headers.etag)
-}
-
-/** A GET over a raw socket the test pauses and resumes; "cut" when the connection ended short of Content-Length. */
-const pausedGet = (url: string, key: string) => {
-  const u = new URL(url)
-  const socket = net.connect({ host: u.hostname, port: Number(u.port) })
-  socket.pause()
-  socket.write(`GET /bucket/${key} HTTP/1.1\r\nHost: ${u.host}\r\nConnection: close\r\n\r\n`)
-  const chunks: Array<Buffer> = []
-  const done = new Promise<{ head: string; body: Buffer } | "cut">((resolve) => {
-    socket.on("data", (c: Buffer) => chunks.push(c))
-    socket.on("error", () => undefined)
-    socket.on("close", () => {
-      const all = Buffer.concat(chunks)
-      const at = all.indexOf("\r\n\r\n")
-      if (at < 0) return resolve("cut")
-      const head = all.subarray(0, at).toString()
-      const body = all.subarray(at + 4)
-      const length = Number(/content-length: (\d+)/i.exec(head)?.[1])
-      resolve(body.length === length ? { head, body } : "cut")
-    })
-  })
-  return { socket, done }
-}
-
-const until = (check: () => boolean, what: string) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < 500; i++) {
-      if (check()) return
-      yield* Effect.sleep("10 millis")
-    }
-    throw new Error(`timed out waiting for ${what}`)
-  })
 
 const relayWaits = () => {
   const relay = makeSpliceRelay({ connectTimeoutMs: 1000 })

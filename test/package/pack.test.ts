@@ -83,7 +83,7 @@ describe("the packed package", () => {
       expect(files.has(t.default.slice(2)), `${key} -> ${t.default}`).toBe(true)
       expect(files.has(t.types.slice(2)), `${key} -> ${t.types}`).toBe(true)
     }
-    for (const f of ["bin/talon.mjs", "binding.gyp", "native/sendfile.c", "native/hits.c", "native/plane.h", "native/fuse.c", "native/fuse_reply.c", "native/fuse.h", "dist/cli/main.js"]) {
+    for (const f of ["bin/talon.mjs", "binding.gyp", "native/sendfile.c", "native/hits.c", "native/plane.h", "native/napi_util.h", "native/fuse.c", "native/fuse_reply.c", "native/fuse.h", "dist/cli/main.js"]) {
       expect(files.has(f), f).toBe(true)
     }
     expect([...files].filter((f) => f.startsWith("src/") || f.startsWith("test/") || f.startsWith("build/"))).toEqual([])

@@ -6,13 +6,13 @@
  * itself: libuv must never read it), and its close is reported back so the owner's count of this
  * loop's connections stays true.
  */
-import * as NodeSocket from "@effect/platform-node/NodeSocket"
 import * as Socket from "@effect/platform/Socket"
 import * as SocketServer from "@effect/platform/SocketServer"
-import { Cause, Effect, Exit, FiberSet, Layer, Scope } from "effect"
+import { Effect, Exit, Layer, Scope } from "effect"
 import * as net from "node:net"
 import { DataPlane } from "../plane/DataPlane.js"
 import { connectionMessage, connectionMessageKind } from "./protocol.js"
+import { serveConnections } from "../server/serveConnections.js"
 
 /** `net.Socket`'s constructor options for adopting an accepted handle (what net.Server passes; not in @types/node). */
 interface AdoptOptions extends net.SocketConstructorOpts {
@@ -52,25 +52,7 @@ export const layer = (address: { readonly host: string; readonly port: number })
 
       const run = <R, E, _>(handler: (socket: Socket.Socket) => Effect.Effect<_, E, R>) =>
         Effect.gen(function* () {
-          const scope = yield* Scope.make()
-          const fibers = yield* FiberSet.make().pipe(Scope.extend(scope))
-          const fork = yield* FiberSet.runtime(fibers)<R>()
-          const serve = (conn: net.Socket) => {
-            conn.on("error", () => {})
-            const open = Effect.suspend(() =>
-              conn.destroyed ? Effect.fail(new Socket.SocketCloseError({ reason: "Close", code: 1000 })) : Effect.succeed(conn)
-            )
-            fork(
-              NodeSocket.fromDuplex(open).pipe(
-                Effect.flatMap(handler),
-                Effect.catchAllCause((cause) =>
-                  Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning("data connection handler failed", cause)
-                ),
-                Effect.ensuring(Effect.sync(() => conn.destroy())),
-                Effect.provideService(NodeSocket.NetSocket, conn)
-              )
-            )
-          }
+          const { serve, scope } = yield* serveConnections(handler)
           return yield* Effect.async<never>(() => {
             onConnection = serve
             for (const s of pending.splice(0)) serve(s)

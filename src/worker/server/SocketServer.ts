@@ -18,9 +18,10 @@
 import * as NodeSocket from "@effect/platform-node/NodeSocket"
 import * as Socket from "@effect/platform/Socket"
 import * as SocketServer from "@effect/platform/SocketServer"
-import { Cause, Effect, Exit, FiberSet, Layer, Scope } from "effect"
+import { Effect, Exit, Layer, Scope } from "effect"
 import * as net from "node:net"
 import { type ControlTlsFiles, controlTlsServer } from "../../transport/controlTls.js"
+import { serveConnections } from "./serveConnections.js"
 
 /**
  * An accepted connection as the data plane sees it: the Node socket and its kernel fd.
@@ -126,27 +127,7 @@ export const make = (options: ListenOptions): Effect.Effect<SocketServer.SocketS
 
     const run = <R, E, _>(handler: (socket: Socket.Socket) => Effect.Effect<_, E, R>) =>
       Effect.gen(function* () {
-        const scope = yield* Scope.make()
-        const fibers = yield* FiberSet.make().pipe(Scope.extend(scope))
-        const fork = yield* FiberSet.runtime(fibers)<R>()
-        const serve = (conn: net.Socket) => {
-          conn.on("error", () => {})
-          const open = Effect.suspend(() =>
-            conn.destroyed
-              ? Effect.fail(new Socket.SocketCloseError({ reason: "Close", code: 1000 }))
-              : Effect.succeed(conn)
-          )
-          fork(
-            NodeSocket.fromDuplex(open).pipe(
-              Effect.flatMap(handler),
-              Effect.catchAllCause((cause) =>
-                Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning("data connection handler failed", cause)
-              ),
-              Effect.ensuring(Effect.sync(() => conn.destroy())),
-              Effect.provideService(NodeSocket.NetSocket, conn)
-            )
-          )
-        }
+        const { serve, scope } = yield* serveConnections(handler)
         return yield* Effect.async<never, SocketServer.SocketServerError>((resume) => {
           onConnection = serve
           for (const s of pending.splice(0)) serve(s)
