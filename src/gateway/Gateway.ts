@@ -71,7 +71,7 @@ export interface GatewayShape {
 const remoteBodiesFor = (options: GatewayOptions, route: RouteShape): RemoteBodies | string | undefined => {
   if (!options.remoteSplice || route.remote === undefined) return undefined
   const relay = makeSpliceRelay({ tenant: route.remote.tenant, connectTimeoutMs: route.remote.workerTimeoutMs })
-  return typeof relay === "string" ? relay : { relay, placement: route.remote, pieceBytes: options.pieceBytes }
+  return typeof relay === "string" ? relay : { relay, placement: route.remote, pieceBytes: options.pieceBytes, readAhead: options.readAhead }
 }
 
 const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<

@@ -2,7 +2,9 @@
  * A GET's body relayed from the workers that hold it to the client's socket by splice(2)
  * (spliceRelay.ts): piece by piece (aligned to the route's piece size, so the workers see the
  * same requests the route would send), each a GetPinnedRange of the version the head's ETag
- * names. The first piece's reply header is in hand (exactly the bytes asked for, of that
+ * names. Like the route, it asks up to readAhead pieces ahead of the one being relayed (each on
+ * its own worker connection): a cold piece is a fill at the worker, and asked one at a time
+ * several readers of one object would each wait out the origin's first byte per piece. The first piece's reply header is in hand (exactly the bytes asked for, of that
  * version) before the head is written, so a miss, a refusal or an unreachable worker costs one
  * round trip and the route serves the read untouched. A later piece refused is read through
  * the route from there; a worker that fails mid-body closes the client's connection (a short
@@ -21,6 +23,8 @@ export interface RemoteBodies {
   readonly relay: SpliceRelayShape
   readonly placement: RemotePlacement
   readonly pieceBytes: number
+  /** Pieces asked ahead of the one being relayed (the route's readAhead). */
+  readonly readAhead: number
 }
 
 const pieceEnd = (pos: number, end: number, pieceBytes: number) => Math.min(end, (Math.floor(pos / pieceBytes) + 1) * pieceBytes)
@@ -51,6 +55,15 @@ export const serveRemote = async (
   const asked = askPiece(remote, object, stat, start, end)
   if (asked === undefined) return false
   let piece: ReadyPiece | PieceRefusal | undefined = await asked
+  // Asked ahead: their bodies wait in their own connections until relayed or discarded.
+  const window: Array<Promise<ReadyPiece | PieceRefusal> | undefined> = []
+  let askPos = pieceEnd(start, end, remote.pieceBytes)
+  const fillWindow = () => {
+    while (window.length < remote.readAhead && askPos < end) {
+      window.push(askPiece(remote, object, stat, askPos, end))
+      askPos = pieceEnd(askPos, end, remote.pieceBytes)
+    }
+  }
   // Over the tenant's limit: the route would be refused the same way, and asking again would charge the limit twice.
   if (piece._tag === "Rejected" && piece.code === DataErrorCode.RateLimited) return new RouteError({ kind: "unavailable", detail: piece.detail })
   // Refused otherwise (a changed version included: the route finds that out and stats again before the head) or unreachable.
@@ -60,6 +73,7 @@ export const serveRemote = async (
     if (started === undefined) return false
     let rendered = started.rendered
     g.counters.remoteBodies++
+    fillWindow()
     let pos = start
     for (;;) {
       const ready: ReadyPiece = piece
@@ -81,7 +95,8 @@ export const serveRemote = async (
       g.counters.remoteBytes += to - pos
       pos = to
       if (pos >= end) break
-      const next = askPiece(remote, object, stat, pos, end)
+      const next = window.shift()
+      fillWindow()
       const got = next === undefined ? undefined : await next
       if (got !== undefined && got._tag === "Rejected" && got.code === DataErrorCode.RateLimited) {
         // The rest would be refused through the route too: the head promised bytes that cannot come.
@@ -98,6 +113,8 @@ export const serveRemote = async (
     return true
   } finally {
     if (piece !== undefined && piece._tag === "Ready") remote.relay.discard(piece)
+    for (const w of window) void w?.then((p) => p._tag === "Ready" && remote.relay.discard(p), () => undefined)
+    window.length = 0
   }
 }
 
