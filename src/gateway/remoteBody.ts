@@ -64,6 +64,10 @@ export const serveRemote = async (
       askPos = pieceEnd(askPos, end, remote.pieceBytes)
     }
   }
+  const dropWindow = () => {
+    for (const w of window) void w?.then((p) => p._tag === "Ready" && remote.relay.discard(p), () => undefined)
+    window.length = 0
+  }
   // Over the tenant's limit: the route would be refused the same way, and asking again would charge the limit twice.
   if (piece._tag === "Rejected" && piece.code === DataErrorCode.RateLimited) return new RouteError({ kind: "unavailable", detail: piece.detail })
   // Refused otherwise (a changed version included: the route finds that out and stats again before the head) or unreachable.
@@ -104,6 +108,8 @@ export const serveRemote = async (
         return true
       }
       if (got === undefined || got._tag !== "Ready") {
+        // The pieces asked ahead would hold their worker connections while the route reads the rest.
+        dropWindow()
         await streamRest(ctx, object, stat, pos, end - pos, cacheable)
         return true
       }
@@ -113,8 +119,7 @@ export const serveRemote = async (
     return true
   } finally {
     if (piece !== undefined && piece._tag === "Ready") remote.relay.discard(piece)
-    for (const w of window) void w?.then((p) => p._tag === "Ready" && remote.relay.discard(p), () => undefined)
-    window.length = 0
+    dropWindow()
   }
 }
 
