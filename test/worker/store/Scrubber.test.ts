@@ -112,7 +112,8 @@ describe("Scrubber", () => {
       yield* turns(20)
       expect(verified).toEqual([])
       yield* TestClock.adjust(1)
-      yield* settle(() => store.health.corrupt.checksum === 1, 1)
+      // The pass goes on past the flipped page: wait for the whole pass, not just the find.
+      yield* settle(() => store.health.corrupt.checksum === 1 && store.health.scrubbedBytes === PAGE * (PAGES - 1), 1)
       expect(store.fills.busy).toBe(true)
       expect(victim.gone).toBe(true)
       expect(store.health.scrubbedBytes).toBe(PAGE * (PAGES - 1))
