@@ -37,7 +37,7 @@ import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
 import { loadavg } from "./gateway-proxy/client.js"
 import { type ColdResult, coldResult, cpuPerByte, judge, MiB, type Piece, sequentialSlices, shuffledRanges, targetsFor, type TargetVerdict, type Workload, workloadName } from "./cold/plan.js"
-import { clientRead, clientStream, ColdBenchFailed, oneGet, partedGet, type ReadPiece, runReaders } from "./cold/readers.js"
+import { clientRead, clientStream, ColdBenchFailed, oneGet, partedGet, type ReadPiece, runReaders, staleSocketRetries } from "./cold/readers.js"
 import { originSettled, type OriginCounters } from "./cold/origin.js"
 import { cpuDelta, cpuSnapshot } from "./cold/cpu.js"
 
@@ -117,7 +117,7 @@ const main = Effect.gen(function* () {
   const profiling = (name: string) => (flags.profile === "" ? [] : ["--cpu-prof", `--cpu-prof-dir=${flags.profile}`, `--cpu-prof-name=${name}.cpuprofile`])
   const nodeFlags = (name: string) => [...profiling(name), ...(name.startsWith("worker") ? flags.workerNodeFlags.split(" ").filter((f) => f !== "") : [])]
   const start = (name: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-    Proc.spawn(name, [talon[0]!, ...nodeFlags(name), ...talon.slice(1), ...args], { env, grace: "3 seconds" })
+    Proc.spawn(name, [talon[0]!, ...nodeFlags(name), ...talon.slice(1), ...args], { env, grace: "3 seconds", echoStderr: true })
 
   // The expected content: one deterministic stream; the object of each size is its prefix.
   const maxSize = Math.max(...sizes)
@@ -299,6 +299,7 @@ const main = Effect.gen(function* () {
   for (const v of verdicts) console.log(`| ${v.size} | ${v.workload} | ${v.target} | ${v.measure} | ${v.median ?? "-"} | ${v.per_round} | ${v.bound} | ${v.verdict} |`)
   const met = verdicts.filter((v) => v.verdict === "met").length
   console.log(`\n${met} of ${verdicts.length} targets met`)
+  if (staleSocketRetries.count > 0) console.log(`${staleSocketRetries.count} GETs sent again: their kept-alive socket had been closed by the server while idle`)
 
   if (flags.noWrite) return
   const ratioSpread = spread(ratios.filter((r) => r["kind"] === "ratio").map((r) => r["median"] as number))

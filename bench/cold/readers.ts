@@ -10,7 +10,10 @@ import { Data, Effect, Stream } from "effect"
 import type { TalonClientShape } from "../../src/client/TalonClient.js"
 import { MiB, parts, type Piece, RangeCheck } from "./plan.js"
 
-export class ColdBenchFailed extends Data.TaggedError("ColdBenchFailed")<{ readonly message: string }> {}
+export class ColdBenchFailed extends Data.TaggedError("ColdBenchFailed")<{ readonly message: string; readonly staleSocket?: boolean }> {}
+
+/** Requests sent again because the kept-alive socket they went out on had already been closed by the server. */
+export const staleSocketRetries = { count: 0 }
 
 /** Called with the time (performance.now()) a reader's first byte arrived. */
 export type OnFirstByte = () => void
@@ -23,10 +26,10 @@ export const httpRange = (agent: http.Agent, base: URL, path: string, expected: 
     const check = new RangeCheck(expected, piece)
     const what = `GET ${base.origin}${path} bytes ${piece.offset}+${piece.length}`
     let settled = false
-    const done = (error?: string) => {
+    const done = (error?: string, staleSocket = false) => {
       if (settled) return
       settled = true
-      resume(error === undefined ? Effect.void : Effect.fail(new ColdBenchFailed({ message: `${what}: ${error}` })))
+      resume(error === undefined ? Effect.void : Effect.fail(new ColdBenchFailed({ message: `${what}: ${error}`, staleSocket })))
     }
     const req = http.request(
       {
@@ -61,10 +64,15 @@ export const httpRange = (agent: http.Agent, base: URL, path: string, expected: 
         res.on("aborted", () => done(`response aborted after ${check.received} bytes`))
       }
     )
-    req.on("error", (e) => done(e.message))
+    // A kept-alive socket the server closed while idle, picked before its FIN was seen: nothing
+    // was answered, so sending again is safe; every HTTP client with a pool does the same.
+    req.on("error", (e) => done(e.message, req.reusedSocket && (e as NodeJS.ErrnoException).code === "ECONNRESET" && check.received === 0))
     req.end()
     return Effect.sync(() => req.destroy())
-  })
+  }).pipe(
+    Effect.tapError((e) => Effect.sync(() => e.staleSocket === true && staleSocketRetries.count++)),
+    Effect.retry({ times: 2, while: (e) => e.staleSocket === true })
+  )
 
 /** A piece as one GET. */
 export const oneGet = (agent: http.Agent, base: URL, path: string, expected: Uint8Array): ReadPiece => (piece, firstByte) =>

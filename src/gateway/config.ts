@@ -44,6 +44,7 @@ export interface GatewayOptions {
   readonly responseTimeoutMs: number
   /** A connection with no traffic either way for this long is closed (a stalled reader, an idle keep-alive). */
   readonly idleTimeoutMs: number
+  readonly keepAliveTimeoutMs: number
   /** How long an origin stat (size, version) is trusted. */
   readonly statTtlMs: number
   /**
@@ -125,6 +126,11 @@ export const GatewaySchema = component<GatewaySettings>({
     idleTimeoutMs: S.integer(
       120_000,
       "A connection with no traffic either way for this long is closed (a stalled reader, an idle keep-alive), in ms",
+      positiveInteger
+    ),
+    keepAliveTimeoutMs: S.integer(
+      60_000,
+      "An idle keep-alive connection waits this long for the client's next request before the gateway closes it, in ms (a client reusing a connection as it closes sees a reset; short timeouts make that race common under load)",
       positiveInteger
     ),
     statTtlMs: S.integer(1000, "How long an origin stat (size, version) is trusted, in ms", nonNegativeInteger),

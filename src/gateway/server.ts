@@ -214,7 +214,7 @@ export const listen = async (g: Services, host: string, port: number): Promise<R
   const options = {
     requestTimeout: g.options.requestTimeoutMs,
     headersTimeout: Math.min(60_000, g.options.requestTimeoutMs),
-    keepAliveTimeout: 5_000
+    keepAliveTimeout: g.options.keepAliveTimeoutMs
   }
   const files = g.options.tlsCert !== undefined && g.options.tlsKey !== undefined ? { cert: g.options.tlsCert, key: g.options.tlsKey } : undefined
   const server = files === undefined ? http.createServer(options, handleRequest(g)) : https.createServer({ ...options, ...loadTls(files) }, handleRequest(g))
