@@ -14,7 +14,7 @@
  */
 import * as SocketServer from "@effect/platform/SocketServer"
 import type * as Socket from "@effect/platform/Socket"
-import { Data, Effect, Exit, Layer, Scope } from "effect"
+import { Data, Duration, Effect, Exit, Layer, Runtime, Scope } from "effect"
 import * as dns from "node:dns"
 import type * as net from "node:net"
 import { DataPlane } from "../plane/DataPlane.js"
@@ -31,6 +31,8 @@ export class ReusePortError extends Data.TaggedError("ReusePortError")<{ readonl
 
 /** Listening sockets per loop: the same backlog the one-loop worker asks for. */
 const BACKLOG = 4096
+/** After an accept error, the pause before accepting again. */
+const RETRY = Duration.millis(100)
 
 /** The addon, when the native plane could use it (else the owner deals connections instead). */
 export const reusePortAddon = (): NativeAddon | undefined => {
@@ -96,7 +98,21 @@ export const layer = (address: { readonly host: string; readonly port: number })
             serve(s)
           }
           const fd = yield* open(addon, address.host, address.port, BACKLOG).pipe(Effect.orDie)
-          const stop = adopt(fd, accept)
+          const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+          let stop: (() => void) | undefined
+          let closed = false
+          // No libuv watches this socket: after an accept error (EMFILE: out of fds) this loop keeps it
+          // and accepts again a moment later, its queue waiting meanwhile, rather than leave it unserved.
+          const onFailed = (negErrno: number) => {
+            stop = undefined
+            runFork(
+              Effect.logWarning(`accept on ${format(address.host, address.port)} failed (${addon.errnoName(negErrno)}); accepting again in ${RETRY}`).pipe(
+                Effect.zipRight(Effect.sleep(RETRY)),
+                Effect.zipRight(Effect.sync(() => void (closed || (stop = adopt(fd, accept, onFailed)))))
+              )
+            )
+          }
+          stop = adopt(fd, accept, onFailed)
           if (stop === undefined) {
             addon.closeFd(fd)
             return yield* Effect.dieMessage(`worker loop: the native plane cannot accept on its listening socket ${format(address.host, address.port)}`)
@@ -105,7 +121,8 @@ export const layer = (address: { readonly host: string; readonly port: number })
           return yield* Effect.async<never>(() =>
             Effect.suspend(() => {
               // Closed first: from here the kernel gives new connections to the other loops.
-              stop()
+              closed = true
+              stop?.()
               addon.closeFd(fd)
               return Scope.close(scope, Exit.void)
             })
