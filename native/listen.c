@@ -18,8 +18,8 @@
 
 /*
  * reusePortSocket(host: numeric IPv4/IPv6, port, backlog) -> fd | -errno: a non-blocking,
- * close-on-exec TCP socket with SO_REUSEADDR and SO_REUSEPORT, bound to host:port, listening
- * when backlog > 0 (bound only when 0).
+ * close-on-exec TCP socket with SO_REUSEPORT, bound to host:port, listening (and SO_REUSEADDR)
+ * when backlog > 0, only bound when 0.
  */
 static napi_value ReusePortSocket(napi_env env, napi_callback_info info) {
   NAPI_ARGS(3);
@@ -50,7 +50,13 @@ static napi_value ReusePortSocket(napi_env env, napi_callback_info info) {
   int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return make_int(env, -errno);
   int one = 1;
-  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+  /*
+   * SO_REUSEADDR on listeners only (a restarted loop binds past the port's TIME_WAIT connections);
+   * never on the reservation: two SO_REUSEADDR sockets may share a port while neither listens, so
+   * it would let any other server (Node sets SO_REUSEADDR on every listener) take the port
+   * whenever no loop listens.
+   */
+  if ((backlog > 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) ||
       setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
       bind(fd, (struct sockaddr *)&addr, addrLen) != 0 || (backlog > 0 && listen(fd, (int)backlog) != 0)) {
     int e = errno;
