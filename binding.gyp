@@ -5,9 +5,9 @@
   "targets": [
     {
       "target_name": "talon_sendfile",
-      "sources": ["native/sendfile.c", "native/hits.c"],
+      "sources": ["native/sendfile.c", "native/hits.c", "native/listen.c"],
       "conditions": [
-        ["OS!='linux'", { "type": "none", "sources!": ["native/sendfile.c", "native/hits.c"] }]
+        ["OS!='linux'", { "type": "none", "sources!": ["native/sendfile.c", "native/hits.c", "native/listen.c"] }]
       ],
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "defines": ["NAPI_VERSION=8"]

@@ -49,7 +49,7 @@ import * as Proc from "./lib/proc.js"
 import { rssKb } from "./lib/procStats.js"
 import { type Arm, type RoundsReport, runRounds } from "./lib/rounds.js"
 
-const defaultArms = allArmNames.filter((a) => a !== "native-pipelined-x2-shared" && a !== "native-pipelined-x2-rr" && a !== "native-pipelined-semi-default" && a !== "native-pipelined-drain1" && a !== "native-pipelined-x2-js").join(",")
+const defaultArms = allArmNames.filter((a) => a !== "native-pipelined-x2-shared" && a !== "native-pipelined-x2-rr" && a !== "native-pipelined-semi-default" && a !== "native-pipelined-drain1" && a !== "native-pipelined-x2-js" && a !== "native-pipelined-x2-dealt").join(",")
 const flags = await parseFlags("dataplane-bench", "talon worker arms vs the C ceiling server, driven by the C pound client in paired order-swapped rounds.", {
   rounds: Flag.number("rounds", 4, "Measured rounds per config."),
   roundsFor: Flag.map("rounds-for", "Rounds for one config, e.g. --rounds-for 64x16=6 (repeatable)."),
@@ -162,7 +162,7 @@ const main = Effect.gen(function* () {
       onRun: (r) =>
         Effect.sync(() =>
           console.log(
-            `  r${r.round} ${r.arm.padEnd(26)} rps ${fmt(r.result.rps).padStart(6)}  p99 ${fmt(r.result.p99_us).padStart(6)} µs  ` +
+            `  r${r.round} ${r.arm.padEnd(26)} rps ${fmt(r.result.rps).padStart(6)}  p99 ${fmt(r.result.p99_us).padStart(6)} µs  max ${fmt(r.result.max_us).padStart(7)} µs  ` +
               `cpu ${fmt(r.result.cpu_us_per_req, 1).padStart(5)} µs/req  kern ${fmt(r.result.kernel_share, 2)}  ` +
               `srv ${fmt(r.result.server_cores, 2)}  cli ${fmt(r.result.client_cores, 2)}  rss ${fmt(r.result.rss_mib, 0)} MiB` +
               (r.result.errors > 0 ? `  ERRORS ${r.result.errors}` : "")

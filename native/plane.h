@@ -71,5 +71,7 @@ void hits_free(state_t *st);
 /* Serves the connection's readable bytes if it can: 1 = all handled, 0 = handed to JS (st->handoff filled). */
 int hits_serve(state_t *st, hits_t *h, int fd);
 void hits_export(napi_env env, napi_value exports);
+/* listen.c: SO_REUSEPORT listening sockets for --loops N */
+napi_value listen_export(napi_env env, napi_value exports);
 
 #endif

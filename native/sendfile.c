@@ -482,5 +482,6 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   EXPORT("counters", Counters);
   EXPORT("errnoName", ErrnoName);
   hits_export(env, exports);
+  listen_export(env, exports);
   return exports;
 }

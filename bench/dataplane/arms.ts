@@ -55,6 +55,8 @@ export const WORKER_ARMS: ReadonlyArray<WorkerArmSpec> = [
   { name: "portable-multiplexed-x2", plane: "portable", mode: "multiplexed", loops: 2 },
   // Two loops, every hit through each loop's JS serve loop (no hit table): what the loops' tables are worth.
   { name: "native-pipelined-x2-js", plane: "native", mode: "pipelined", loops: 2, hitTable: false },
+  // Two loops, the owner dealing each connection to the loop with the fewest open (what --loops did before SO_REUSEPORT).
+  { name: "native-pipelined-x2-dealt", plane: "native", mode: "pipelined", loops: 2, env: { TALON_WORKER_LOOPS_ACCEPT: "dealt" } },
   // Two loops dealt connections by node:cluster's round-robin (what --loops did before balanced dealing).
   { name: "native-pipelined-x2-rr", plane: "native", mode: "pipelined", loops: 2, scheduling: "rr" },
   { name: "native-pipelined-x2-shared", plane: "native", mode: "pipelined", loops: 2, scheduling: "none" },

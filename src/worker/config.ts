@@ -72,6 +72,8 @@ export interface WorkerSettings {
   readonly maxInflightPerConnection: number
   /** Processes serving the one data port (1 = this process; N ≥ 2 = an index-owning primary plus N loops). */
   readonly loops: number
+  /** How `--loops N` connections reach a loop: each loop accepts on its own SO_REUSEPORT socket, or the primary deals them. */
+  readonly loopsAccept: "reuseport" | "dealt"
   /** Let the native plane answer repeated hits of idle connections itself (native/hits.c). */
   readonly hitTable: boolean
   /** SO_SNDBUF of each data connection in bytes; 0 = the kernel's default (autotuned). */
@@ -203,8 +205,13 @@ export const WorkerSchema = component<WorkerSettings>({
     }),
     loops: S.integer(
       1,
-      "Processes (event loops) serving the one data port: N ≥ 2 forks N serving loops under a primary that alone owns the cache index and fills; the primary deals each connection to the loop with the fewest open (NODE_CLUSTER_SCHED_POLICY=rr: node:cluster round-robin; none: the kernel picks)",
+      "Processes (event loops) serving the one data port: N ≥ 2 forks N serving loops under a primary that alone owns the cache index and fills (how connections reach them: --loops-accept)",
       { example: "2", check: range(1, 64, "must be an integer in 1..64") }
+    ),
+    loopsAccept: S.oneOf(
+      ["reuseport", "dealt"],
+      "With --loops N: reuseport (each loop accepts on its own SO_REUSEPORT socket of the data port, the kernel spreads connections by a hash of their addresses; needs the native plane, else dealt) or dealt (the primary accepts and hands each connection to the loop with the fewest open); NODE_CLUSTER_SCHED_POLICY=rr or none picks node:cluster's own scheduling instead",
+      { example: "dealt" }
     ),
     hitTable: S.of(
       K.boolean,

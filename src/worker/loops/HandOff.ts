@@ -1,15 +1,18 @@
 /**
- * Balanced scheduling of `--loops N`: the owner listens on the data port itself and deals each
- * connection to the serving loop holding the fewest open connections (ties: the one dealt to
- * longest ago), passing the socket's handle over the loop's IPC channel (HandedSockets.ts takes it).
+ * Balanced scheduling of `--loops N` (`--loops-accept dealt`, and the fallback without the native
+ * plane): the owner listens on the data port itself and deals each connection to the serving loop
+ * holding the fewest open connections (ties: the one dealt to longest ago), passing the socket's
+ * handle over the loop's IPC channel (HandedSockets.ts takes it). Node sends a loop's next handle
+ * only once the loop acknowledged the last, so a burst of connects waits in line here: seconds at
+ * 1024 connects on a busy box, which is why loops accept for themselves by default (ReusePort.ts).
  *
  * Why not node:cluster's round-robin: its primary hands the next queued connection to whichever
  * loop acknowledged its last one first, so a burst of connects (a client opening 64 at once) goes
  * mostly to the loop that is quicker to answer at that moment: measured 47/17 on two loops, and
  * as connections live for the whole run, the loop with 47 served each at ~0.4× the rate of the
  * other's (bench/dataplane-loops-probe.ts): the latency tail of `--loops 2`. Dealing by open count
- * keeps the split within one connection whatever the timing. The kernel's SO_REUSEPORT hash would
- * spread them only as evenly as chance (64 connections: ±4 per loop typically).
+ * keeps the split within one connection whatever the timing. The kernel's SO_REUSEPORT hash
+ * spreads them only as evenly as chance (64 connections: ±4 per loop typically).
  *
  * Connections are accepted by this process's libuv, one per loop turn; the owner does no serving,
  * so its turns are short.

@@ -14,16 +14,18 @@
  *
  * The owner is an actor (OwnerActor.ts) served on each loop's cluster IPC channel
  * (src/actor/Remote.ts); each loop serves its own actor there for the owner's revokes and
- * readiness. No fds cross the channel: a loop opens leased files by path, and connections reach
- * it through node:cluster's own handle passing.
+ * readiness. No file fds cross the channel: a loop opens leased files by path.
  *
- * Connections reach the loops balanced (the primary listens and deals each
- * connection to the loop with the fewest open, HandOff.ts), or through Node's
- * cluster module when `NODE_CLUSTER_SCHED_POLICY` asks for it: `rr`
- * (round-robin: the primary accepts and hands each connection to the first
- * loop free to take it) or `none` (shared: every loop accepts on one listening
- * socket and the kernel picks). With `--data-tls` the loops' own TLS servers
- * accept, so it is cluster round-robin there.
+ * Connections reach the loops by SO_REUSEPORT (each loop accepts on its own
+ * socket of the port in its native plane, ReusePort.ts; the default where the
+ * native plane loads), balanced (`--loops-accept dealt`, or no native plane:
+ * the primary listens and deals each connection to the loop with the fewest
+ * open, HandOff.ts), or through Node's cluster module when
+ * `NODE_CLUSTER_SCHED_POLICY` asks for it: `rr` (round-robin: the primary
+ * accepts and hands each connection to the first loop free to take it) or
+ * `none` (shared: every loop accepts on one listening socket and the kernel
+ * picks). With `--data-tls` the loops' own TLS servers accept, so it is
+ * cluster round-robin there.
  *
  * The worker registers once with the coordinator: one node id for the port,
  * whatever N is. /metrics on the primary sums what the loops report.
@@ -45,12 +47,13 @@ import { DataServer, type DataServerShape } from "../server/DataServer.js"
 import { BlockStore } from "../store/BlockStore.js"
 import { planeAndModeLayer, Worker, workerHandle, type WorkerShape } from "../Worker.js"
 import * as HandOff from "./HandOff.js"
+import * as ReusePort from "./ReusePort.js"
 import { LeaseOwner } from "./LeaseOwner.js"
 import { Attach, Detach, EnforceCapacity, forLoops, makeOwnerActor } from "./OwnerActor.js"
 import {
   connectionMessageKind,
+  LOOP_ACCEPT_ENV,
   LOOP_ACTOR,
-  LOOP_HANDOFF_ENV,
   LOOP_INDEX_ENV,
   LOOP_SETTINGS_ENV,
   LoopMessage,
@@ -59,28 +62,28 @@ import {
   Revoke
 } from "./protocol.js"
 
-export type Scheduling = "balanced" | "round-robin" | "shared"
+export type Scheduling = "reuseport" | "balanced" | "round-robin" | "shared"
 
 /**
- * Balanced unless NODE_CLUSTER_SCHED_POLICY says otherwise. With long-lived
- * connections the accept path is not on the request path; what matters is the
- * spread, since a loop serves its connections for their whole life. Measured on
- * the 2-core VM with `bench/dataplane-bench.ts` (median of 4 paired rounds,
- * shared/cluster-round-robin rps: 64×1 0.80, 1024×1 0.88, 1×1 1.08, 64×16 1.01):
- * on a shared socket whichever loop wakes first takes most of a burst of
- * connects; cluster round-robin deals a burst to whichever loop acknowledges
- * first (47/17 of 64 measured by bench/dataplane-loops-probe.ts), and the
- * crowded loop's connections are served at a fraction of the other's rate: the
- * `--loops 2` p99 tail at 64×16. Balanced dealing splits them within one.
+ * SO_REUSEPORT where the native plane loads, unless `--loops-accept dealt` or
+ * NODE_CLUSTER_SCHED_POLICY says otherwise. A loop serves its connections for
+ * their whole life, so what matters is how fast a burst of connects reaches the
+ * loops and how evenly it spreads. Dealt by the primary (balanced), the split is
+ * within one connection, but every connection crosses the loop's IPC channel one
+ * handle at a time, each send waiting for the last one's ack: a 1024-connect
+ * burst waited up to seconds to be served. With SO_REUSEPORT each loop accepts a
+ * burst itself, natively, and the kernel's hash spreads it about evenly
+ * (bench/dataplane-bench.ts, BENCHMARKS.md). Node's own policies spread a burst
+ * worse: on a shared socket whichever loop wakes first takes most of it; cluster
+ * round-robin deals to whichever loop acknowledges first (47/17 of 64 measured
+ * by bench/dataplane-loops-probe.ts).
  */
-export const DEFAULT_SCHEDULING: Scheduling = "balanced"
-
-/** The policy this process's loops get: NODE_CLUSTER_SCHED_POLICY when set, cluster round-robin under data TLS. */
-const schedulingFor = (dataTls: boolean): Scheduling => {
+export const schedulingFor = (cfg: Pick<WorkerSettings, "dataTls" | "dataPlane" | "loopsAccept">): Scheduling => {
   const policy = process.env["NODE_CLUSTER_SCHED_POLICY"]
   if (policy === "none") return "shared"
-  if (policy === "rr" || dataTls) return "round-robin"
-  return DEFAULT_SCHEDULING
+  if (policy === "rr" || cfg.dataTls) return "round-robin"
+  if (cfg.loopsAccept === "dealt" || cfg.dataPlane === "portable" || ReusePort.reusePortAddon() === undefined) return "balanced"
+  return "reuseport"
 }
 
 export class LoopsStartError extends Data.TaggedError("LoopsStartError")<{ readonly detail: string }> {
@@ -106,7 +109,7 @@ export interface LoopsControl {
   readonly report: () => ReturnType<LeaseOwner["report"]>
   /** Loops restarted after an unexpected exit. */
   readonly restarts: () => number
-  /** Balanced scheduling: open connections per loop (cluster worker id) as dealt; empty otherwise. */
+  /** Balanced (dealt) scheduling: open connections per loop (cluster worker id) as dealt; empty otherwise. */
   readonly dealt: () => ReadonlyMap<number, number>
 }
 
@@ -162,8 +165,8 @@ const LoopsListener = Layer.scopedContext(
     const [cfg, store, miss, stats, state] = yield* Effect.all([WorkerConfig, BlockStore, MissPath, WorkerMetrics, WorkerReadiness])
     if (!cluster.isPrimary) return yield* Effect.fail(new LoopsStartError({ detail: "this process is itself a cluster worker" }))
     if (!(cfg.loops >= 2)) return yield* Effect.fail(new LoopsStartError({ detail: `--loops ${cfg.loops}: the multi-loop server needs at least 2` }))
-    const scheduling = schedulingFor(cfg.dataTls)
-    if (process.env["NODE_CLUSTER_SCHED_POLICY"] === undefined && scheduling !== "balanced") {
+    const scheduling = schedulingFor(cfg)
+    if (process.env["NODE_CLUSTER_SCHED_POLICY"] === undefined && scheduling === "round-robin") {
       // Frozen by Node at the first fork of this process; later WorkerLoops in the same process share it.
       cluster.schedulingPolicy = cluster.SCHED_RR
     }
@@ -191,14 +194,18 @@ const LoopsListener = Layer.scopedContext(
       scheduling === "balanced"
         ? yield* HandOff.listen(cfg.dataAddress).pipe(Effect.mapError((detail) => new LoopsStartError({ detail })))
         : undefined
+    // Held until the layer closes: the port stays this worker's while loops die and restart.
+    const reserved =
+      scheduling === "reuseport"
+        ? yield* ReusePort.reserve(ReusePort.reusePortAddon()!, cfg.dataAddress).pipe(Effect.mapError((e) => new LoopsStartError({ detail: e.message })))
+        : undefined
+    const owned = dealer ?? reserved
     // node:cluster shares one listening handle per address *as configured*: two WorkerLoops of one
     // process both asking for port 0 would end up on one port. So port 0 becomes a concrete free port first.
-    const dataAddress =
-      dealer !== undefined
-        ? `${dealer.host.includes(":") ? `[${dealer.host}]` : dealer.host}:${dealer.port}`
-        : yield* concreteAddress(cfg.dataAddress)
+    const dataAddress = owned !== undefined ? formatAddress(owned.host, owned.port) : yield* concreteAddress(cfg.dataAddress)
     const settingsJson = JSON.stringify({ ...cfg, dataAddress } satisfies WorkerSettings)
-    const loopEnv = { [LOOP_SETTINGS_ENV]: settingsJson, ...(dealer !== undefined ? { [LOOP_HANDOFF_ENV]: "1" } : {}) }
+    const accept = dealer !== undefined ? "handoff" : reserved !== undefined ? "reuseport" : undefined
+    const loopEnv = { [LOOP_SETTINGS_ENV]: settingsJson, ...(accept !== undefined ? { [LOOP_ACCEPT_ENV]: accept } : {}) }
 
     /** One life of loop `index`: its process and IPC actors, until the process exits. */
     const incarnation = (index: number, listened: Deferred.Deferred<Address, LoopsStartError>) =>
@@ -208,16 +215,16 @@ const LoopsListener = Layer.scopedContext(
             Effect.sync(() => {
               cluster.setupPrimary({ exec: childEntry, args: [], execArgv: [], silent: false })
               const w = cluster.fork({ ...loopEnv, [LOOP_INDEX_ENV]: String(index) })
-              if (dealer === undefined) {
+              if (owned === undefined) {
                 w.once("listening", (address) => Deferred.unsafeDone(listened, Exit.succeed(address)))
                 return w
               }
               w.on("message", (m: unknown) => {
                 const kind = connectionMessageKind(m)
-                if (kind === "closed") dealer.closed(w.id)
+                if (kind === "closed") dealer?.closed(w.id)
                 else if (kind === "serving") {
-                  dealer.serving(w)
-                  Deferred.unsafeDone(listened, Exit.succeed({ address: dealer.host, port: dealer.port, addressType: 4 }))
+                  dealer?.serving(w)
+                  Deferred.unsafeDone(listened, Exit.succeed({ address: owned.host, port: owned.port, addressType: 4 }))
                 }
               })
               return w
@@ -291,6 +298,8 @@ const LoopsListener = Layer.scopedContext(
     return Context.make(DataServer, server).pipe(Context.add(LoopsControlTag, control))
   })
 )
+
+const formatAddress = (host: string, port: number) => `${host.includes(":") ? `[${host}]` : host}:${port}`
 
 /** `host:0` → `host:<a port free right now>` (checked by binding it); any other address as is, once known bindable. */
 const concreteAddress = (address: string) =>

@@ -19,7 +19,8 @@ import { ServeMode } from "../server/ServeMode.js"
 import { LeaseStore } from "./LeaseStore.js"
 import { counterDeltas, makeLoopMissPath, ownerRef, serveLoop, tellOwner } from "./OwnerClient.js"
 import * as HandedSockets from "./HandedSockets.js"
-import { Counters, LOOP_HANDOFF_ENV, LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, Release, Usage } from "./protocol.js"
+import { Counters, LOOP_ACCEPT_ENV, LOOP_INDEX_ENV, LOOP_SETTINGS_ENV, Release, Usage } from "./protocol.js"
+import * as ReusePort from "./ReusePort.js"
 import { parseHostPort } from "../../transport/address.js"
 
 /** How often a loop reports its counters and the leases it served (the owner's LRU). */
@@ -60,11 +61,13 @@ const LoopServices = Layer.scopedContext(
   })
 )
 
-/** The data server: over the connections the owner hands this loop, or listening through node:cluster. */
+/** The data server: on this loop's own SO_REUSEPORT socket, over the connections the owner hands it, or listening through node:cluster. */
 const dataServer = (settings: WorkerSettings) => {
-  if (process.env[LOOP_HANDOFF_ENV] !== "1") return DataServer.layer
-  const hp = parseHostPort(settings.dataAddress, { allowPortZero: true })
-  return DataServer.layerWithoutDependencies.pipe(Layer.provide(HandedSockets.layer(hp ?? { host: settings.dataAddress, port: 0 })))
+  const accept = process.env[LOOP_ACCEPT_ENV]
+  if (accept !== "handoff" && accept !== "reuseport") return DataServer.layer
+  const hp = parseHostPort(settings.dataAddress, { allowPortZero: true }) ?? { host: settings.dataAddress, port: 0 }
+  const sockets = accept === "reuseport" ? ReusePort.layer(hp) : HandedSockets.layer(hp)
+  return DataServer.layerWithoutDependencies.pipe(Layer.provide(sockets))
 }
 
 const loopLayer = (settings: WorkerSettings) => {

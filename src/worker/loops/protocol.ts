@@ -157,10 +157,10 @@ export const LOOP_SETTINGS_ENV = "TALON_WORKER_LOOP_SETTINGS"
 export const LOOP_INDEX_ENV = "TALON_WORKER_LOOP_INDEX"
 
 /**
- * Connection hand-off (balanced scheduling, HandOff.ts): plain IPC messages beside the actors' traffic
+ * Connection hand-off (dealt scheduling, HandOff.ts) and a loop's start: plain IPC messages beside the actors' traffic
  * (which ignores them), the one kind that carries a handle. `{ [CONNECTION_MESSAGE]: kind }`:
  * owner → loop "take" with a connected socket's handle; loop → owner "serving" once its data server
- * takes connections, "closed" when one of its connections closed.
+ * takes connections (whatever the scheduling), "closed" when one of its connections closed.
  */
 export const CONNECTION_MESSAGE = "talon.worker/connection"
 export type ConnectionMessageKind = "take" | "serving" | "closed"
@@ -170,5 +170,9 @@ export const connectionMessageKind = (m: unknown): ConnectionMessageKind | undef
   const k = (m as Record<string, unknown>)[CONNECTION_MESSAGE]
   return k === "take" || k === "serving" || k === "closed" ? k : undefined
 }
-/** Set (to "1") in a loop's environment when its owner hands it connections instead of node:cluster. */
-export const LOOP_HANDOFF_ENV = "TALON_WORKER_LOOP_HANDOFF"
+/**
+ * How a loop gets its connections when not through node:cluster: "handoff" (its owner hands them
+ * over, HandOff.ts) or "reuseport" (it accepts on its own SO_REUSEPORT socket, ReusePort.ts).
+ */
+export const LOOP_ACCEPT_ENV = "TALON_WORKER_LOOP_ACCEPT"
+export type LoopAccept = "handoff" | "reuseport"

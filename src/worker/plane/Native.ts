@@ -65,8 +65,8 @@ export const makeNativePlane = (options: NativeOptions = {}): DataPlaneShape => 
       return reader
     },
     hitTable: () => makeHitTable(rt),
-    adoptListener: (fd, onSocket) => {
-      const acceptor = new NativeAcceptor(rt, fd, onSocket)
+    adoptListener: (fd, onSocket, onFailed) => {
+      const acceptor = new NativeAcceptor(rt, fd, onSocket, onFailed)
       return acceptor.start() ? () => acceptor.stop() : undefined
     }
   }

@@ -70,6 +70,11 @@ export interface NativeAddon {
   /** Tags of the units answered since the last sweep, into `out`: how many. */
   readonly hitsSweep: (table: number, out: Int32Array) => number
   readonly closeFd: (fd: number) => number
+  // SO_REUSEPORT listeners of `--loops N` (native/listen.c).
+  /** A TCP socket with SO_REUSEPORT bound to host (numeric) and port, listening when backlog > 0: its fd, or -errno. */
+  readonly reusePortSocket: (host: string, port: number, backlog: number) => number
+  /** The port a socket is bound to, or -errno. */
+  readonly localPort: (fd: number) => number
 }
 
 export const defaultAddonPath = fileURLToPath(new URL("../../../build/Release/talon_sendfile.node", import.meta.url))
@@ -99,7 +104,9 @@ const required = [
   "hitsDropUnit",
   "hitsClear",
   "hitsSweep",
-  "closeFd"
+  "closeFd",
+  "reusePortSocket",
+  "localPort"
 ]
 
 const cache = new Map<string, AddonLoad>()

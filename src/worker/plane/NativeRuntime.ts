@@ -92,7 +92,8 @@ export class NativeAcceptor implements Watched {
   constructor(
     private readonly rt: NativeRuntime,
     private readonly fd: number,
-    private readonly onSocket: (socket: net.Socket) => void
+    private readonly onSocket: (socket: net.Socket) => void,
+    private readonly onFailed?: (negErrno: number) => void
   ) {}
 
   start(): boolean {
@@ -113,8 +114,12 @@ export class NativeAcceptor implements Watched {
   onEvents(_events: number): void {
     if (this.stopped) return
     const n = this.rt.addon.accept(this.fd, this.fds)
-    // EMFILE and friends: leave the listener to libuv, which has its own recovery for them.
-    if (n < 0 && n !== -EAGAIN) return this.stop()
+    // EMFILE and friends: leave the listener to libuv, which has its own recovery for them (or, for a
+    // listener libuv does not watch, to whoever adopted it).
+    if (n < 0 && n !== -EAGAIN) {
+      this.stop()
+      return this.onFailed?.(n)
+    }
     for (let i = 0; i < n; i++) {
       const fd = this.fds[i]!
       let socket: net.Socket

@@ -55,8 +55,11 @@ const handleFd = (handle: net.Socket | net.Server): number | undefined => {
 /** A listening server's own fd (undefined for a cluster worker's server, whose primary accepts). */
 export const listeningFd = (server: net.Server): number | undefined => handleFd(server)
 
-/** Takes over accepting on a listening fd; `onSocket` gets paused sockets. Returns how to stop, or undefined when it cannot. */
-export type Adopt = (listenFd: number, onSocket: (socket: net.Socket) => void) => (() => void) | undefined
+/**
+ * Takes over accepting on a listening fd; `onSocket` gets paused sockets. Returns how to stop, or
+ * undefined when it cannot. `onFailed` hears of an accept error (EMFILE...) that made it stop.
+ */
+export type Adopt = (listenFd: number, onSocket: (socket: net.Socket) => void, onFailed?: (negErrno: number) => void) => (() => void) | undefined
 
 export interface ListenOptions {
   readonly host: string
