@@ -63,53 +63,104 @@ export interface Observation {
 
 const classOf = (status: number) => (status < 200 ? "1xx" : status < 300 ? "2xx" : status < 400 ? "3xx" : status < 500 ? "4xx" : "5xx")
 
+interface Counted {
+  readonly labels: Labels
+  n: number
+}
+
+/** A byte counter, listed (in first-use order, as the exposition shows them) once first counted. */
+interface ByteCounter extends Counted {
+  readonly key: string
+  listed: boolean
+}
+
+/** One protocol and operation's byte counters and latency histograms, found with one lookup per request. */
+interface OperationEntries {
+  readonly response: ByteCounter
+  /** The body's source, counted only for requests under 400. */
+  readonly cache: ByteCounter
+  readonly origin: ByteCounter
+  readonly headers: Histogram
+  readonly total: Histogram
+}
+
 export class GatewayMetrics {
-  readonly #requests = new Map<string, { labels: Labels; n: number }>()
-  readonly #bytes = new Map<string, { labels: Labels; n: number }>()
+  readonly #requests = new Map<string, Counted>()
+  readonly #bytes = new Map<string, Counted>()
   readonly #latency = new Map<string, { labels: Labels; h: Histogram }>()
+  readonly #operations = new Map<string, OperationEntries>()
   readonly #auth = { success: 0, failure: 0 }
 
   authentication(ok: boolean): void {
     this.#auth[ok ? "success" : "failure"]++
   }
 
+  // Once per request: one key string per family, the label arrays built only the first time a
+  // combination is seen.
   observe(o: Observation): void {
     const failure = failureOf(o.status)
-    const requestLabels: Labels = [
-      ["protocol", o.protocol],
-      ["operation", o.operation],
-      ["route", o.route],
-      ["outcome", o.status < 400 ? "complete" : "failed"],
-      ["response_class", classOf(o.status)],
-      ["failure", failure]
-    ]
-    bump(this.#requests, requestLabels, 1)
-    const source = o.route === "cache" && o.operation === "read" ? "cache" : "origin"
-    for (const s of ["response", ...(o.status < 400 ? [source] : [])]) {
-      bump(
-        this.#bytes,
-        [
+    const outcome = o.status < 400 ? "complete" : "failed"
+    const responseClass = classOf(o.status)
+    const key = `${o.protocol}\u0000${o.operation}\u0000${o.route}\u0000${outcome}\u0000${responseClass}\u0000${failure}`
+    const counted = this.#requests.get(key)
+    if (counted !== undefined) counted.n++
+    else {
+      this.#requests.set(key, {
+        labels: [
           ["protocol", o.protocol],
           ["operation", o.operation],
-          ["source", s]
+          ["route", o.route],
+          ["outcome", outcome],
+          ["response_class", responseClass],
+          ["failure", failure]
         ],
-        o.responseBytes
-      )
+        n: 1
+      })
     }
-    for (const [phase, seconds] of [
-      ["headers", o.headersSeconds],
-      ["total", o.totalSeconds]
-    ] as const) {
-      const labels: Labels = [
-        ["protocol", o.protocol],
-        ["operation", o.operation],
-        ["phase", phase]
-      ]
-      const key = labels.map(([, v]) => v).join("\u0000")
-      let entry = this.#latency.get(key)
-      if (entry === undefined) this.#latency.set(key, (entry = { labels, h: new Histogram() }))
-      entry.h.observe(seconds)
+    const op = this.#operation(o.protocol, o.operation)
+    this.#count(op.response, o.responseBytes)
+    if (o.status < 400) this.#count(o.route === "cache" && o.operation === "read" ? op.cache : op.origin, o.responseBytes)
+    op.headers.observe(o.headersSeconds)
+    op.total.observe(o.totalSeconds)
+  }
+
+  #operation(protocol: Observation["protocol"], operation: GatewayOperation): OperationEntries {
+    const key = `${protocol}\u0000${operation}`
+    let entries = this.#operations.get(key)
+    if (entries !== undefined) return entries
+    const bytes = (source: string): ByteCounter => ({
+      labels: [
+        ["protocol", protocol],
+        ["operation", operation],
+        ["source", source]
+      ],
+      n: 0,
+      key: `${key}\u0000${source}`,
+      listed: false
+    })
+    const histogram = (phase: "headers" | "total"): Histogram => {
+      const h = new Histogram()
+      this.#latency.set(`${key}\u0000${phase}`, {
+        labels: [
+          ["protocol", protocol],
+          ["operation", operation],
+          ["phase", phase]
+        ],
+        h
+      })
+      return h
     }
+    entries = { response: bytes("response"), cache: bytes("cache"), origin: bytes("origin"), headers: histogram("headers"), total: histogram("total") }
+    this.#operations.set(key, entries)
+    return entries
+  }
+
+  #count(c: ByteCounter, by: number): void {
+    if (!c.listed) {
+      c.listed = true
+      this.#bytes.set(c.key, c)
+    }
+    c.n += by
   }
 
   render(): string {
@@ -138,12 +189,6 @@ export class GatewayMetrics {
   }
 }
 
-const bump = (m: Map<string, { labels: Labels; n: number }>, labels: Labels, by: number) => {
-  const key = labels.map(([, v]) => v).join("\u0000")
-  const e = m.get(key)
-  if (e === undefined) m.set(key, { labels, n: by })
-  else e.n += by
-}
 
 /**
  * Times one response: to its head (Node writes every head through `writeHead`, implicit ones
