@@ -4,7 +4,7 @@
  * response head and to its end; authentication results. Observed once per request when its
  * response closes (server.ts); rendered on the admin port's /metrics.
  */
-import type * as http from "node:http"
+import * as http from "node:http"
 import { Exposition, Histogram, type Labels } from "../core/exposition.js"
 import { VERSION } from "../core/version.js"
 import type { RouteName } from "./config.js"
@@ -191,22 +191,54 @@ export class GatewayMetrics {
 
 
 /**
- * Times one response: to its head (Node writes every head through `writeHead`, implicit ones
- * too) and to its close; `done` gets both and the body bytes it declared or wrote.
+ * The gateway's responses: each notes when its head was written (Node writes every head through
+ * `writeHead`, implicit ones too), so timing a request needs no wrapper of its own.
+ */
+export class TimedResponse extends http.ServerResponse {
+  headersAt = 0
+}
+const baseWriteHead = http.ServerResponse.prototype.writeHead
+TimedResponse.prototype.writeHead = function (this: TimedResponse, ...args: Parameters<typeof baseWriteHead>) {
+  if (this.headersAt === 0) this.headersAt = performance.now()
+  return baseWriteHead.apply(this, args)
+} as unknown as TimedResponse["writeHead"]
+
+/** Where a response's timing starts: call when its request arrives; `measure` it once it closes. */
+export interface ResponseWatch {
+  readonly res: http.ServerResponse
+  readonly started: number
+  readonly bytesBefore: number
+  /** The head's time for a response that is not a TimedResponse. */
+  headersAt: number
+}
+
+export const startWatch = (res: http.ServerResponse): ResponseWatch => {
+  const watch: ResponseWatch = { res, started: performance.now(), bytesBefore: res.socket?.bytesWritten ?? 0, headersAt: 0 }
+  if (!(res instanceof TimedResponse)) {
+    const writeHead = res.writeHead
+    res.writeHead = function (this: http.ServerResponse, ...args: Parameters<typeof writeHead>) {
+      if (watch.headersAt === 0) watch.headersAt = performance.now()
+      return writeHead.apply(this, args)
+    } as typeof writeHead
+  }
+  return watch
+}
+
+/** A closed response's time to its head and to its close, and the body bytes it declared or wrote. */
+export const measure = (w: ResponseWatch, done: (headersMs: number, totalMs: number, bytes: number) => void): void => {
+  const { res, started, bytesBefore } = w
+  const end = performance.now()
+  const declared = Number(res.getHeader("content-length"))
+  const bytes = res.writableFinished && Number.isFinite(declared) ? declared : Math.max(0, (res.socket?.bytesWritten ?? bytesBefore) - bytesBefore)
+  const headersAt = res instanceof TimedResponse ? res.headersAt : w.headersAt
+  done((headersAt === 0 ? end : headersAt) - started, end - started, bytes)
+}
+
+/**
+ * Times one response: to its head and to its close; `done` gets both and the body bytes it
+ * declared or wrote.
  */
 export const watchResponse = (res: http.ServerResponse, done: (headersMs: number, totalMs: number, bytes: number) => void): void => {
-  const started = performance.now()
-  let headersAt = 0
-  const writeHead = res.writeHead
-  res.writeHead = function (this: http.ServerResponse, ...args: Parameters<typeof writeHead>) {
-    if (headersAt === 0) headersAt = performance.now()
-    return writeHead.apply(this, args)
-  } as typeof writeHead
-  const bytesBefore = res.socket?.bytesWritten ?? 0
-  res.once("close", () => {
-    const end = performance.now()
-    const declared = Number(res.getHeader("content-length"))
-    const bytes = res.writableFinished && Number.isFinite(declared) ? declared : Math.max(0, (res.socket?.bytesWritten ?? bytesBefore) - bytesBefore)
-    done((headersAt === 0 ? end : headersAt) - started, end - started, bytes)
-  })
+  const w = startWatch(res)
+  res.once("close", () => measure(w, done))
 }

@@ -3,8 +3,10 @@
  * first-use order, byte sources counted only for answered requests, and both latency phases
  * per protocol and operation.
  */
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
 import { describe, expect, it } from "vitest"
-import { GatewayMetrics, type Observation } from "../../src/gateway/metrics.js"
+import { GatewayMetrics, measure, type Observation, startWatch, TimedResponse } from "../../src/gateway/metrics.js"
 
 const obs = (o: Partial<Observation>): Observation => ({
   protocol: "s3",
@@ -54,5 +56,45 @@ describe("GatewayMetrics", () => {
       'talon_gateway_request_duration_seconds_count{protocol="azure",operation="stat",phase="total"} 1'
     ])
     expect(series(text, "talon_gateway_request_duration_seconds_sum")[2]).toBe('talon_gateway_request_duration_seconds_sum{protocol="s3",operation="write",phase="headers"} 2')
+  })
+})
+
+describe("response timing", () => {
+  it("times the head (implicit or explicit) and counts the body, with and without TimedResponse", async () => {
+    const seen: Array<{ timed: boolean; headersMs: number; totalMs: number; bytes: number }> = []
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const w = startWatch(res)
+      // As the gateway stamps every response first (so the head's headers are kept where getHeader finds them).
+      res.setHeader("Server", "test")
+      res.once("close", () => measure(w, (headersMs, totalMs, bytes) => seen.push({ timed: res instanceof TimedResponse, headersMs, totalMs, bytes })))
+      // Explicit head for /explicit, node's implicit one (through writeHead all the same) otherwise.
+      setTimeout(() => {
+        if (req.url === "/explicit") res.writeHead(200, { "Content-Length": "5" })
+        else res.setHeader("Content-Length", "5")
+        setTimeout(() => res.end("hello"), 20)
+      }, 5)
+    }
+    for (const options of [{ ServerResponse: TimedResponse }, {}]) {
+      const server = http.createServer(options, handler)
+      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+      const port = (server.address() as AddressInfo).port
+      try {
+        for (const path of ["/explicit", "/implicit"]) {
+          const body = await fetch(`http://127.0.0.1:${port}${path}`).then((r) => r.text())
+          expect(body).toBe("hello")
+        }
+        await new Promise<void>((r) => setImmediate(r))
+      } finally {
+        server.closeAllConnections()
+        await new Promise<void>((r) => server.close(() => r()))
+      }
+    }
+    expect(seen.map((s) => s.timed)).toEqual([true, true, false, false])
+    for (const s of seen) {
+      expect(s.bytes).toBe(5)
+      // The head went out before the body's 20 ms wait: its time is below the total's.
+      expect(s.headersMs).toBeGreaterThan(0)
+      expect(s.headersMs).toBeLessThan(s.totalMs)
+    }
   })
 })
