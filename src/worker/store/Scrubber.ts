@@ -49,7 +49,6 @@ export interface Scrubber {
   readonly startup: Effect.Effect<void>
 }
 
-
 /** Starts the scrub's fibers in the scope; closing the scope stops them after the hash in progress. */
 export const startScrubber = (store: ScrubbedStore, options: ScrubOptions): Effect.Effect<Scrubber, never, Scope.Scope> =>
   Effect.gen(function* () {
