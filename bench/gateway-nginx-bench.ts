@@ -17,7 +17,9 @@
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`; they then get 20 s to write their files at exit).
  * Arm `colocated-alt` (ask for it in --arms) is a second auth-off co-located gateway whose Node
  * flags are GW_ALT_NODE_FLAGS instead of the launcher's gateway flags: a paired, order-swapped
- * A/B of a flag (e.g. a semi-space size) against `colocated` in the same rounds.
+ * A/B of a flag (e.g. a semi-space size) against `colocated` in the same rounds; GW_ALT_ENV
+ * ("NAME=value ...") adds environment to that arm only (e.g. `TALON_WORKER_SCRUB_RATE=0`);
+ * GW_ALT_TALON runs that arm from another checkout's built `bin/talon.mjs` (a before/after A/B).
  */
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
@@ -111,6 +113,12 @@ const main = Effect.gen(function* () {
   const [node, ...talon] = talonBin()
   const as = (role: string) => talonBin(role).slice(1)
   const altNodeFlags = (process.env.GW_ALT_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "")
+  // GW_ALT_TALON: another checkout's bin/talon.mjs (built) for the alt arm: an A/B of two builds in the same rounds.
+  const altTalon = process.env.GW_ALT_TALON === undefined || process.env.GW_ALT_TALON === "" ? undefined : process.env.GW_ALT_TALON
+  // GW_ALT_ENV: "NAME=value NAME=value" set for the alt arm only (e.g. TALON_WORKER_SCRUB_RATE=0).
+  const altEnv = Object.fromEntries(
+    (process.env.GW_ALT_ENV ?? "").split(" ").filter((f) => f.includes("=")).map((f) => [f.slice(0, f.indexOf("=")), f.slice(f.indexOf("=") + 1)])
+  )
   const originPort = yield* Effect.promise(freePort)
   const originUrl = `http://127.0.0.1:${originPort}`
   const origin = yield* start("origin", [node!, ...talon, "origin", "--root", join(dir, "origin"), "--port", String(originPort)])
@@ -152,7 +160,7 @@ const main = Effect.gen(function* () {
       const control = yield* Effect.promise(freePort)
       const admin = yield* Effect.promise(freePort)
       const coord = yield* start(`coordinator-colocated-${auth}`, [node!, ...as("coordinator"), "coordinator", "--listen", `127.0.0.1:${control}`, "--admin-listen", `127.0.0.1:${admin}`], backend)
-      const launch = alt ? [...altNodeFlags, ...talon] : as("gateway")
+      const launch = alt ? [...altNodeFlags, ...(altTalon === undefined ? talon : [...talon.slice(0, -1), altTalon])] : as("gateway")
       const gw = yield* start(`colocated-auth-${auth}${alt ? "-alt" : ""}`, [node!, ...gatewayNodeFlags, ...launch, "gateway", "--colocate", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${control}`, "--block-size", String(BLOCK)], {
         ...gatewayEnv,
         TALON_WORKER_ID: `colocated-${auth}${alt ? "-alt" : ""}`,
@@ -162,7 +170,8 @@ const main = Effect.gen(function* () {
         TALON_WORKER_CACHE_DIRS: join(dir, `colocated-${auth}${alt ? "-alt" : ""}`),
         TALON_WORKER_BLOCK_SIZE: String(BLOCK),
         TALON_WORKER_PAGE_SIZE: String(MiB),
-        TALON_WORKER_VERSION_TTL_MS: String(VERSION_TTL_MS)
+        TALON_WORKER_VERSION_TTL_MS: String(VERSION_TTL_MS),
+        ...(alt ? altEnv : {})
       })
       yield* coord.waitFor(/coordinator control on/, "180 seconds")
       const url = new URL((yield* gw.waitFor(listening, "180 seconds"))[1]!)

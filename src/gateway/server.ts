@@ -13,7 +13,7 @@ import { s3Error } from "../http/s3Errors.js"
 import { listenHttp, type RunningServer } from "../http/server.js"
 import { type AuthResult, verifySharedKey, verifySigV4 } from "./auth.js"
 import { handleAzure } from "./azureApi.js"
-import { operationOf, watchResponse } from "./metrics.js"
+import { measure, operationOf, startWatch, TimedResponse, watchResponse } from "./metrics.js"
 import { type GwCtx, RequestAbort, RequestContext, type Services } from "./context.js"
 import { handleS3 } from "./s3Api.js"
 import { loadTls, watchTls } from "../http/tls.js"
@@ -69,6 +69,10 @@ const authorize = (g: Services, ctx: GwCtx, azure: boolean, account: string | un
   })
 }
 
+/** Whether the request names an object (a key, a blob): a read or stat rather than a list. */
+const namesObject = (azure: boolean, segments: ReadonlyArray<string>, address: { readonly rawKey: string | undefined } | undefined): boolean =>
+  azure || address === undefined ? segments.length >= 3 && segments[2] !== "" : (address.rawKey ?? "") !== ""
+
 const hasBody = (req: http.IncomingMessage): boolean => {
   const length = req.headers["content-length"]
   return (length !== undefined && length !== "0") || req.headers["transfer-encoding"] !== undefined
@@ -92,28 +96,13 @@ export const handleRequest = (g: Services) => {
     // Refused before it reached a route (busy, unsigned): Talon's route "none".
     let routed = false
     const metrics = g.metrics
-    if (metrics !== undefined) {
-      const namesObject = address === undefined ? segments.length >= 3 && segments[2] !== "" : (address.rawKey ?? "") !== ""
-      const operation = operationOf(method, namesObject)
-      watchResponse(res, (headersMs, totalMs, bytes) =>
-        metrics.observe({
-          protocol: azure ? "azure" : "s3",
-          operation,
-          route: !routed ? "none" : operation === "read" ? g.route.name : "origin",
-          status: res.statusCode,
-          responseBytes: bytes,
-          headersSeconds: headersMs / 1000,
-          totalSeconds: totalMs / 1000
-        })
-      )
-    }
+    const watch = metrics === undefined ? undefined : startWatch(res)
     const aborts = new RequestAbort()
     const ctx: GwCtx = new RequestContext(req, res, method, requestId, target.query, target.pathname, q < 0 ? "" : raw.slice(q + 1), g, aborts)
     if (g.spans !== undefined) {
       const s3 = address
       const bucket = s3 === undefined ? (segments[1] ?? "") : s3.bucket
-      const namesObject = s3 === undefined ? segments.length >= 3 && segments[2] !== "" : (s3.rawKey ?? "") !== ""
-      const operation = operationOf(method, namesObject)
+      const operation = operationOf(method, namesObject(azure, segments, s3))
       traceRequest(g.spans, ctx, { api: azure ? "azure" : "s3", operation, bucket }, () =>
         !routed ? "none" : operation === "read" ? g.route.name : "origin"
       )
@@ -123,7 +112,31 @@ export const handleRequest = (g: Services) => {
     // senders cannot take the ones readers need.
     const upload = hasBody(req)
     const limit = upload ? g.options.maxConcurrentUploads : g.options.maxConcurrentRequests
-    if ((upload ? uploads : inflight) >= limit) {
+    const busy = (upload ? uploads : inflight) >= limit
+    let deadline: ReturnType<typeof setTimeout> | undefined
+    // One listener per request: its slot, its deadline and its metrics.
+    res.once("close", () => {
+      if (watch !== undefined) {
+        const operation = operationOf(method, namesObject(azure, segments, address))
+        measure(watch, (headersMs, totalMs, bytes) =>
+          metrics!.observe({
+            protocol: azure ? "azure" : "s3",
+            operation,
+            route: !routed ? "none" : operation === "read" ? g.route.name : "origin",
+            status: res.statusCode,
+            responseBytes: bytes,
+            headersSeconds: headersMs / 1000,
+            totalSeconds: totalMs / 1000
+          })
+        )
+      }
+      if (busy) return
+      if (upload) uploads--
+      else inflight--
+      clearTimeout(deadline)
+      if (!res.writableFinished) aborts.abort()
+    })
+    if (busy) {
       g.counters.rejectedBusy++
       res.setHeader("Connection", "close")
       const message = `The gateway is serving its limit of ${limit} ${upload ? "uploads" : "requests"}; retry shortly.`
@@ -132,15 +145,9 @@ export const handleRequest = (g: Services) => {
     if (upload) uploads++
     else inflight++
     // The deadline covers the response head; a body then streams at the client's pace.
-    const deadline = setTimeout(() => {
+    deadline = setTimeout(() => {
       if (!res.headersSent) aborts.abort()
     }, g.options.responseTimeoutMs)
-    res.once("close", () => {
-      if (upload) uploads--
-      else inflight--
-      clearTimeout(deadline)
-      if (!res.writableFinished) aborts.abort()
-    })
 
     try {
       const accesses =
@@ -212,6 +219,7 @@ export type RunningGateway = RunningServer
 
 export const listen = async (g: Services, host: string, port: number): Promise<RunningGateway> => {
   const options = {
+    ServerResponse: TimedResponse,
     requestTimeout: g.options.requestTimeoutMs,
     headersTimeout: Math.min(60_000, g.options.requestTimeoutMs),
     keepAliveTimeout: g.options.keepAliveTimeoutMs

@@ -56,10 +56,16 @@ describe("checkFile", () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "talon-sum-")), "p0")
     try {
       fs.writeFileSync(file, data)
+      // Through a small scratch (streamed, several reads) and a default one (the unit in one read):
+      // both must give the same verdict.
       const check = async () => {
         const fd = fs.openSync(file, "r")
         try {
-          return await checkFile(fd, data.length, sum, new Uint8Array(256))
+          const streamed = await checkFile(fd, data.length, sum, new Uint8Array(256))
+          const oneRead = await checkFile(fd, data.length, sum)
+          expect(oneRead.ok).toBe(streamed.ok)
+          if (!oneRead.ok && !streamed.ok) expect(oneRead.reason).toBe(streamed.reason)
+          return streamed
         } finally {
           fs.closeSync(fd)
         }

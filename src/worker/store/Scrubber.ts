@@ -20,6 +20,7 @@
  */
 import { Clock, Deferred, Duration, Effect } from "effect"
 import type { Scope } from "effect"
+import { checkScratch, READ_CHUNK } from "./checksum.js"
 import type { Unit } from "./entry.js"
 import type { FillActivity } from "./fillActivity.js"
 import type { StoreHealth } from "./health.js"
@@ -48,8 +49,6 @@ export interface Scrubber {
   readonly startup: Effect.Effect<void>
 }
 
-const SCRATCH = 256 * 1024
-
 /** Starts the scrub's fibers in the scope; closing the scope stops them after the hash in progress. */
 export const startScrubber = (store: ScrubbedStore, options: ScrubOptions): Effect.Effect<Scrubber, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -69,7 +68,8 @@ export const startScrubber = (store: ScrubbedStore, options: ScrubOptions): Effe
 
 const verifyLoop = (store: ScrubbedStore, options: ScrubOptions, startupDone: Effect.Effect<boolean>) =>
   Effect.gen(function* () {
-    const scratch = new Uint8Array(SCRATCH)
+    // One read per unit of up to a default page (checksum.ts), the buffer reused for every unit.
+    const scratch = checkScratch(READ_CHUNK)
     const rate = options.bytesPerSecond
     const minPassMs = options.minPassMs ?? 10_000
     const maxDeferMs = options.maxDeferMs ?? 0

@@ -41,33 +41,60 @@ export const newUnitHash = (): UnitHash => {
   }
 }
 
-const READ_CHUNK = 256 * 1024
+/**
+ * A unit of up to this many bytes is read in one call and hashed in one shot (a default 1 MiB
+ * page: one read, one copy into the hasher, no streaming state); a larger one in reads of this size.
+ */
+export const READ_CHUNK = 1024 * 1024
 
-const readAt = (fd: number, buf: Uint8Array, position: number): Promise<number> =>
-  new Promise((resolve, reject) => fs.read(fd, buf, 0, buf.length, position, (e, n) => (e ? reject(e) : resolve(n))))
+const readAt = (fd: number, buf: Uint8Array, length: number, position: number): Promise<number> =>
+  new Promise((resolve, reject) => fs.read(fd, buf, 0, length, position, (e, n) => (e ? reject(e) : resolve(n))))
 
 export type FileCheck =
   | { readonly ok: true }
   | { readonly ok: false; readonly reason: "short" | "long" | "checksum"; readonly detail: string }
 
+/** A scratch buffer that lets checkFile read a unit of `bytes` (and the byte past it) in one call. */
+export const checkScratch = (bytes: number): Uint8Array => new Uint8Array(Math.min(READ_CHUNK, Math.max(0, bytes)) + 1)
+
 /**
  * Reads `bytes` bytes of `fd` from offset 0 and compares their XXH64 with `expected`. A file
- * shorter or longer than `bytes` fails without hashing the rest.
+ * shorter or longer than `bytes` fails without hashing the rest. The last read asks for one
+ * byte more than is left, so a longer file is caught without a read of its own; a unit that
+ * fits `scratch` is one read.
  */
 export const checkFile = async (fd: number, bytes: number, expected: bigint, scratch?: Uint8Array): Promise<FileCheck> => {
-  const buf = scratch ?? new Uint8Array(Math.min(READ_CHUNK, Math.max(1, bytes)))
-  const h = hasher().create64()
-  let at = 0
-  while (at < bytes) {
-    const want = Math.min(buf.length, bytes - at)
-    const n = await readAt(fd, want === buf.length ? buf : buf.subarray(0, want), at)
-    if (n === 0) return { ok: false, reason: "short", detail: `${at} of ${bytes} bytes on disk` }
-    h.update(n === buf.length ? buf : buf.subarray(0, n))
-    at += n
+  const buf = scratch !== undefined && scratch.length >= 2 ? scratch : checkScratch(bytes)
+  let got: bigint
+  if (bytes + 1 <= buf.length) {
+    // Whole unit and the byte past it at once; a regular file gives all it has in one pread.
+    let n = 0
+    for (;;) {
+      const r = await readAt(fd, buf.subarray(n), bytes + 1 - n, n)
+      if (r === 0) break
+      n += r
+      if (n > bytes) return { ok: false, reason: "long", detail: `more than the ${bytes} bytes expected on disk` }
+    }
+    if (n < bytes) return { ok: false, reason: "short", detail: `${n} of ${bytes} bytes on disk` }
+    got = hasher().h64Raw(buf.subarray(0, bytes))
+  } else {
+    const h = hasher().create64()
+    let at = 0
+    for (;;) {
+      // The read that reaches the end asks one byte past it.
+      const left = bytes - at
+      const want = left < buf.length ? left + 1 : buf.length
+      const n = await readAt(fd, buf, want, at)
+      if (n === 0) {
+        if (at < bytes) return { ok: false, reason: "short", detail: `${at} of ${bytes} bytes on disk` }
+        break
+      }
+      if (n > left) return { ok: false, reason: "long", detail: `more than the ${bytes} bytes expected on disk` }
+      h.update(n === buf.length ? buf : buf.subarray(0, n))
+      at += n
+    }
+    got = h.digest()
   }
-  const past = await readAt(fd, buf.subarray(0, 1), bytes)
-  if (past !== 0) return { ok: false, reason: "long", detail: `more than the ${bytes} bytes expected on disk` }
-  const got = h.digest()
   if (got !== expected) {
     return { ok: false, reason: "checksum", detail: `xxh64 ${hex(got)} where ${hex(expected)} was recorded at fill` }
   }
