@@ -1,5 +1,5 @@
 #!/bin/sh
-":" //; case "$1" in --config) R=$3;; --config=*) R=$2;; *) R=$1;; esac; case "$R" in worker|coordinator) F="--max-semi-space-size=1 --memory-reducer --v8-pool-size=1";export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}";export MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-131072}";; gateway) F="--max-semi-space-size=2";; *) F=;; esac; UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-32}" exec node --no-memory-reducer $F "$0" "$@"
+":" //; case "$1" in --config) R=$3;; --config=*) R=$2;; *) R=$1;; esac; case "$R" in worker|coordinator) F="--max-semi-space-size=1 --memory-reducer --v8-pool-size=1";export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}";export MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-131072}";; gateway) F="--max-semi-space-size=2";export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}";; *) F=;; esac; UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-32}" exec node --no-memory-reducer $F "$0" "$@"
 // Line 2 is for sh (POSIX sh everywhere, BusyBox's included, where `env -S` does not exist):
 // it re-runs this file under node with the flags below; to JavaScript it is a string and a comment.
 // --no-memory-reducer: V8 otherwise shrinks a busy process's heap (young generation included)
@@ -26,6 +26,8 @@
 // generation to the 16 MiB default semi-spaces, most of the 65-77 MiB its RSS grew by at 64 KiB and
 // 1 MiB GETs; with 2 MiB it starts ~11 MiB smaller and peaks ~20 MiB lower (BENCHMARKS.md, "the
 // gateway against nginx"). `talon up` (one process for every role) keeps V8's default.
+// The gateway also runs with MALLOC_ARENA_MAX=2 (its JS, where it mallocs per request, runs on the
+// main thread's arena either way): idle 71.5-71.8 -> 68.6-69.7 MiB, the libuv threads' arenas.
 // UV_THREADPOOL_SIZE (unless set): a cold fill runs many page writes, fdatasyncs and renames at
 // once on libuv's pool, whose default 4 threads queue them; a cold 256 MiB read through one worker
 // went from 98-108 to 132-151 MB/s with 32 threads (bench/miss-path.ts, paired rounds).
