@@ -1,5 +1,5 @@
 #!/bin/sh
-":" //; case "$1" in --config) R=$3;; --config=*) R=$2;; *) R=$1;; esac; case "$R" in worker|coordinator) F="--max-semi-space-size=1 --memory-reducer --v8-pool-size=1";export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}";; gateway) F="--max-semi-space-size=2";; *) F=;; esac; UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-32}" exec node --no-memory-reducer $F "$0" "$@"
+":" //; case "$1" in --config) R=$3;; --config=*) R=$2;; *) R=$1;; esac; case "$R" in worker|coordinator) F="--max-semi-space-size=1 --memory-reducer --v8-pool-size=1";export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}";export MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-131072}";; gateway) F="--max-semi-space-size=2";export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}";; *) F=;; esac; UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-32}" exec node --no-memory-reducer $F "$0" "$@"
 // Line 2 is for sh (POSIX sh everywhere, BusyBox's included, where `env -S` does not exist):
 // it re-runs this file under node with the flags below; to JavaScript it is a string and a comment.
 // --no-memory-reducer: V8 otherwise shrinks a busy process's heap (young generation included)
@@ -17,10 +17,17 @@
 // platform thread instead of one per core, and MALLOC_ARENA_MAX=2: libuv's 32 threads otherwise
 // each grow a malloc arena. Measured together: native RSS 2-5 MiB less idle and ~10 MiB less under
 // load; hit-path CPU per request unchanged within noise (dataplane bench, paired arms).
+// MALLOC_TRIM_THRESHOLD_=128 KiB: glibc otherwise raises its trim threshold (up to 64 MiB) each
+// time a large block is freed, and then keeps the top of its heap: the memory V8's compiler and
+// start-up freed stayed resident. Fixed at 128 KiB, an idle coordinator's malloc heap went from
+// 5.1 to 3.9 MiB (1.3 MiB of RSS). Not for the gateway: it mallocs per request, and a low
+// threshold would trim and regrow under load.
 // A gateway runs with a 2 MiB semi-space: it allocates per request, and under load V8 grew its young
 // generation to the 16 MiB default semi-spaces, most of the 65-77 MiB its RSS grew by at 64 KiB and
 // 1 MiB GETs; with 2 MiB it starts ~11 MiB smaller and peaks ~20 MiB lower (BENCHMARKS.md, "the
 // gateway against nginx"). `talon up` (one process for every role) keeps V8's default.
+// The gateway also runs with MALLOC_ARENA_MAX=2 (its JS, where it mallocs per request, runs on the
+// main thread's arena either way): idle 71.5-71.8 -> 68.6-69.7 MiB, the libuv threads' arenas.
 // UV_THREADPOOL_SIZE (unless set): a cold fill runs many page writes, fdatasyncs and renames at
 // once on libuv's pool, whose default 4 threads queue them; a cold 256 MiB read through one worker
 // went from 98-108 to 132-151 MB/s with 32 threads (bench/miss-path.ts, paired rounds).

@@ -102,6 +102,23 @@ export const trimWhenQuiet = (policy: TrimPolicy = defaultTrimPolicy, probe: () 
     return Effect.forever(Effect.zipRight(Effect.sleep(policy.every), look))
   })
 
+/**
+ * Trims once, in the first quiet period after start-up, then stops. For a process whose heap must
+ * not shrink between bursts of load (the gateway: V8 re-growing its young generation after each
+ * quiet gap cost it 2-4x the p99 on its proxy bench, bin/talon.mjs): the start-up burst left ~6 MiB
+ * of committed heap (a 4 MiB young generation, scattered old pages) that load never needed back.
+ */
+export const trimOnceWhenQuiet = (policy: TrimPolicy = defaultTrimPolicy, probe: () => TrimProbe = processProbe): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const p = probe()
+    const look = Effect.sync(() => decide(policy, { floor: 0 }, p.sample()).trim && (p.trim(), true))
+    return Effect.repeat(Effect.zipRight(Effect.sleep(policy.every), look), { until: (trimmed) => trimmed })
+  })
+
+/** For a `talon gateway` process: one trim after start-up (trimOnceWhenQuiet). */
+export const startupLayer = (policy: TrimPolicy = defaultTrimPolicy): Layer.Layer<never> =>
+  Layer.scopedDiscard(Effect.forkScoped(trimOnceWhenQuiet(policy)))
+
 /** For a `talon worker` or `talon coordinator` process (not in-process clusters: a test runner's heap is not theirs to trim). */
 export const layer = (policy: TrimPolicy = defaultTrimPolicy): Layer.Layer<never> =>
   Layer.scopedDiscard(Effect.forkScoped(trimWhenQuiet(policy)))

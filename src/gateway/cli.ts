@@ -10,6 +10,7 @@ import { Command } from "@effect/cli"
 import { type ConfigError, Console, Data, Effect, Layer } from "effect"
 import * as Router from "../backend/Router.js"
 import { ClientSchema, type TalonClientOptions } from "../client/config.js"
+import * as HeapTrim from "../core/heapTrim.js"
 import { explicitFrom, flaggedKeys, flagOf, flagsOf } from "../config/cli.js"
 import { resolve } from "../config/Setting.js"
 import { CredentialsConfig, type GatewayCommandSettings, type GatewayOptions, GatewayCommandSchema, GatewaySchema } from "./config.js"
@@ -100,7 +101,8 @@ export const gatewayCommand = (colocated?: () => Promise<ColocatedWorker>) =>
   Command.make("gateway", gatewayOptions, (flags) =>
     Effect.gen(function* () {
       const { router, layer } = yield* gatewayLayerFromFlags(flags, colocated)
-      return yield* announce(router).pipe(Effect.provide(Layer.fresh(layer)))
+      // One heap trim once start-up is over (not after load: see HeapTrim.trimOnceWhenQuiet).
+      return yield* announce(router).pipe(Effect.provide(Layer.fresh(Layer.merge(layer, HeapTrim.startupLayer()))))
     })
   ).pipe(
     Command.withDescription(

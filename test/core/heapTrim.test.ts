@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, TestClock } from "effect"
 import fc from "fast-check"
 import * as v8 from "node:v8"
-import { compactHeap, decide, defaultTrimPolicy, type TrimProbe, trimWhenQuiet } from "../../src/core/heapTrim.js"
+import { compactHeap, decide, defaultTrimPolicy, trimOnceWhenQuiet, type TrimProbe, trimWhenQuiet } from "../../src/core/heapTrim.js"
 
 const MiB = 1024 * 1024
 const policy = defaultTrimPolicy
@@ -44,6 +44,32 @@ describe("heapTrim.trimWhenQuiet", () => {
       expect(i).toBe(4)
       expect(trims).toEqual([2, 4])
       yield* Fiber.interrupt(fiber)
+    })
+  )
+})
+
+describe("heapTrim.trimOnceWhenQuiet", () => {
+  it.effect("waits out start-up, trims in the first quiet period, and never again", () =>
+    Effect.gen(function* () {
+      const periods = [
+        { cpuMicros: 2_000_000, heapBytes: 40 * MiB }, // start-up: no trim
+        { cpuMicros: 1_000, heapBytes: 40 * MiB }, // quiet: trim
+        { cpuMicros: 1_000, heapBytes: 60 * MiB } // grown again after load: left alone
+      ]
+      const trims: Array<number> = []
+      let i = 0
+      const probe = (): TrimProbe => ({
+        sample: () => periods[Math.min(i++, periods.length - 1)]!,
+        trim: () => {
+          trims.push(i)
+          return 20 * MiB
+        }
+      })
+      const fiber = yield* Effect.fork(trimOnceWhenQuiet(policy, probe))
+      yield* TestClock.adjust(Duration.times(policy.every, 6))
+      expect(trims).toEqual([2])
+      expect(i).toBe(2)
+      expect(fiber.unsafePoll()).not.toBeNull()
     })
   )
 })

@@ -173,4 +173,47 @@ describe("the worker's SocketServer", () => {
       })
     )
   })
+
+  it("runDirect hands sockets to a callback without a fiber each: a throw ends that connection only, interrupting run ends the rest", async () => {
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const server = yield* DataSocket.make({ host: "127.0.0.1", port: 0 })
+          const runDirect = DataSocket.runDirectOf(server)
+          expect(runDirect).toBeDefined()
+          const port = (server.address as { port: number }).port
+          const handed: Array<net.Socket> = []
+          const arrived = yield* Deferred.make<void>()
+          let calls = 0
+          const running = yield* Effect.fork(
+            runDirect!((socket) => {
+              calls++
+              // The second connection's handler fails: only that connection goes.
+              if (calls === 2) throw new Error("handler bug")
+              handed.push(socket)
+              if (handed.length === 2) Deferred.unsafeDone(arrived, Exit.void)
+            })
+          )
+          const open = (): Effect.Effect<net.Socket> =>
+            Effect.promise(
+              () =>
+                new Promise<net.Socket>((resolve) => {
+                  const s = net.connect(port, "127.0.0.1", () => resolve(s))
+                  s.on("error", () => {})
+                })
+            )
+          const first = yield* open()
+          yield* Effect.promise(() => eventuallyAsync(() => expect(calls).toBe(1), { what: "the first connection handed over" }))
+          const second = yield* open()
+          yield* Effect.promise(() => closedBy(second))
+          const third = yield* open()
+          yield* Deferred.await(arrived)
+          expect(first.destroyed || third.destroyed).toBe(false)
+          yield* Fiber.interrupt(running)
+          yield* Effect.promise(() => Promise.all([closedBy(first), closedBy(third)]))
+          expect(handed.every((s) => s.destroyed)).toBe(true)
+        })
+      )
+    )
+  })
 })

@@ -27,8 +27,12 @@ import { blockKey } from "../store/layout.js"
 import { fetchRun, type RunTarget } from "./fetchRun.js"
 import { StagePool, stageSize } from "./stagePool.js"
 
-/** Idle staging buffers a worker keeps: enough for a few fetches' pages between bursts, a few MiB of memory. */
-const STAGES_KEPT = 16
+/**
+ * Idle staging buffers a worker keeps: a few fetches' pages between bursts, a few MiB of memory.
+ * 16 (16 MiB at 1 MiB pages) was a quarter of an idle worker's RSS after its first fill; a burst
+ * past these 4 allocates the rest again (~12 MiB of fresh pages, a few ms against a burst's fill).
+ */
+const STAGES_KEPT = 4
 
 /**
  * Buffers kept while fills stream, at most: never more than the fills had in use at once (a buffer

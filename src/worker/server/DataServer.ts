@@ -125,32 +125,37 @@ const make = Effect.gen(function* () {
   }
   const sizeSendBuffer = yield* sendBufferSizer(cfg.sendBuffer)
   let open = 0
-  // One fiber per connection, alive until its socket closes (interrupting it destroys the socket).
+  /** Starts serving one connection; its serve loop lives on the socket's events until it closes. */
+  const serveSocket = (socket: net.Socket) => {
+    open++
+    socket.once("close", () => void open--)
+    sizeSendBuffer?.(socket)
+    const connection = new DataSocket.Connection(socket)
+    serveConnection(connection, {
+      plane,
+      writer: plane.attach(connection),
+      handler,
+      mode,
+      stats,
+      readTimeoutMs: cfg.readTimeoutMs,
+      maxInflight: cfg.maxInflightPerConnection,
+      hits: table
+    })
+  }
+  const direct = DataSocket.runDirectOf(sockets)
+  // Over another socket server (NodeSocketServer, a serving loop's handed sockets): one fiber per
+  // connection, alive until its socket closes (interrupting it destroys the socket).
   const serve = Effect.flatMap(DataSocket.Connection.current, (connection) =>
     Effect.async<void>((resume) => {
       const socket = connection.socket
       if (socket.destroyed) return resume(Effect.void)
-      open++
-      socket.once("close", () => {
-        open--
-        resume(Effect.void)
-      })
-      sizeSendBuffer?.(socket)
-      serveConnection(connection, {
-        plane,
-        writer: plane.attach(connection),
-        handler,
-        mode,
-        stats,
-        readTimeoutMs: cfg.readTimeoutMs,
-        maxInflight: cfg.maxInflightPerConnection,
-        hits: table
-      })
+      socket.once("close", () => resume(Effect.void))
+      serveSocket(socket)
       // Interrupted (the server is stopping): the connection goes with it, whichever socket server runs it.
       return Effect.sync(() => void socket.destroy())
     })
   )
-  yield* Effect.forkScoped(sockets.run(() => serve))
+  yield* Effect.forkScoped(direct !== undefined ? direct(serveSocket) : sockets.run(() => serve))
   const address = sockets.address
   if (address._tag !== "TcpAddress") return yield* Effect.dieMessage(`the data listener must be TCP, got ${address.path}`)
   const host = net.isIPv6(address.hostname) ? `[${address.hostname}]` : address.hostname

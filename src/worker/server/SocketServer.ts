@@ -12,8 +12,11 @@
  *   the server closes; NodeSocketServer leaves them open, and its `server.close` then waits until
  *   those clients hang up.
  *
- * Connection fibers are per connection, not per request: the hot loop stays plain callbacks,
- * and the server costs no CPU per request (docs/decisions/measured-in-code.md).
+ * - `runDirect` (read with `runDirectOf`): connections handed to a plain callback, without the
+ *   fiber per connection that `run` forks; the data server serves this way (serveConnections.ts).
+ *
+ * Either way nothing is per request: the hot loop stays plain callbacks, and the server costs no
+ * CPU per request (docs/decisions/measured-in-code.md).
  */
 import * as NodeSocket from "@effect/platform-node/NodeSocket"
 import * as Socket from "@effect/platform/Socket"
@@ -21,7 +24,7 @@ import * as SocketServer from "@effect/platform/SocketServer"
 import { Effect, Exit, Layer, Scope } from "effect"
 import * as net from "node:net"
 import { type ControlTlsFiles, controlTlsServer } from "../../transport/controlTls.js"
-import { serveConnections } from "./serveConnections.js"
+import { type ConnectionServing, serveConnections, serveConnectionsDirect } from "./serveConnections.js"
 
 /**
  * An accepted connection as the data plane sees it: the Node socket and its kernel fd.
@@ -77,6 +80,19 @@ export interface ListenOptions {
   }
 }
 
+const DirectRun = Symbol.for("talon/worker/SocketServer/runDirect")
+
+/**
+ * What this server offers beyond @effect/platform's `run`: connections handed to a plain callback,
+ * no fiber per connection (serveConnections.ts, `serveConnectionsDirect`). Runs until interrupted;
+ * interrupting it destroys every connection it handed out.
+ */
+export type RunDirect = (onSocket: (socket: net.Socket) => void) => Effect.Effect<never, SocketServer.SocketServerError>
+
+/** The server's direct run, when it is one of ours (NodeSocketServer, or a serving loop's handed sockets, have none). */
+export const runDirectOf = (server: SocketServer.SocketServer["Type"]): RunDirect | undefined =>
+  (server as unknown as { readonly [DirectRun]?: RunDirect })[DirectRun]
+
 /** Listens now; the server closes (and every connection it still holds is destroyed) with the scope. */
 export const make = (options: ListenOptions): Effect.Effect<SocketServer.SocketServer["Type"], SocketServer.SocketServerError, Scope.Scope> =>
   Effect.gen(function* () {
@@ -128,9 +144,9 @@ export const make = (options: ListenOptions): Effect.Effect<SocketServer.SocketS
         })
     )
 
-    const run = <R, E, _>(handler: (socket: Socket.Socket) => Effect.Effect<_, E, R>) =>
+    const runWith = <R>(serving: Effect.Effect<ConnectionServing, never, R>) =>
       Effect.gen(function* () {
-        const { serve, scope } = yield* serveConnections(handler)
+        const { serve, scope } = yield* serving
         return yield* Effect.async<never, SocketServer.SocketServerError>((resume) => {
           onConnection = serve
           for (const s of pending.splice(0)) serve(s)
@@ -143,11 +159,17 @@ export const make = (options: ListenOptions): Effect.Effect<SocketServer.SocketS
         })
       })
 
+    const run = <R, E, _>(handler: (socket: Socket.Socket) => Effect.Effect<_, E, R>) => runWith(serveConnections(handler))
+    const runDirect: RunDirect = (onSocket) => runWith(serveConnectionsDirect(onSocket))
+
     const bound = server.address() as net.AddressInfo
-    return SocketServer.SocketServer.of({
-      address: { _tag: "TcpAddress", hostname: bound.address, port: bound.port },
-      run
-    })
+    return Object.assign(
+      SocketServer.SocketServer.of({
+        address: { _tag: "TcpAddress", hostname: bound.address, port: bound.port },
+        run
+      }),
+      { [DirectRun]: runDirect }
+    )
   })
 
 export const layer = (options: ListenOptions): Layer.Layer<SocketServer.SocketServer, SocketServer.SocketServerError> =>
