@@ -91,6 +91,15 @@ export interface RangeReader {
  * The origin as the worker, coordinator and gateway see it. One implementation per
  * provider (`BackendStore.S3`, `BackendStore.Azure` in ./S3.ts and ./Azure.ts).
  */
+/**
+ * Takes the next bytes of a pushed range, valid only during the call; a returned promise holds
+ * the read back. `into`, when present, offers where the next at most `max` bytes would be kept,
+ * so a plain-HTTP receive can read them there straight from the socket (receiveTypes.ts).
+ */
+export type PushSink = ((chunk: Uint8Array) => Promise<void> | void) & {
+  readonly into?: ((max: number) => Uint8Array | undefined) | undefined
+}
+
 export interface BackendStoreShape {
   readonly stat: (object: ObjectId) => Effect.Effect<ObjectStat, BackendError>
   /** Exactly `length` bytes from `offset` (clamped by the origin at EOF), with backpressure. */
@@ -116,7 +125,7 @@ export interface BackendStoreShape {
     offset: number,
     length: number,
     options: GetRangeOptions | undefined,
-    sink: (chunk: Uint8Array) => Promise<void> | void,
+    sink: PushSink,
     signal?: AbortSignal
   ) => Promise<void>
   /** One page of a listing within `bucket`. */
