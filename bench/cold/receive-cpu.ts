@@ -3,12 +3,10 @@
  * once, every chunk copied into a reused 1 MiB staging buffer), by four clients in this one
  * process against a plain node:http origin in a child process (no latency, no bandwidth cap):
  * the fill's receiver (src/backend/receiveInto.ts), node:http, and @effect/platform's HttpClient
- * over node:http and over undici; and the fill's receiver reading straight into the staging
- * buffer (its sink offering room with `into`, as fetchRun's does), which saves the copy. Per arm
- * and round: ns of this process's CPU per byte, MB/s and full (mark-compact) GCs. Arms rotate
- * order each round.
+ * over node:http and over undici. Per arm and round: ns of this process's CPU per byte, MB/s and
+ * full (mark-compact) GCs. Arms rotate order each round.
  *
- *   npx tsx bench/cold/receive-cpu.ts [--size 256M] [--rounds 3] [--arms into,reused]
+ *   npx tsx bench/cold/receive-cpu.ts [--size 256M] [--rounds 3]
  */
 import { spawn } from "node:child_process"
 import * as http from "node:http"
@@ -21,8 +19,7 @@ import { Flag, parseFlags, runDriver } from "../lib/driver.js"
 
 const flags = await parseFlags("receive-cpu", "CPU per byte of origin range bodies received as a fill does, by four HTTP clients.", {
   size: Flag.size("size", "256M", "Bytes fetched per arm and round."),
-  rounds: Flag.number("rounds", 3, "Rounds; the arms' order rotates each round."),
-  arms: Flag.text("arms", "", "Only these arms, comma-separated: into, reused, node-http, effect-node, effect-undici (default: all).")
+  rounds: Flag.number("rounds", 3, "Rounds; the arms' order rotates each round.")
 })
 const PIECE = 4 * 1024 * 1024
 const OBJECT = 64 * 1024 * 1024
@@ -62,19 +59,6 @@ const reused: Fetch = (port, from, length) =>
     )
     .then(() => undefined)
 
-/** Offers the staging buffer's room, as fetchRun's sink does: the socket reads there, nothing is copied. */
-const staged_into = Object.assign((chunk: Uint8Array) => {
-  if (chunk.buffer === stage.buffer && chunk.byteOffset === staged) staged = (staged + chunk.length) % stage.length
-  else copy(chunk)
-}, { into: (max: number) => stage.subarray(staged, staged + Math.min(max, stage.length - staged)) })
-const into: Fetch = (port, from, length) =>
-  receiver
-    .exchange(
-      { method: "GET", protocol: "http:", hostname: "127.0.0.1", port, path: "/o", headers: { range: `bytes=${from}-${from + length - 1}` } },
-      () => staged_into
-    )
-    .then(() => undefined)
-
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })
 const nodeHttp: Fetch = (port, from, length) =>
   new Promise((resolve, reject) => {
@@ -100,15 +84,12 @@ const effectClient = (layer: Layer.Layer<HttpClient.HttpClient>): Fetch => {
     )
 }
 
-const allArms: ReadonlyArray<readonly [string, string, () => Fetch]> = [
-  ["into", "receiveInto (into the stage)", () => into],
-  ["reused", "receiveInto (reused buffer)", () => reused],
-  ["node-http", "node:http", () => nodeHttp],
-  ["effect-node", "HttpClient (node:http)", () => effectClient(NodeHttpClient.layer)],
-  ["effect-undici", "HttpClient (undici)", () => effectClient(NodeHttpClient.layerUndici)]
+const arms: ReadonlyArray<readonly [string, Fetch]> = [
+  ["receiveInto (reused buffer)", reused],
+  ["node:http", nodeHttp],
+  ["HttpClient (node:http)", effectClient(NodeHttpClient.layer)],
+  ["HttpClient (undici)", effectClient(NodeHttpClient.layerUndici)]
 ]
-const picked = flags.arms === "" ? undefined : new Set(flags.arms.split(",").map((a) => a.trim()))
-const arms: ReadonlyArray<readonly [string, Fetch]> = allArms.filter(([key]) => picked === undefined || picked.has(key)).map(([, name, make]) => [name, make()])
 
 let majorGcs = 0
 new PerformanceObserver((list) => {
