@@ -91,15 +91,6 @@ export interface RangeReader {
  * The origin as the worker, coordinator and gateway see it. One implementation per
  * provider (`BackendStore.S3`, `BackendStore.Azure` in ./S3.ts and ./Azure.ts).
  */
-/**
- * Takes the next bytes of a pushed range, valid only during the call; a returned promise holds
- * the read back. `into`, when present, offers where the next at most `max` bytes would be kept,
- * so a plain-HTTP receive can read them there straight from the socket (receiveTypes.ts).
- */
-export type PushSink = ((chunk: Uint8Array) => Promise<void> | void) & {
-  readonly into?: ((max: number) => Uint8Array | undefined) | undefined
-}
-
 export interface BackendStoreShape {
   readonly stat: (object: ObjectId) => Effect.Effect<ObjectStat, BackendError>
   /** Exactly `length` bytes from `offset` (clamped by the origin at EOF), with backpressure. */
@@ -125,7 +116,7 @@ export interface BackendStoreShape {
     offset: number,
     length: number,
     options: GetRangeOptions | undefined,
-    sink: PushSink,
+    sink: (chunk: Uint8Array) => Promise<void> | void,
     signal?: AbortSignal
   ) => Promise<void>
   /** One page of a listing within `bucket`. */

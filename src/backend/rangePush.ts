@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http"
 import { Effect, Either, Runtime } from "effect"
-import { type BackendError, BackendRangeError, BackendRequestError, type PushSink, type RangeReader } from "./BackendStore.js"
+import { type BackendError, BackendRangeError, BackendRequestError, type RangeReader } from "./BackendStore.js"
 import { contentLength, parseContentRange } from "./headers.js"
 import { header, transportError, type OriginRequest, type RequestLabel } from "./http.js"
 import { isRetryable, type RequestPolicy } from "./policy.js"
@@ -16,7 +16,7 @@ import { type BodySink, type Receiver, STOP } from "./receiveInto.js"
  * Takes the next bytes of the range, valid only during the call. Returns a promise only when
  * the read must wait before the next bytes; a throw or a rejection ends the read with that error.
  */
-export type { PushSink }
+export type PushSink = (chunk: Uint8Array) => Promise<void> | void
 
 /** How one attempt of a provider's range GET is asked for and how its refusals read. */
 export interface RangeGet {
@@ -116,8 +116,7 @@ export const pushRange = async (p: {
     if (pinned === undefined && version !== "") pinned = version
     if (size !== undefined) end = Math.min(end, size)
     let at = status === 206 ? (sent.start ?? pos) : 0
-    const into = p.sink.into
-    const body: BodySink = (chunk) => {
+    return (chunk) => {
       const chunkStart = at
       at += chunk.length
       // Drops bytes before `pos` (an origin that ignored the range) and after `end`.
@@ -130,9 +129,6 @@ export const pushRange = async (p: {
       }
       return pos >= end && wait === undefined ? STOP : wait
     }
-    if (into === undefined) return body
-    // Only where the response is at the next byte wanted: nothing to drop, all of it delivered.
-    return Object.assign(body, { into: (max: number) => (at === pos && pos < end ? into(Math.min(max, end - pos)) : undefined) })
   }
 
   for (;;) {

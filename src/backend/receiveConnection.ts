@@ -83,8 +83,7 @@ export class Connection {
       host,
       port,
       noDelay: true,
-      // Asked again after every read: the body's sink may offer its own memory for the next one.
-      onread: { buffer: () => this.nextBuffer(), callback: (n: number, buf: Uint8Array) => this.onRead(n, buf) }
+      onread: { buffer: this.buffer, callback: (n: number) => this.onRead(n) }
     })
     this.socket.on("error", (error: NodeJS.ErrnoException) => {
       const x = this.exchange
@@ -109,7 +108,7 @@ export class Connection {
     if (this.reused) this.socket.resume()
   }
 
-  private onRead(n: number, buf: Uint8Array): boolean {
+  private onRead(n: number): boolean {
     const x = this.exchange
     if (x === undefined) {
       // Bytes nobody asked for: this connection's framing can no longer be trusted.
@@ -117,37 +116,7 @@ export class Connection {
       return false
     }
     x.received += n
-    return buf === this.buffer ? this.process(x, 0, n) : this.direct(x, buf.subarray(0, n))
-  }
-
-  /**
-   * Where the next read goes: into the sink's own memory while a content-length body has bytes
-   * left and the sink offers a place (at most what is left of the body, so the read never takes
-   * bytes past the message), else into this connection's buffer. Never the sink's memory while
-   * the socket is held paused, or pending bytes in the buffer would be read over.
-   */
-  private nextBuffer(): Uint8Array {
-    const x = this.exchange
-    if (x !== undefined && x.inBody && !x.held && !x.settled && x.frame === Frame.Length && x.left > 0 && x.sink?.into !== undefined) {
-      const view = x.sink.into(x.left)
-      if (view !== undefined && view.length > 0) return view
-    }
-    return this.buffer
-  }
-
-  /** Body bytes the socket read straight into the sink's memory (`nextBuffer`): all of them are body. */
-  private direct(x: Exchange, bytes: Uint8Array): boolean {
-    try {
-      const wait = this.deliver(x, bytes)
-      x.left -= bytes.length
-      if (x.left === 0) return this.finish(x, true, wait === STOP ? undefined : wait)
-      if (wait === STOP) return this.finish(x, false)
-      if (wait !== undefined) return this.hold(x, wait, 0, 0)
-      return true
-    } catch (error) {
-      this.fail(error)
-      return false
-    }
+    return this.process(x, 0, n)
   }
 
   /** Frames `buffer[from, to)`; false when a sink holds the socket paused. */
@@ -179,7 +148,7 @@ export class Connection {
     return !x.settled
   }
 
-  private deliver(x: Exchange, bytes: Uint8Array): Promise<void> | typeof STOP | undefined {
+  private deliver(x: Exchange, bytes: Buffer): Promise<void> | typeof STOP | undefined {
     if (x.sink !== undefined) {
       const r = x.sink(bytes)
       return r === STOP ? STOP : r instanceof Promise ? r : undefined

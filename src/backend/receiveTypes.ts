@@ -8,14 +8,7 @@ export const STOP = Symbol("stop")
  * Takes the next body bytes (a view into the socket's buffer). A promise holds the socket
  * paused until it settles (a rejection aborts the exchange with its error); a throw aborts it.
  */
-export type BodySink = ((chunk: Uint8Array) => Promise<void> | typeof STOP | undefined | void) & {
-  /**
-   * Where the sink would keep the next at most `max` body bytes, if it has such a place: the
-   * socket then reads straight into it (one copy of each byte fewer) and the chunk passed next
-   * is a view of it. Undefined, or absent, to be handed views of the socket's own buffer.
-   */
-  readonly into?: ((max: number) => Uint8Array | undefined) | undefined
-}
+export type BodySink = (chunk: Uint8Array) => Promise<void> | typeof STOP | undefined | void
 
 /** After the head: a sink for the body, or undefined to buffer it whole (an error document). */
 export type OnHead = (status: number, headers: IncomingHttpHeaders) => BodySink | undefined

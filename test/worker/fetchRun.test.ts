@@ -57,28 +57,6 @@ const origin =
     }
   }
 
-/**
- * An origin read the way the plain-HTTP receive reads: where the sink offers room (`into`), the
- * next read lands there and the sink is handed that view; elsewhere it gets a copy of its own.
- * `direct` counts the reads that landed in the sink's memory.
- */
-const socketOrigin = (bytes: Uint8Array, cuts: ReadonlyArray<number>, counts: { direct: number }): RangeFetch =>
-  async (_object, _version, offset, length, sink) => {
-    const body = bytes.subarray(offset, offset + length)
-    let at = 0
-    for (let i = 0; at < body.length; i++) {
-      const want = Math.min(cuts[i % cuts.length]!, body.length - at)
-      const view = sink.into?.(body.length - at)
-      const read = view === undefined ? Buffer.from(body.subarray(at, at + want)) : view.subarray(0, Math.min(view.length, want))
-      if (view !== undefined) {
-        read.set(body.subarray(at, at + read.length))
-        counts.direct++
-      }
-      await sink(read)
-      at += read.length
-    }
-  }
-
 /** Runs units `[0, units)` of a block of `bytes`; the settled units and the run's outcome. */
 const run = async (store: DiskStore, id: BlockId, bytes: Uint8Array, fetchRange: RangeFetch, units: number, stages?: StagePool) => {
   const settled = new Map<number, unknown>()
@@ -137,39 +115,6 @@ describe("fetchRun", () => {
     )
     await store.flush()
     expect(tempFiles()).toEqual([])
-  })
-
-  it("bytes read straight into the staging buffers land the same, with runs sharing the buffers", { timeout: 60_000 }, async () => {
-    for (const pageSize of [PAGE, 0]) {
-      const store = await openStore(pageSize)
-      const stages = new StagePool(pageSize > 0 ? PAGE : 2 * PAGE, 2)
-      const counts = { direct: 0 }
-      await fc.assert(
-        fc.asyncProperty(
-          fc.integer({ min: 1, max: 5 * PAGE }),
-          fc.integer({ min: 1, max: 5 * PAGE }),
-          fc.array(fc.integer({ min: 1, max: 3 * PAGE }), { minLength: 1, maxLength: 6 }),
-          async (sizeA, sizeB, cuts) => {
-            const a = { id: freshBlock(8 * PAGE), bytes: pattern(sizeA, blocks) }
-            const b = { id: freshBlock(8 * PAGE), bytes: pattern(sizeB, blocks + 1000) }
-            const unitsOf = (n: number) => (pageSize > 0 ? Math.ceil(n / PAGE) : 1)
-            // Two runs at once over one pool: a buffer one gives back must never carry the other's bytes.
-            const [ra, rb] = await Promise.all([
-              run(store, a.id, a.bytes, socketOrigin(a.bytes, cuts, counts), unitsOf(sizeA), stages),
-              run(store, b.id, b.bytes, socketOrigin(b.bytes, [...cuts].reverse(), counts), unitsOf(sizeB), stages)
-            ])
-            expect(ra.outcome).toBeUndefined()
-            expect(rb.outcome).toBeUndefined()
-            expectStored(store, a.id, a.bytes, pageSize > 0 ? PAGE : a.bytes.length)
-            expectStored(store, b.id, b.bytes, pageSize > 0 ? PAGE : b.bytes.length)
-          }
-        ),
-        { numRuns: 15 }
-      )
-      expect(counts.direct).toBeGreaterThan(0)
-      await store.flush()
-      expect(tempFiles()).toEqual([])
-    }
   })
 
   it("a whole block larger than a staging buffer is written a buffer at a time, one checksum over all of it", { timeout: 60_000 }, async () => {

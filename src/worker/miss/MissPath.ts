@@ -151,13 +151,10 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
         const pushRange = cfg.originReceive === "reused" ? backend.pushRange : undefined
         if (pushRange !== undefined) {
           // Chunks straight from the origin socket's reused buffer: copied by the sink, never held.
-          const counted = Object.assign(
-            (chunk: Uint8Array) => {
-              stats.originBytes += chunk.length
-              return sink(chunk)
-            },
-            { into: sink.into }
-          )
+          const counted = (chunk: Uint8Array) => {
+            stats.originBytes += chunk.length
+            return sink(chunk)
+          }
           return Effect.tryPromise({
             try: (signal) => pushRange(object, offset, length, { version }, counted, signal),
             catch: toReadFailed(object)

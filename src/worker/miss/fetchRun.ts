@@ -22,13 +22,7 @@ const FINISHING = 4
  * socket's reused buffer). Returns a promise only when the fetch must wait before the next
  * chunk (a disk write holding the stream back); most chunks are a copy and return.
  */
-export type RangeSink = ((chunk: Uint8Array) => Promise<void> | void) & {
-  /**
-   * Room for the next at most `max` bytes in the unit being staged: a receive that reads there
-   * straight from its socket saves the copy (the chunk it then passes is that view).
-   */
-  readonly into?: ((max: number) => Uint8Array | undefined) | undefined
-}
+export type RangeSink = (chunk: Uint8Array) => Promise<void> | void
 
 export type RangeFetch = (
   object: ObjectId,
@@ -177,11 +171,7 @@ export const fetchRun = (
       stage ??= pool.take()
       const room = Math.min(size, flushed + pool.size) - received
       const n = Math.min(room, chunk.length - at)
-      const to = received - flushed
-      // Bytes the socket read straight into this spot of the stage (`into`) are already in place.
-      if (n !== chunk.length || chunk.buffer !== stage.buffer || chunk.byteOffset !== stage.byteOffset + to) {
-        stage.set(n === chunk.length ? chunk : chunk.subarray(at, at + n), to)
-      }
+      stage.set(n === chunk.length ? chunk : chunk.subarray(at, at + n), received - flushed)
       received += n
       at += n
       if (n === room) {
@@ -195,15 +185,6 @@ export const fetchRun = (
     }
     return undefined
   }
-  /** A view of the current stage's room, at most `max` bytes; none once the run is done or failed. */
-  const into = (max: number): Uint8Array | undefined => {
-    if (finishError !== undefined || current >= e) return undefined
-    stage ??= pool.take()
-    const room = Math.min(size, flushed + pool.size) - received
-    if (room <= 0) return undefined
-    const to = received - flushed
-    return stage.subarray(to, to + Math.min(room, max))
-  }
   const finished = async () => {
     while (finishing.size > 0) await Promise.all(finishing)
     if (finishError !== undefined) throw finishError
@@ -212,7 +193,7 @@ export const fetchRun = (
   store.fills.begin()
   let fetching: Promise<void>
   try {
-    fetching = fetchRange(id.object, id.version, objectOffset, runBytes, Object.assign(sink, { into }), ahead)
+    fetching = fetchRange(id.object, id.version, objectOffset, runBytes, sink, ahead)
   } catch (error) {
     // Settled like any failed fetch, so the fill count and every unit's waiters are released.
     fetching = Promise.reject(error)
