@@ -12,7 +12,7 @@ import * as net from "node:net"
 import * as tls from "node:tls"
 import { parseHostPort } from "../transport/address.js"
 import { clientTlsOptions, type ControlTlsFiles } from "../transport/controlTls.js"
-import { capFor, Flags, type FrameCaps, type FrameHeader, HEADER_LEN, MsgType, readHeader } from "../protocol/index.js"
+import { capFor, type FrameCaps, type FrameHeader, HEADER_LEN, readHeader } from "../protocol/index.js"
 import { type Failure, PipelinedConnection } from "../transport/PipelinedConnection.js"
 import { Payload, type Slab, type SlabPool } from "./SlabPool.js"
 
@@ -52,11 +52,6 @@ export class DataConnection extends PipelinedConnection<DataOk> {
   private runSlab: Slab | undefined
   private runStart = 0
   private runEnd = 0
-  // Bodies the caller asked to receive into its own buffer (`sendInto`), by request id; `sink`
-  // is the one being received now, and `sinkRead` says the socket's next read lands in it.
-  private readonly sinks = new Map<number, Uint8Array>()
-  private sink: Uint8Array | undefined
-  private sinkRead = false
 
   constructor(address: string, options: DataConnectionOptions) {
     super(address)
@@ -85,31 +80,8 @@ export class DataConnection extends PipelinedConnection<DataOk> {
     this.start(socket, options.connectTimeoutMs)
   }
 
-  /**
-   * `send`, with the reply's body received straight into `into` (exactly the body's length):
-   * the kernel reads into it, so the bytes are never copied. The payload handed over is `into`
-   * itself. Only a GetRange reply of that length goes there; an error reply goes through the
-   * slabs as usual. Once the request is cancelled, `into` may still receive the rest of the body
-   * it was receiving: the caller must not reuse it.
-   */
-  sendInto(requestId: number, frame: Uint8Array, into: Uint8Array, onReply: (reply: DataReply) => void): void {
-    if (this.usable && into.length > 0) this.sinks.set(requestId, into)
-    this.send(requestId, frame, onReply)
-  }
-
-  override cancel(requestId: number): boolean {
-    this.sinks.delete(requestId)
-    return super.cancel(requestId)
-  }
-
-  /** Room for the next read: the rest of the body being received into a sink, else of the current slab, or a fresh one. */
-  private nextBuffer(): Uint8Array {
-    // Exactly the rest of the body: a read cannot run into the next frame's header.
-    if (this.sink !== undefined) {
-      this.sinkRead = true
-      return this.sink.subarray(this.bodyFill)
-    }
-    this.sinkRead = false
+  /** Room for the next read: the rest of the current slab, or a fresh one. */
+  private nextBuffer(): Buffer {
     let slab = this.readSlab
     if (slab !== undefined && slab.buf.length - this.readAt < MIN_READ) {
       this.readSlab = undefined
@@ -125,12 +97,6 @@ export class DataConnection extends PipelinedConnection<DataOk> {
   }
 
   private onRead(n: number, buf: Uint8Array): void {
-    if (this.sinkRead) {
-      this.sinkRead = false
-      this.bodyFill += n
-      if (this.bodyFill === this.header!.length) this.deliver()
-      return
-    }
     const slab = this.readSlab!
     const base = this.readAt
     this.readAt += n
@@ -156,11 +122,6 @@ export class DataConnection extends PipelinedConnection<DataOk> {
         if (h.length > cap) return this.fail("protocol", `undecodable reply: ${h.length}-byte payload over the ${cap}-byte cap`)
         this.header = h
         this.bodyFill = 0
-        const into = this.sinks.size > 0 ? this.sinks.get(h.requestId) : undefined
-        if (into !== undefined) {
-          this.sinks.delete(h.requestId)
-          if (into.length === h.length && h.type === MsgType.GetRange && (h.flags & Flags.Error) === 0) this.sink = into
-        }
         if (h.length === 0) {
           this.deliver()
           continue
@@ -168,14 +129,6 @@ export class DataConnection extends PipelinedConnection<DataOk> {
       }
       const want = this.header.length - this.bodyFill
       const take = Math.min(want, n - p)
-      if (this.sink !== undefined) {
-        // The body's first bytes came with its header, in a slab.
-        this.sink.set(bytes.subarray(p, p + take), this.bodyFill)
-        this.bodyFill += take
-        p += take
-        if (this.bodyFill === this.header.length) this.deliver()
-        continue
-      }
       // Views of the slab itself (`bytes` is the slab from `base`): no copy. A run holds its
       // slab from the moment it starts, so the slab cannot be recycled under it.
       const at = base + p
@@ -205,13 +158,10 @@ export class DataConnection extends PipelinedConnection<DataOk> {
   private deliver(): void {
     this.endRun()
     const header = this.header!
-    const sink = this.sink
-    this.sink = undefined
-    const payload =
-      header.length === 0 ? Payload.empty : sink !== undefined ? Payload.of(sink) : new Payload(this.views, this.slabs, header.length)
+    const payload = header.length === 0 ? Payload.empty : new Payload(this.views, this.slabs, header.length)
     this.header = undefined
     this.bodyFill = 0
-    if (header.length > 0 && sink === undefined) {
+    if (header.length > 0) {
       this.views = []
       this.slabs = []
     }
@@ -226,9 +176,6 @@ export class DataConnection extends PipelinedConnection<DataOk> {
   // The half-received frame's views are dropped, not recycled: nothing else can be reading them,
   // but dropping is always safe.
   protected override onFailed(): void {
-    this.sinks.clear()
-    this.sink = undefined
-    this.sinkRead = false
     this.views = []
     this.slabs = []
     this.runSlab = undefined

@@ -33,11 +33,8 @@ export type RawRead =
   | { readonly ok: true; readonly payloads: ReadonlyArray<Payload> }
   | { readonly ok: false; readonly error: TalonClientError }
 
-/**
- * The direct path: `[offset, offset+length)` of exactly `info.version` from the workers; with
- * `into` (the range's length, clamped at the object's end) the bytes are received into it.
- */
-export type FetchRange = (info: ObjectInfo, offset: number, length: number, done: (r: RawRead) => void, into?: Uint8Array) => CancelFetch
+/** The direct path: `[offset, offset+length)` of exactly `info.version` from the workers. */
+export type FetchRange = (info: ObjectInfo, offset: number, length: number, done: (r: RawRead) => void) => CancelFetch
 
 export interface ReadAheadLimits {
   /** Chunk size (reads ahead are fetched in chunks aligned to it). */
@@ -110,10 +107,10 @@ export class ReadAheadCache {
     return { ...this.counters, residentBytes: this.resident }
   }
 
-  /** `readRaw` with read-ahead: the same contract as `direct` (`into` is used only when the read goes direct). */
-  read(info: ObjectInfo, offset: number, length: number, done: (r: RawRead) => void, into?: Uint8Array): CancelFetch {
+  /** `readRaw` with read-ahead: the same contract as `direct`. */
+  read(info: ObjectInfo, offset: number, length: number, done: (r: RawRead) => void): CancelFetch {
     const end = Math.min(offset + length, info.size)
-    if (this.closed || end <= offset || this.limits.windowBytes <= 0) return this.direct(info, offset, length, done, into)
+    if (this.closed || end <= offset || this.limits.windowBytes <= 0) return this.direct(info, offset, length, done)
     const key = versionKey(info)
     const run = this.runs.observe(key, offset, end - offset)
     if (run.streak >= 2) {
@@ -125,7 +122,7 @@ export class ReadAheadCache {
       // From the chunk holding the read's end (the next read starts there); chunks already held are only touched.
       for (let at = Math.floor(end / chunk) * chunk; at < target; at += chunk) if (!this.ensure(info, key, at)) break
     } else this.counters.randomReads++
-    return this.serve(info, key, offset, end, done, into)
+    return this.serve(info, key, offset, end, done)
   }
 
   /** Drops every chunk and stops every fetch (the client is closing). */
@@ -217,12 +214,12 @@ export class ReadAheadCache {
   }
 
   /** `[offset, end)` from held or in-flight chunks when they cover it all, else direct. */
-  private serve(info: ObjectInfo, key: string, offset: number, end: number, done: (r: RawRead) => void, into: Uint8Array | undefined): CancelFetch {
+  private serve(info: ObjectInfo, key: string, offset: number, end: number, done: (r: RawRead) => void): CancelFetch {
     const chunkBytes = this.limits.chunkBytes
     const parts: Array<Chunk> = []
     for (let at = Math.floor(offset / chunkBytes) * chunkBytes; at < end; at += chunkBytes) {
       const c = this.chunks.get(`${key}\0${at}`)
-      if (c === undefined) return this.direct(info, offset, end - offset, done, into)
+      if (c === undefined) return this.direct(info, offset, end - offset, done)
       parts.push(c)
     }
     const payloads: Array<Payload | undefined> = new Array(parts.length)
@@ -260,7 +257,7 @@ export class ReadAheadCache {
       // Only a version the origin dropped is final; any other failure of a shared
       // fetch (a worker lost while it ran) gets this read's own attempt.
       if (r.error._tag === "VersionChanged") return done(r)
-      current = this.direct(info, offset, end - offset, done, into)
+      current = this.direct(info, offset, end - offset, done)
     })
     for (let i = 0; i < parts.length && !over; i++) {
       const c = parts[i]!

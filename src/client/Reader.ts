@@ -101,7 +101,7 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
     }
 
     /** One piece, with replica fallback and one refresh-and-retry; `done` once unless cancelled. */
-    const fetchPieceRaw = (piece: ReadRequestPiece, done: (r: PieceResult) => void, into?: Uint8Array): CancelFetch => {
+    const fetchPieceRaw = (piece: ReadRequestPiece, done: (r: PieceResult) => void): CancelFetch => {
       const attempts: Array<FailedAttempt> = []
       let cancelled = false
       let current: CancelFetch = noop
@@ -156,7 +156,7 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
             }
             attempts.push({ address: r.error.address, detail: r.error.detail })
             attempt(i + 1)
-          }, piece.block.version, false, into)
+          }, piece.block.version)
         }
         attempt(0)
       }
@@ -176,35 +176,22 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
         return bad !== undefined ? Effect.fail(bad) : Effect.flatMap(parseTarget(target), stats.stat)
       })
 
-    /**
-     * One attempt of `read`: every byte of exactly `info.version`, through the read-ahead. A read
-     * that goes to the workers is received straight into the result; one served from read-ahead
-     * chunks is copied into it. A fresh result per attempt: a cancelled one may still be written.
-     */
+    /** One attempt of `read`: every byte of exactly `info.version`, through the read-ahead. */
     const readVersion = (info: ObjectInfo, offset: number, length: number): Effect.Effect<Uint8Array, TalonClientError> =>
       Effect.async<Uint8Array, TalonClientError>((resume) => {
-        const bad = badRange(offset, length)
-        if (bad !== undefined) return resume(Effect.fail(bad))
-        const out = new Uint8Array(Math.max(0, Math.min(offset + length, info.size) - offset))
-        const cancel = readAhead.read(
-          info,
-          offset,
-          length,
-          (r) => {
-            if (!r.ok) return resume(Effect.fail(r.error))
-            let at = 0
-            for (const p of r.payloads) {
-              for (const v of p.views) {
-                // Bytes received in place are already where they belong.
-                if (v.buffer !== out.buffer || v.byteOffset !== out.byteOffset + at) out.set(v, at)
-                at += v.length
-              }
-              p.release()
+        const cancel = readRaw(info, offset, length, (r) => {
+          if (!r.ok) return resume(Effect.fail(r.error))
+          const out = new Uint8Array(Math.max(0, Math.min(offset + length, info.size) - offset))
+          let at = 0
+          for (const p of r.payloads) {
+            for (const v of p.views) {
+              out.set(v, at)
+              at += v.length
             }
-            resume(Effect.succeed(out))
-          },
-          out
-        )
+            p.release()
+          }
+          resume(Effect.succeed(out))
+        })
         return Effect.sync(cancel)
       })
 
@@ -255,7 +242,7 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
       )
 
     /** The direct path: the range's pieces from the workers, `parallelism` at a time. */
-    const fetchRange = (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void, into?: Uint8Array): CancelFetch => {
+    const fetchRange = (info: ObjectInfo, offset: number, length: number, done: (result: RawRead) => void): CancelFetch => {
       const bad = badRange(offset, length)
       if (bad !== undefined) {
         done({ ok: false, error: bad })
@@ -282,17 +269,13 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
         if (finished || next >= pieces.length) return
         const i = next++
         cancels.push(
-          fetchPieceRaw(
-            pieces[i]!,
-            (r) => {
-              if (!r.ok) return finish(r)
-              if (finished) return r.payload.release()
-              payloads[i] = r.payload
-              if (--remaining === 0) return finish({ ok: true, payloads: payloads as Array<Payload> })
-              launch()
-            },
-            into?.subarray(pieces[i]!.resultOffset, pieces[i]!.resultOffset + pieces[i]!.length)
-          )
+          fetchPieceRaw(pieces[i]!, (r) => {
+            if (!r.ok) return finish(r)
+            if (finished) return r.payload.release()
+            payloads[i] = r.payload
+            if (--remaining === 0) return finish({ ok: true, payloads: payloads as Array<Payload> })
+            launch()
+          })
         )
       }
       for (let k = 0; k < options.parallelism; k++) launch()

@@ -105,9 +105,7 @@ export class WorkerPool {
    * a stuck one blocks the rest. With `version` the request is a GetPinnedRange: the worker
    * answers only with bytes of that version (or a VersionMismatch rejection); with `cacheOnly`
    * too it is Talon's GetCachedRange: resident bytes of that version or a CacheMiss rejection,
-   * and the worker never asks the origin. With `into` (exactly `length` bytes) the body is
-   * received straight into it and the payload is `into` itself; once cancelled, `into` may still
-   * receive the rest of a body in flight, so the caller must not reuse it.
+   * and the worker never asks the origin.
    */
   fetch(
     address: string,
@@ -116,8 +114,7 @@ export class WorkerPool {
     length: number,
     done: (result: FetchResult) => void,
     version?: string,
-    cacheOnly = false,
-    into?: Uint8Array
+    cacheOnly = false
   ): CancelFetch {
     if (this.closed) {
       done({ ok: false, error: new WorkerUnavailable({ address, detail: "client closed" }) })
@@ -147,7 +144,7 @@ export class WorkerPool {
           ? encodeGetRangeFrame(id, { object, offset, len: length })
           : encodeFrame(MsgType.GetRangeTenant, id, encodeTenantScopedRange({ tenant, request: { object, offset, len: length } }))
         : (cacheOnly ? encodeGetCachedRangeFrame : encodeGetPinnedRangeFrame)(id, { object, version, offset, len: length }, tenant)
-    const onReply = (reply: DataReply) => {
+    connection.send(id, frame, (reply: DataReply) => {
       if (!reply.ok) return finish({ ok: false, error: new WorkerUnavailable({ address, detail: `${reply.kind}: ${reply.detail}` }) })
       const { header, payload } = reply
       if ((header.flags & Flags.Error) !== 0) {
@@ -165,9 +162,7 @@ export class WorkerPool {
         return finish({ ok: false, error: new WorkerUnavailable({ address, detail: `sent ${payload.length} bytes for a ${length}-byte range` }) })
       }
       finish({ ok: true, payload })
-    }
-    if (into !== undefined && into.length === length) connection.sendInto(id, frame, into, onReply)
-    else connection.send(id, frame, onReply)
+    })
     return () => {
       if (settled) return
       settled = true

@@ -489,45 +489,4 @@ describe("zero-copy reads (readRaw, WorkerPool.fetch)", () => {
       })
     )
   )
-
-  it.live("a body asked into the caller's buffer lands there, bypassing the slabs; a cancelled one leaves the connection in step", () =>
-    Effect.scoped(
-      Effect.gen(function* () {
-        const worker = yield* scopedFakeWorker(store)
-        const slabs = new SlabPool(64 * 1024, 8)
-        const pool = new WorkerPool({ connectionsPerWorker: 1, requestTimeout: "5 seconds", connectTimeout: "1 second", maxRequestBytes: BLOCK, slabs })
-        yield* Effect.addFinalizer(() => Effect.sync(() => pool.close()))
-        const object = Either.getOrThrow(objectIdFromUri(URI))
-        const fetch = (offset: number, length: number, into?: Uint8Array) =>
-          Effect.async<FetchResult>((resume) =>
-            Effect.sync(pool.fetch(worker.address, object, offset, length, (r) => resume(Effect.succeed(r)), undefined, false, into))
-          )
-        for (let i = 0; i < 30; i++) {
-          const offset = (i * 7919) % (data.length - BLOCK)
-          const length = 1 + ((i * 104_729) % BLOCK)
-          const into = new Uint8Array(length)
-          const r = yield* fetch(offset, length, into)
-          if (!r.ok) throw new Error(r.error.message)
-          expect(r.payload.views.length).toBe(1)
-          expect(r.payload.views[0]).toBe(into)
-          expect(Buffer.from(into).equals(data.subarray(offset, offset + length))).toBe(true)
-        }
-        // Bodies went into the callers' buffers: the slabs only ever held headers and the bytes that came with them.
-        expect(slabs.allocated).toBeLessThan(4)
-        // Cancelled before its body arrived, then more requests on the same connection, with and without a buffer.
-        const cancelled = new Uint8Array(BLOCK)
-        pool.fetch(worker.address, object, 0, BLOCK, () => {
-          throw new Error("a cancelled fetch must not call back")
-        }, undefined, false, cancelled)()
-        const plain = yield* fetch(77, 50_000)
-        if (!plain.ok) throw new Error(plain.error.message)
-        expect(Buffer.concat(plain.payload.views).equals(data.subarray(77, 50_077))).toBe(true)
-        const into = new Uint8Array(BLOCK)
-        const again = yield* fetch(BLOCK + 3, BLOCK, into)
-        if (!again.ok) throw new Error(again.error.message)
-        expect(Buffer.from(into).equals(data.subarray(BLOCK + 3, 2 * BLOCK + 3))).toBe(true)
-        expect(pool.connectionCounts[worker.address]).toBe(1)
-      })
-    )
-  )
 })
