@@ -6,7 +6,9 @@
  * expected content as it arrives (one memcmp per chunk), so the check's cost is in every arm.
  *
  * Arms, each over the whole warm object: `raw` (the floor), `stream` (`readStream`, one slice per
- * reader) and `read` (`read` of 8 MiB pieces drained by the readers), by 1 and 8 readers. Per
+ * reader), `read` (`read` of consecutive 8 MiB pieces drained by the readers: read ahead of) and
+ * `rand` (`read` of shuffled 1–8 MiB ranges, as cold-bench's random pattern: straight to the
+ * workers), by 1 and 8 readers. Per
  * arm and round: ns of this process's CPU (process.cpuUsage, user + system) per byte, MB/s,
  * mark-compact and scavenge GCs. Arms rotate order each round.
  *
@@ -27,7 +29,7 @@ import { sampleBytes } from "../../src/origin/seed.js"
 import { buildDist, stubBackendEnv, talonBin } from "../lib/build.js"
 import { Flag, parseFlags, runDriver } from "../lib/driver.js"
 import * as Proc from "../lib/proc.js"
-import { MiB, type Piece, RangeCheck, sequentialSlices, parts } from "./plan.js"
+import { MiB, type Piece, RangeCheck, sequentialSlices, shuffledRanges, parts } from "./plan.js"
 import { clientRead, clientStream, ColdBenchFailed, type ReadPiece, runReaders } from "./readers.js"
 import { parseIntList } from "../../src/loadgen/options.js"
 
@@ -35,7 +37,7 @@ const flags = await parseFlags("client-cpu", "The reader process's CPU per byte 
   size: Flag.size("size", "256M", "Object size."),
   rounds: Flag.number("rounds", 2, "Rounds; the arms' order rotates each round."),
   readers: Flag.text("readers", "1,8", "Reader counts, comma-separated."),
-  arms: Flag.text("arms", "raw,stream,read", "Arms, comma-separated: raw, stream, read."),
+  arms: Flag.text("arms", "raw,stream,read", "Arms, comma-separated: raw, stream, read, rand."),
   workers: Flag.number("workers", 2, "Workers in the cluster.")
 })
 
@@ -168,7 +170,7 @@ const main = Effect.gen(function* () {
   }
   const raw: ReadPiece = (piece, fb) => Effect.forEach(byBlock(piece), (p) => rawFor(p)(p, fb), { discard: true })
   const pieceList = (arm: string, readers: number): ReadonlyArray<Piece> =>
-    arm === "read" ? parts({ offset: 0, length: size }, PIECE) : sequentialSlices(size, readers)
+    arm === "read" ? parts({ offset: 0, length: size }, PIECE) : arm === "rand" ? shuffledRanges(size, 7 + readers) : sequentialSlices(size, readers)
   const readOf = (arm: string): ReadPiece =>
     arm === "raw" ? raw : arm === "stream" ? clientStream(client, target, expected) : clientRead(client, target, expected)
   for (const readers of readerCounts.right) for (const arm of arms) yield* runReaders(pieceList(arm, readers), readers, readOf(arm)) // warm-up
