@@ -23,7 +23,7 @@
  * fibers it starts — a membership fetch when none is usable — run in the
  * client's scope.
  */
-import { Cause, Effect, Exit, FiberSet, Option, Stream } from "effect"
+import { Cause, Chunk, Effect, Exit, FiberSet, Option, Stream } from "effect"
 import type { BlockId, ObjectId } from "../core/ids.js"
 import { objectIdToPath, objectIdToUri } from "../core/objectId.js"
 import { DataErrorCode, retryAfterMs } from "../protocol/index.js"
@@ -48,6 +48,16 @@ type PieceResult = { readonly ok: true; readonly payload: Payload } | { readonly
 const VERSION_ATTEMPTS = 3
 const MAX_RANK_ENTRIES = 16_384
 const noop: CancelFetch = () => {}
+
+/** Plain Uint8Array views (the read buffers are Buffers): callers get what `read` gives them. */
+const plainViews = (views: ReadonlyArray<Uint8Array>): Array<Uint8Array> => {
+  const out = new Array<Uint8Array>(views.length)
+  for (let i = 0; i < views.length; i++) {
+    const v = views[i]!
+    out[i] = new Uint8Array(v.buffer, v.byteOffset, v.byteLength)
+  }
+  return out
+}
 
 const badRange = (offset: number, length: number): InvalidRequest | undefined =>
   !Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(length) || length < 0
@@ -217,12 +227,14 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
             ),
             (w) => Effect.sync(() => w.close())
           )
-          return Stream.repeatEffectOption(
-            Effect.async<Uint8Array, Option.Option<TalonClientError>>((resume) => {
+          // A piece is one pull: its views, as they landed in the read buffers, become the
+          // stream's chunks (the buffers are given to the consumer, not copied out of them).
+          return Stream.repeatEffectChunkOption(
+            Effect.async<Chunk.Chunk<Uint8Array>, Option.Option<TalonClientError>>((resume) => {
               window.next((r) => {
                 if (!r.ok) return resume(Effect.fail(Option.some(r.error)))
                 if (r.payload === undefined) return resume(Effect.fail(Option.none()))
-                resume(Effect.succeed(new Uint8Array(r.payload.copyOut())))
+                resume(Effect.succeed(Chunk.unsafeFromArray(plainViews(r.payload.disown()))))
               })
             })
           )

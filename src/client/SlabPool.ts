@@ -18,6 +18,8 @@
 export class Slab {
   /** Views handed out, plus one while a socket reads into it. */
   refs = 0
+  /** Bytes of it now belong to a caller for good (`Payload.disown`): never read into again once let go. */
+  disowned = false
   constructor(
     readonly pool: SlabPool,
     readonly buf: Buffer
@@ -47,7 +49,7 @@ export class SlabPool {
   }
 
   release(slab: Slab): void {
-    if (--slab.refs === 0 && this.free.length < this.maxFree) this.free.push(slab)
+    if (--slab.refs === 0 && !slab.disowned && this.free.length < this.maxFree) this.free.push(slab)
   }
 
   get freeCount(): number {
@@ -131,6 +133,23 @@ export class Payload {
     if (slabs === undefined) return
     this.slabs = undefined
     for (const s of slabs) s.pool.release(s)
+  }
+
+  /**
+   * The views themselves, now the caller's to keep: their slabs are never recycled (the socket
+   * may still fill the rest of one, never the bytes handed out) and become garbage once no view
+   * is left. No copy: for a consumer that may hold the bytes indefinitely (a stream's chunks).
+   */
+  disown(): ReadonlyArray<Uint8Array> {
+    const slabs = this.slabs
+    if (slabs !== undefined) {
+      this.slabs = undefined
+      for (const s of slabs) {
+        s.disowned = true
+        s.pool.release(s)
+      }
+    }
+    return this.views
   }
 
   /**

@@ -459,4 +459,34 @@ describe("zero-copy reads (readRaw, WorkerPool.fetch)", () => {
       })
     )
   )
+
+  it.live("a disowned payload's bytes are never overwritten, even when slabs it shares are released by others", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const worker = yield* scopedFakeWorker(store)
+        const slabs = new SlabPool(64 * 1024, 8)
+        const pool = new WorkerPool({ connectionsPerWorker: 1, requestTimeout: "5 seconds", connectTimeout: "1 second", maxRequestBytes: BLOCK, slabs })
+        yield* Effect.addFinalizer(() => Effect.sync(() => pool.close()))
+        const object = Either.getOrThrow(objectIdFromUri(URI))
+        const fetch = (offset: number, length: number) =>
+          Effect.async<FetchResult>((resume) => Effect.sync(pool.fetch(worker.address, object, offset, length, (r) => resume(Effect.succeed(r)))))
+
+        // Small replies share slabs with their neighbours, which are released right away.
+        const kept: Array<readonly [number, ReadonlyArray<Uint8Array>]> = []
+        for (let i = 0; i < 100; i++) {
+          const offset = (i * 7919) % (data.length - 20_000)
+          const r = yield* fetch(offset, 3000 + (i % 7) * 1000)
+          if (!r.ok) throw new Error(r.error.message)
+          if (i % 3 === 0) kept.push([offset, r.payload.disown()])
+          else r.payload.release()
+        }
+        for (const [offset, views] of kept) {
+          const got = Buffer.concat(views)
+          expect(got.equals(data.subarray(offset, offset + got.length))).toBe(true)
+        }
+        // Released slabs not shared with a kept payload are still reused.
+        expect(slabs.allocated).toBeLessThan(kept.length)
+      })
+    )
+  )
 })
