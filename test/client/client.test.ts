@@ -429,16 +429,22 @@ describe("zero-copy reads (readRaw, WorkerPool.fetch)", () => {
     )
   )
 
+  /** One connection to a fake worker through 8 small slabs, and a raw fetch that hands out the pool's payloads. */
+  const slabbedPool = Effect.gen(function* () {
+    const worker = yield* scopedFakeWorker(store)
+    const slabs = new SlabPool(64 * 1024, 8)
+    const pool = new WorkerPool({ connectionsPerWorker: 1, requestTimeout: "5 seconds", connectTimeout: "1 second", maxRequestBytes: BLOCK, slabs })
+    yield* Effect.addFinalizer(() => Effect.sync(() => pool.close()))
+    const object = Either.getOrThrow(objectIdFromUri(URI))
+    const fetch = (offset: number, length: number) =>
+      Effect.async<FetchResult>((resume) => Effect.sync(pool.fetch(worker.address, object, offset, length, (r) => resume(Effect.succeed(r)))))
+    return { worker, slabs, pool, object, fetch }
+  })
+
   it.live("a held payload is never overwritten by later reads; released slabs are reused, so the pool stays small", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const worker = yield* scopedFakeWorker(store)
-        const slabs = new SlabPool(64 * 1024, 8)
-        const pool = new WorkerPool({ connectionsPerWorker: 1, requestTimeout: "5 seconds", connectTimeout: "1 second", maxRequestBytes: BLOCK, slabs })
-        yield* Effect.addFinalizer(() => Effect.sync(() => pool.close()))
-        const object = Either.getOrThrow(objectIdFromUri(URI))
-        const fetch = (offset: number, length: number) =>
-          Effect.async<FetchResult>((resume) => Effect.sync(pool.fetch(worker.address, object, offset, length, (r) => resume(Effect.succeed(r)))))
+        const { worker, slabs, pool, object, fetch } = yield* slabbedPool
 
         const held = yield* fetch(1000, 40_000)
         if (!held.ok) throw new Error(held.error.message)
@@ -463,13 +469,7 @@ describe("zero-copy reads (readRaw, WorkerPool.fetch)", () => {
   it.live("a disowned payload's bytes are never overwritten, even when slabs it shares are released by others", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const worker = yield* scopedFakeWorker(store)
-        const slabs = new SlabPool(64 * 1024, 8)
-        const pool = new WorkerPool({ connectionsPerWorker: 1, requestTimeout: "5 seconds", connectTimeout: "1 second", maxRequestBytes: BLOCK, slabs })
-        yield* Effect.addFinalizer(() => Effect.sync(() => pool.close()))
-        const object = Either.getOrThrow(objectIdFromUri(URI))
-        const fetch = (offset: number, length: number) =>
-          Effect.async<FetchResult>((resume) => Effect.sync(pool.fetch(worker.address, object, offset, length, (r) => resume(Effect.succeed(r)))))
+        const { slabs, fetch } = yield* slabbedPool
 
         // Small replies share slabs with their neighbours, which are released right away.
         const kept: Array<readonly [number, ReadonlyArray<Uint8Array>]> = []

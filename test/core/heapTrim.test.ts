@@ -8,6 +8,20 @@ const MiB = 1024 * 1024
 const policy = defaultTrimPolicy
 const quietMicros = Duration.toMillis(policy.every) * 1000 * policy.quietShare
 
+/** A probe that reports `periods` in turn (the last one repeats) and records after which sample each trim came. */
+const scripted = (periods: ReadonlyArray<{ readonly cpuMicros: number; readonly heapBytes: number }>) => {
+  const trims: Array<number> = []
+  let i = 0
+  const probe = (): TrimProbe => ({
+    sample: () => periods[Math.min(i++, periods.length - 1)]!,
+    trim: () => {
+      trims.push(i)
+      return 20 * MiB
+    }
+  })
+  return { probe, trims, sampled: () => i }
+}
+
 describe("heapTrim.decide", () => {
   it("trims only when quiet and grown past the slack; the floor only falls without a trim", () => {
     fc.assert(
@@ -30,18 +44,10 @@ describe("heapTrim.trimWhenQuiet", () => {
         { cpuMicros: 1_000, heapBytes: 21 * MiB }, // quiet, within the slack: no trim
         { cpuMicros: 1_000, heapBytes: 30 * MiB } // grown again: trim
       ]
-      const trims: Array<number> = []
-      let i = 0
-      const probe = (): TrimProbe => ({
-        sample: () => periods[Math.min(i++, periods.length - 1)]!,
-        trim: () => {
-          trims.push(i)
-          return 20 * MiB
-        }
-      })
+      const { probe, trims, sampled } = scripted(periods)
       const fiber = yield* Effect.fork(trimWhenQuiet(policy, probe))
       yield* TestClock.adjust(Duration.times(policy.every, 4))
-      expect(i).toBe(4)
+      expect(sampled()).toBe(4)
       expect(trims).toEqual([2, 4])
       yield* Fiber.interrupt(fiber)
     })
@@ -56,19 +62,11 @@ describe("heapTrim.trimOnceWhenQuiet", () => {
         { cpuMicros: 1_000, heapBytes: 40 * MiB }, // quiet: trim
         { cpuMicros: 1_000, heapBytes: 60 * MiB } // grown again after load: left alone
       ]
-      const trims: Array<number> = []
-      let i = 0
-      const probe = (): TrimProbe => ({
-        sample: () => periods[Math.min(i++, periods.length - 1)]!,
-        trim: () => {
-          trims.push(i)
-          return 20 * MiB
-        }
-      })
+      const { probe, trims, sampled } = scripted(periods)
       const fiber = yield* Effect.fork(trimOnceWhenQuiet(policy, probe))
       yield* TestClock.adjust(Duration.times(policy.every, 6))
       expect(trims).toEqual([2])
-      expect(i).toBe(2)
+      expect(sampled()).toBe(2)
       expect(fiber.unsafePoll()).not.toBeNull()
     })
   )
