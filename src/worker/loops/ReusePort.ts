@@ -10,7 +10,8 @@
  * The owner holds one more socket on the port, bound and never listening: it learns the real
  * port when given port 0 and keeps the port while loops die and restart (a listening socket that
  * closes leaves the group; the others keep taking every new connection). Connections already
- * queued on a dying loop's socket are reset with it, as are its open ones.
+ * queued on a dying loop's socket are reset with it, as are its open ones, unless the host sets
+ * net.ipv4.tcp_migrate_req=1 (Linux ≥ 5.14): the kernel then moves queued ones to another loop.
  */
 import * as SocketServer from "@effect/platform/SocketServer"
 import type * as Socket from "@effect/platform/Socket"
