@@ -20,6 +20,16 @@
       ],
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "defines": ["NAPI_VERSION=8"]
+    },
+    {
+      "target_name": "talon_fill",
+      "sources": ["native/fill.c"],
+      "conditions": [
+        ["OS!='linux'", { "type": "none", "sources!": ["native/fill.c"] }]
+      ],
+      "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-pthread"],
+      "libraries": ["-lpthread"],
+      "defines": ["NAPI_VERSION=8"]
     }
   ],
   "conditions": [

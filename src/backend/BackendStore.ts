@@ -1,3 +1,4 @@
+import type { PushSink } from "./rangePush.js"
 import type { Readable } from "node:stream"
 import { Context, Data, Effect, type Stream } from "effect"
 import type { Backend, ObjectId } from "../core/ids.js"
@@ -116,7 +117,7 @@ export interface BackendStoreShape {
     offset: number,
     length: number,
     options: GetRangeOptions | undefined,
-    sink: (chunk: Uint8Array) => Promise<void> | void,
+    sink: PushSink,
     signal?: AbortSignal
   ) => Promise<void>
   /** One page of a listing within `bucket`. */

@@ -10,13 +10,23 @@ import { type BackendError, BackendRangeError, BackendRequestError, type RangeRe
 import { contentLength, parseContentRange } from "./headers.js"
 import { header, transportError, type OriginRequest, type RequestLabel } from "./http.js"
 import { isRetryable, type RequestPolicy } from "./policy.js"
-import { type BodySink, type Receiver, STOP } from "./receiveInto.js"
+import { type BodySink, type DirectSink, type Receiver, STOP } from "./receiveInto.js"
 
 /**
  * Takes the next bytes of the range, valid only during the call. Returns a promise only when
  * the read must wait before the next bytes; a throw or a rejection ends the read with that error.
+ * `direct`, when set, lends the sink's memory to the native receive (receiveTypes.ts).
  */
-export type PushSink = (chunk: Uint8Array) => Promise<void> | void
+export type PushSink = {
+  (chunk: Uint8Array): Promise<void> | void
+  readonly direct?: PushDirect | undefined
+}
+
+/** A push sink's memory lent to the native receive: DirectSink without the early stop. */
+export interface PushDirect {
+  readonly target: DirectSink["target"]
+  readonly filled: (n: number, sum: bigint | undefined) => Promise<void> | void
+}
 
 /** How one attempt of a provider's range GET is asked for and how its refusals read. */
 export interface RangeGet {
@@ -116,7 +126,7 @@ export const pushRange = async (p: {
     if (pinned === undefined && version !== "") pinned = version
     if (size !== undefined) end = Math.min(end, size)
     let at = status === 206 ? (sent.start ?? pos) : 0
-    return (chunk) => {
+    const push = (chunk: Uint8Array) => {
       const chunkStart = at
       at += chunk.length
       // Drops bytes before `pos` (an origin that ignored the range) and after `end`.
@@ -129,6 +139,36 @@ export const pushRange = async (p: {
       }
       return pos >= end && wait === undefined ? STOP : wait
     }
+    const lent = p.sink.direct
+    // Only a body that starts at `pos`: bytes to drop are framed in JS.
+    if (lent === undefined || at !== pos) return push
+    const direct: DirectSink = {
+      target: (max) => {
+        try {
+          return lent.target(Math.min(max, end - pos))
+        } catch (error) {
+          throw new SinkFailure(error)
+        }
+      },
+      filled: (n, sum) => {
+        at += n
+        pos += n
+        let wait: Promise<void> | void
+        try {
+          wait = lent.filled(n, sum)
+        } catch (error) {
+          throw new SinkFailure(error)
+        }
+        const waited =
+          wait === undefined
+            ? undefined
+            : wait.catch((error: unknown) => {
+                throw new SinkFailure(error)
+              })
+        return pos >= end && waited === undefined ? STOP : waited
+      }
+    }
+    return Object.assign(push, { direct })
   }
 
   for (;;) {

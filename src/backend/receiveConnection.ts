@@ -1,12 +1,16 @@
 /**
  * One keep-alive connection of the fill's origin client (receiveInto.ts): its read buffer, the
  * response head parsed by hand, and content-length, chunked and read-to-close bodies framed in
- * place and handed to the exchange's sink as views into that buffer.
+ * place and handed to the exchange's sink as views into that buffer. A content-length body
+ * whose sink lends its memory (a DirectSink) is instead received by the native addon straight
+ * into that memory once the bytes already read are delivered: node stops reading the socket
+ * (as it does for a held sink) and the addon's thread owns the fd until it reports back.
  */
 import type { IncomingHttpHeaders } from "node:http"
 import * as net from "node:net"
 import type { OriginRequest } from "./http.js"
-import { type BodySink, type Exchanged, type OnHead, ReceiveError, STOP } from "./receiveTypes.js"
+import { errnoCode, FILL_DONE, FILL_EOF, type FillAddon, fillAddon, socketFd } from "./nativeReceive.js"
+import { type BodySink, type DirectSink, type Exchanged, type OnHead, ReceiveError, STOP } from "./receiveTypes.js"
 
 /** Where a connection goes back to when its message ended cleanly, and leaves when it closes. */
 export interface ConnectionPool {
@@ -57,6 +61,8 @@ export class Exchange {
   /** The origin closed a read-to-close body while a sink held the socket paused. */
   endedHeld = false
   settled = false
+  /** The sink's memory the rest of a content-length body is received into natively, when it lends it. */
+  direct: DirectSink | undefined = undefined
 
   constructor(
     readonly onHead: OnHead,
@@ -71,6 +77,10 @@ export class Connection {
   exchange: Exchange | undefined = undefined
   reused = false
   closed = false
+  /** The addon, while its thread owns the fd: the socket must not be closed under it. */
+  private nativeOwner: FillAddon | undefined = undefined
+  /** The connection was dropped during a native receive: it is closed once the receive returns. */
+  private doomed = false
 
   constructor(
     readonly pool: ConnectionPool,
@@ -145,7 +155,75 @@ export class Connection {
       this.fail(error)
       return false
     }
+    if (x.direct !== undefined && !x.settled && x.inBody && x.left > 0) {
+      // Node reads no further (this returns false); the rest of the body is the addon's to receive.
+      this.socket.setTimeout(0)
+      this.receiveNative(x, x.direct)
+      return false
+    }
     return !x.settled
+  }
+
+  /** Receives the next part of a content-length body into the sink's memory, off the JS thread. */
+  private receiveNative(x: Exchange, direct: DirectSink) {
+    const addon = fillAddon()
+    const fd = socketFd(this.socket)
+    if (typeof addon === "string" || fd < 0) return this.fail(new ReceiveError("the origin connection closed", "ECONNRESET"))
+    let target
+    try {
+      target = direct.target(x.left)
+    } catch (error) {
+      return this.fail(error)
+    }
+    this.nativeOwner = addon
+    const rc = addon.receive(fd, target.bytes, target.from, target.to, target.unit, this.timeoutMs, (code, n, sum) => {
+      this.nativeOwner = undefined
+      if (this.doomed) {
+        // Dropped meanwhile (aborted, or the pool closed): the exchange already ended.
+        this.doomed = false
+        this.socket.destroy()
+        return
+      }
+      this.nativeDone(x, direct, code, n, sum)
+    })
+    if (rc < 0) {
+      this.nativeOwner = undefined
+      this.fail(new ReceiveError(`the native receive could not start (errno ${-rc})`, "ECONNRESET"))
+    }
+  }
+
+  private nativeDone(x: Exchange, direct: DirectSink, code: number, n: number, sum: bigint | undefined) {
+    if (x.settled) return
+    x.received += n
+    x.left -= n
+    let wait: Promise<void> | typeof STOP | undefined | void
+    try {
+      // Delivered before any failure below, so a resumed read starts after these bytes.
+      if (n > 0) wait = direct.filled(n, code === FILL_DONE ? sum : undefined)
+    } catch (error) {
+      return this.fail(error)
+    }
+    if (code !== FILL_DONE) {
+      const error =
+        code === FILL_EOF
+          ? new ReceiveError("origin closed the connection after a short body", "ERR_STREAM_PREMATURE_CLOSE")
+          : -code === 110
+            ? new ReceiveError(`no bytes from the origin for ${this.timeoutMs} ms`, "ETIMEDOUT")
+            : new ReceiveError(`origin connection failed in the body (errno ${-code})`, errnoCode(code))
+      if (wait instanceof Promise) wait.then(() => this.fail(error), (e: unknown) => this.fail(e))
+      else this.fail(error)
+      return
+    }
+    if (x.left === 0) return void this.finish(x, true, wait instanceof Promise ? wait : undefined)
+    if (wait === STOP) return void this.finish(x, false)
+    if (wait instanceof Promise) {
+      wait.then(
+        () => {
+          if (!x.settled) this.receiveNative(x, direct)
+        },
+        (e: unknown) => this.fail(e)
+      )
+    } else this.receiveNative(x, direct)
   }
 
   private deliver(x: Exchange, bytes: Buffer): Promise<void> | typeof STOP | undefined {
@@ -197,6 +275,7 @@ export class Connection {
     x.inBody = true
     x.sink = x.onHead(x.status, x.headers)
     if (x.sink === undefined) x.buffered = []
+    else if (x.frame === Frame.Length && x.sink.direct !== undefined && typeof fillAddon() !== "string" && socketFd(this.socket) >= 0) x.direct = x.sink.direct
     if (x.frame === Frame.Length && x.left === 0) this.finish(x, consumed === to)
     return consumed
   }
@@ -242,7 +321,7 @@ export class Connection {
     x.settled = true
     this.exchange = undefined
     if (reusable) this.pool.release(this)
-    else this.socket.destroy()
+    else this.drop()
     const done: Exchanged = { status: x.status, headers: x.headers, body: x.buffered === undefined ? undefined : Buffer.concat(x.buffered) }
     if (wait === undefined) x.resolve(done)
     else wait.then(() => x.resolve(done), x.reject)
@@ -252,10 +331,21 @@ export class Connection {
   fail(error: unknown) {
     const x = this.exchange
     this.exchange = undefined
-    this.socket.destroy()
+    this.drop()
     if (x === undefined || x.settled) return
     x.settled = true
     x.reject(error)
+  }
+
+  /**
+   * Closes the socket, or, while the addon's thread reads its fd, wakes that read (shutdown)
+   * and closes it once the read returns: a closed fd number could be reused under the read.
+   */
+  private drop() {
+    const owner = this.nativeOwner
+    if (owner === undefined) return this.socket.destroy()
+    this.doomed = true
+    owner.shutdown(socketFd(this.socket))
   }
 
   private onEnd() {

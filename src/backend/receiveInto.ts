@@ -13,7 +13,7 @@ import type { OriginRequest } from "./http.js"
 import { Connection, type ConnectionPool, Exchange } from "./receiveConnection.js"
 import { type Exchanged, type OnHead, ReceiveError } from "./receiveTypes.js"
 
-export { type BodySink, type Exchanged, type OnHead, ReceiveError, STOP } from "./receiveTypes.js"
+export { type BodySink, type DirectSink, type DirectTarget, type Exchanged, type OnHead, ReceiveError, STOP } from "./receiveTypes.js"
 
 const IDLE_KEEP = 32
 /** An idle keep-alive connection is closed after this, before an origin's own idle cut (S3: ~20 s). */

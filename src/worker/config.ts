@@ -62,8 +62,11 @@ export interface WorkerSettings {
   readonly readAhead: number
   /** Origin fetches read-ahead may hold at once (the rest of originConcurrency is left to readers' misses). */
   readonly readAheadConcurrency: number
-  /** How fills receive origin bodies: into each connection's reused buffer (plain HTTP), or node:http streams. */
-  readonly originReceive: "reused" | "stream"
+  /**
+   * How fills receive plain-HTTP origin bodies: natively into the page's staging buffer off the
+   * JS thread (content-length bodies, the addon built), into each connection's reused buffer, or node:http streams.
+   */
+  readonly originReceive: "native" | "reused" | "stream"
   readonly heartbeatIntervalMs: number
   readonly dataPlane: DataPlaneName
   readonly serveMode: ServeModeName
@@ -185,7 +188,7 @@ export const WorkerSchema = component<WorkerSettings>({
       { example: "128M", check: nonNegative }
     ),
     readAheadConcurrency: S.integer(8, "Origin fetches read-ahead may hold at once; the rest of --origin-concurrency stays free for readers' misses", positive),
-    originReceive: S.oneOf(["reused", "stream"], "How fills receive origin bodies: reused (each plain-HTTP connection reads into one buffer of its own; no allocation per read) or stream (node:http, a fresh buffer per read); TLS origins always stream", { example: "stream" }),
+    originReceive: S.oneOf(["native", "reused", "stream"], "How fills receive origin bodies: native (a content-length body from a plain-HTTP origin is received and each page hashed by the talon_fill addon's threads straight into the page's staging buffer, off the JS thread; reused when the addon is not built), reused (each plain-HTTP connection reads into one buffer of its own; no allocation per read) or stream (node:http, a fresh buffer per read); TLS origins always stream", { example: "reused" }),
     heartbeatIntervalMs: S.integer(1000, "Interval of heartbeats to the coordinator, in ms", positive),
     dataPlane: S.oneOf(
       ["auto", "native", "portable"],

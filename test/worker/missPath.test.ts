@@ -66,7 +66,7 @@ const expectBytes = (got: Buffer | { readonly reason: string }, want: Uint8Array
 }
 
 describe("miss path ← origin stub", () => {
-  for (const originReceive of ["reused", "stream"] as const) {
+  for (const originReceive of ["native", "reused", "stream"] as const) {
     it(`a cold 1 MiB read is page-aligned GETs of at most the fetch size, concurrent, no page twice (origin bodies: ${originReceive})`, { timeout: 60_000 }, async () => {
       const stub = await startOrigin()
       const data = pattern(4 * MiB, 51)

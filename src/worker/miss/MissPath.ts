@@ -20,6 +20,8 @@
  */
 import { Context, Effect, Exit, FiberSet, Layer, Stream } from "effect"
 import { BackendStore, type BackendError, type ObjectStat, type RangeReader } from "../../backend/BackendStore.js"
+import { fillAddon } from "../../backend/nativeReceive.js"
+import type { PushSink } from "../../backend/rangePush.js"
 import type { BlockId, ObjectId } from "../../core/ids.js"
 import { WorkerConfig } from "../config.js"
 import { describeUnknown, fromBackend, ReadFailed } from "../errors.js"
@@ -87,6 +89,9 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
               if (--gate.users === 0) gates.delete(key)
             })
         )
+      const addon = cfg.originReceive === "native" ? fillAddon() : undefined
+      if (typeof addon === "string") yield* Effect.logWarning(`--origin-receive native: ${addon}; fills receive into reused buffers instead`)
+      const nativeReceive = addon !== undefined && typeof addon !== "string"
       const run = yield* FiberSet.makeRuntimePromise<never>()
       const versions = new VersionCache(cfg.versionTtlMs)
 
@@ -148,13 +153,27 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
       }
 
       const body = (object: ObjectId, version: string, offset: number, length: number, sink: RangeSink): Effect.Effect<void, ReadFailed> => {
-        const pushRange = cfg.originReceive === "reused" ? backend.pushRange : undefined
+        const pushRange = cfg.originReceive !== "stream" ? backend.pushRange : undefined
         if (pushRange !== undefined) {
           // Chunks straight from the origin socket's reused buffer: copied by the sink, never held.
-          const counted = (chunk: Uint8Array) => {
+          const chunks = (chunk: Uint8Array) => {
             stats.originBytes += chunk.length
             return sink(chunk)
           }
+          const lent = nativeReceive ? sink.direct : undefined
+          // Or, natively, the body received straight into the sink's staging buffers.
+          const counted: PushSink =
+            lent === undefined
+              ? chunks
+              : Object.assign(chunks, {
+                  direct: {
+                    target: lent.target,
+                    filled: (n: number, sum: bigint | undefined) => {
+                      stats.originBytes += n
+                      return lent.filled(n, sum)
+                    }
+                  }
+                })
           return Effect.tryPromise({
             try: (signal) => pushRange(object, offset, length, { version }, counted, signal),
             catch: toReadFailed(object)

@@ -8,6 +8,7 @@
  * disk makes the store evict and retry the write (DiskStore.writeTemp). Who asked for which
  * unit is the fill scheduler's business (FillScheduler.ts); this is only the byte pipeline.
  */
+import type { PushDirect } from "../../backend/rangePush.js"
 import type { BlockId, ObjectId } from "../../core/ids.js"
 import { ReadFailed } from "../errors.js"
 import type { DiskStore } from "../store/DiskStore.js"
@@ -20,9 +21,13 @@ const FINISHING = 4
 /**
  * Takes the next chunk of the range, valid only during the call (it may be a view into a
  * socket's reused buffer). Returns a promise only when the fetch must wait before the next
- * chunk (a disk write holding the stream back); most chunks are a copy and return.
+ * chunk (a disk write holding the stream back); most chunks are a copy and return. `direct`
+ * lends the staging buffers to the native receive, which fills (and hashes) them in place.
  */
-export type RangeSink = (chunk: Uint8Array) => Promise<void> | void
+export type RangeSink = {
+  (chunk: Uint8Array): Promise<void> | void
+  readonly direct: PushDirect
+}
 
 export type RangeFetch = (
   object: ObjectId,
@@ -128,15 +133,18 @@ export const fetchRun = (
     flushed = 0
     if (current < e) size = unitBytes(current)
   }
-  /** The staging buffer is full or the unit complete: hand it on. A promise when the stream must wait. */
-  const flush = (): Promise<void> | undefined => {
+  /**
+   * The staging buffer is full or the unit complete: hand it on. A promise when the stream must
+   * wait. `summed`: the unit's XXH64, when the native receive already hashed it.
+   */
+  const flush = (summed?: bigint): Promise<void> | undefined => {
     const buffer = stage!
     const bytes = buffer.subarray(0, received - flushed)
     if (flushed === 0 && received === size) {
       // The common case, a page: hashed in one pass, written once, off the stream's path.
       stage = undefined
       const index = current
-      const sum = hasher().h64Raw(bytes)
+      const sum = summed ?? hasher().h64Raw(bytes)
       nextUnit()
       return track(finishStaged(buffer, bytes, index, sum), index)
     }
@@ -158,16 +166,16 @@ export const fetchRun = (
       await track(commit(done, index, done.hash.digest()), index)
     })()
   }
+  const overrun = () =>
+    new ReadFailed({
+      reason: `origin sent more than the ${runBytes} bytes asked for at offset ${id.offset + runStart} of the object; it may have changed`,
+      staleVersion: true
+    })
   const sink = (chunk: Uint8Array): Promise<void> | undefined => {
     if (finishError !== undefined) throw finishError
     let at = 0
     while (at < chunk.length) {
-      if (current >= e) {
-        throw new ReadFailed({
-          reason: `origin sent more than the ${runBytes} bytes asked for at offset ${id.offset + runStart} of the object; it may have changed`,
-          staleVersion: true
-        })
-      }
+      if (current >= e) throw overrun()
       stage ??= pool.take()
       const room = Math.min(size, flushed + pool.size) - received
       const n = Math.min(room, chunk.length - at)
@@ -185,6 +193,21 @@ export const fetchRun = (
     }
     return undefined
   }
+  /** The staging buffer's free room, lent to the native receive; `filled` is the copy loop above without the copy. */
+  const direct: PushDirect = {
+    target: (max) => {
+      if (finishError !== undefined) throw finishError
+      if (current >= e) throw overrun()
+      stage ??= pool.take()
+      const from = received - flushed
+      const to = from + Math.min(Math.min(size, flushed + pool.size) - received, max)
+      return { bytes: stage, from, to, unit: flushed === 0 && to === size }
+    },
+    filled: (n, sum) => {
+      received += n
+      return received === Math.min(size, flushed + pool.size) ? flush(sum) : undefined
+    }
+  }
   const finished = async () => {
     while (finishing.size > 0) await Promise.all(finishing)
     if (finishError !== undefined) throw finishError
@@ -193,7 +216,7 @@ export const fetchRun = (
   store.fills.begin()
   let fetching: Promise<void>
   try {
-    fetching = fetchRange(id.object, id.version, objectOffset, runBytes, sink, ahead)
+    fetching = fetchRange(id.object, id.version, objectOffset, runBytes, Object.assign(sink, { direct }), ahead)
   } catch (error) {
     // Settled like any failed fetch, so the fill count and every unit's waiters are released.
     fetching = Promise.reject(error)
