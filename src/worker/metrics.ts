@@ -56,6 +56,8 @@ export class WorkerStats {
   originFetches = 0
   originFetchFailures = 0
   originBytes = 0
+  /** Of originBytes, those received by the native receive (--origin-receive native), off the JS thread. */
+  originNativeBytes = 0
   /** Bytes read-ahead asked the origin for (missing pages ahead of sequential readers). */
   readAheadBytes = 0
   /** Read-ahead fills started (each at most the origin fetch size). */
@@ -130,6 +132,7 @@ export const renderPrometheus = (s: WorkerStats, g: Gauges): string => {
   line(out, "talon_worker_origin_fetches_total", "counter", "Origin range fetches.", s.originFetches)
   line(out, "talon_worker_origin_fetch_failures_total", "counter", "Origin range fetches that failed.", s.originFetchFailures)
   line(out, "talon_worker_origin_bytes_total", "counter", "Bytes fetched from the origin.", s.originBytes)
+  line(out, "talon_worker_origin_native_bytes_total", "counter", "Of the bytes fetched from the origin, those received off the JS thread (--origin-receive native).", s.originNativeBytes)
   line(out, "talon_worker_read_ahead_bytes_total", "counter", "Bytes fetched from the origin ahead of sequential readers.", s.readAheadBytes)
   line(out, "talon_worker_read_ahead_fills_total", "counter", "Read-ahead fills started.", s.readAheadFills)
   line(

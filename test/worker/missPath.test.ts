@@ -80,6 +80,10 @@ describe("miss path ← origin stub", () => {
       expect(s.bytesServed).toBe(17 * 64 * KiB)
       expect(s.peakInflight.get).toBe(5)
       expect(stats.originFetches).toBe(5)
+      expect(stats.originBytes).toBe(17 * 64 * KiB)
+      // Natively, the bodies past what came with each head were received off the JS thread; otherwise none.
+      if (originReceive === "native") expect(stats.originNativeBytes).toBeGreaterThan(0)
+      else expect(stats.originNativeBytes).toBe(0)
       // Warm now: the same range again costs the origin nothing.
       expectBytes(await read("long", 100 * KiB, MiB), data.subarray(100 * KiB, 1124 * KiB))
       expect((await stubStats(stub)).requests.get).toBe(5)
@@ -132,7 +136,7 @@ describe("miss path ← origin stub", () => {
       const data = pattern(4 * MiB, 55)
       await put(stub, "flaky", data)
       await Effect.runPromise(stub.setFaults({ failureRate: 0.3, failureMode, seed: 7, latency: { kind: "fixed", ms: 20 }, kinds: ["get"] }))
-      const { read } = await startReader(stub, { readAhead: 2 * MiB })
+      const { read, stats } = await startReader(stub, { readAhead: 2 * MiB })
       // Sequential 512 KiB reads (read-ahead joins in), each retried until it succeeds; every success checked.
       for (let off = 0; off < data.length; off += 512 * KiB) {
         for (let attempt = 0; ; attempt++) {
@@ -149,6 +153,9 @@ describe("miss path ← origin stub", () => {
       expect(s.faults.failed + s.faults.reset).toBeGreaterThan(0)
       // Retried GETs cost bytes, but nothing unread was fetched twice beyond what failed.
       expect(s.bytesServed).toBeGreaterThanOrEqual(data.length)
+      // The default receive: most body bytes came in off the JS thread, and every one was counted.
+      expect(stats.originNativeBytes).toBeGreaterThan(0)
+      expect(stats.originBytes).toBeGreaterThanOrEqual(data.length)
     })
   }
 })

@@ -170,6 +170,7 @@ export class MissPath extends Context.Tag("talon/worker/MissPath")<MissPath, Mis
                     target: lent.target,
                     filled: (n: number, sum: bigint | undefined) => {
                       stats.originBytes += n
+                      stats.originNativeBytes += n
                       return lent.filled(n, sum)
                     }
                   }
