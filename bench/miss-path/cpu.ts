@@ -2,7 +2,7 @@
  * CPU per filled byte on the miss path: one cluster process (origin stub + coordinator + one
  * worker, bench/miss-path/cluster.ts) and this process as the reader (TalonClient.readStream,
  * every byte checked). Per cold object: wall MB/s, and CPU ns per byte of the cluster process
- * (/proc/PID/stat, user+system) and of the reader (process.cpuUsage); alternating with 8 ranged
+ * (/proc/PID/stat, user+system), of its main (JS) thread alone, and of the reader (process.cpuUsage); alternating with 8 ranged
  * GETs straight from the origin stub, whose cluster CPU is the stub's own share. `--prof DIR` runs the
  * cluster under `node --cpu-prof` so the split between origin stub and worker can be read from
  * the profile (written when the cluster stops).
@@ -31,9 +31,9 @@ const SIZE = flags.size
 const BUCKET = "cpu"
 const TICK = 100 // USER_HZ on Linux
 
-/** User and system CPU seconds of a process so far. */
-const procCpu = (pid: number): { readonly user: number; readonly system: number } => {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+/** User and system CPU seconds of a process (or, with `tid`, of one of its threads) so far. */
+const procCpu = (pid: number, tid?: number): { readonly user: number; readonly system: number } => {
+  const stat = fs.readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8")
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
   return { user: Number(fields[11]) / TICK, system: Number(fields[12]) / TICK }
 }
@@ -76,7 +76,15 @@ runDriver(
       { echoStderr: true, grace: "20 seconds", env: { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? "32" } }
     )
     const m = yield* cluster.waitFor(/^(\{"ready":true.*\})$/m, "120 seconds")
-    const ready = JSON.parse(m[1]!) as { origin: string; root: string; coordinator: string }
+    const ready = JSON.parse(m[1]!) as { origin: string; root: string; coordinator: string; admin: string }
+    /** The worker's counter `name` (its admin /metrics), or -1 when unreadable. */
+    const counter = (name: string) =>
+      Effect.promise(() =>
+        fetch(`http://${ready.admin}/metrics`)
+          .then((r) => r.text())
+          .then((text) => Number(new RegExp(`^${name} (\\d+)`, "m").exec(text)?.[1] ?? -1))
+          .catch(() => -1)
+      )
     const source = path.join(ready.root, BUCKET, "source.bin")
     fs.mkdirSync(path.dirname(source), { recursive: true })
     fs.writeFileSync(source, expected)
@@ -87,7 +95,10 @@ runDriver(
       const direct = i % 2 === 0
       const key = `o${i}.bin`
       fs.linkSync(source, path.join(ready.root, BUCKET, key))
+      const n0 = direct ? 0 : yield* counter("talon_worker_origin_native_bytes_total")
       const c0 = procCpu(cluster.pid)
+      // The main thread's tid is the pid: the JS thread, as against the fill addon's and libuv's threads.
+      const m0 = procCpu(cluster.pid, cluster.pid)
       const r0 = process.cpuUsage()
       const t0 = performance.now()
       if (direct) {
@@ -106,9 +117,11 @@ runDriver(
       const seconds = (performance.now() - t0) / 1000
       const r = process.cpuUsage(r0)
       const c1 = procCpu(cluster.pid)
+      const m1 = procCpu(cluster.pid, cluster.pid)
+      const nativeShare = direct ? undefined : +(((yield* counter("talon_worker_origin_native_bytes_total")) - n0) / SIZE).toFixed(3)
       const perByte = (seconds: number) => +((seconds * 1e9) / SIZE).toFixed(2)
       const readerNs = (((r.user + r.system) / 1e6) * 1e9) / SIZE
-      console.log(JSON.stringify({ bench: "miss-path-cpu", arm: direct ? "direct-8" : "cold", object: i, mbps: +(SIZE / 1e6 / seconds).toFixed(1), clusterNsPerByte: perByte(c1.user + c1.system - c0.user - c0.system), clusterUserNsPerByte: perByte(c1.user - c0.user), readerNsPerByte: +readerNs.toFixed(2) }))
+      console.log(JSON.stringify({ bench: "miss-path-cpu", arm: direct ? "direct-8" : "cold", object: i, mbps: +(SIZE / 1e6 / seconds).toFixed(1), clusterNsPerByte: perByte(c1.user + c1.system - c0.user - c0.system), clusterUserNsPerByte: perByte(c1.user - c0.user), clusterMainThreadNsPerByte: perByte(m1.user + m1.system - m0.user - m0.system), clusterMainThreadUserNsPerByte: perByte(m1.user - m0.user), readerNsPerByte: +readerNs.toFixed(2), nativeShare }))
     }
     yield* cluster.kill("SIGINT")
   })
