@@ -63,6 +63,8 @@ describe("faults: kill -9 during fills", () => {
       expect(await originBytes(stub)).toBe(SIZE - completedBytes)
       expect(await metric(again, 'talon_worker_store_corrupt_units_total{reason="checksum"}')).toBe(0)
       expect(await metric(again, 'talon_worker_store_corrupt_units_total{reason="size"}')).toBe(0)
+      // Fills take origin bodies natively by default (the addon's threads own the socket mid-body): the kill above landed in those.
+      expect(await metric(again, "talon_worker_origin_native_bytes_total")).toBeGreaterThan(0)
       await again.stop()
       expect(await wrongUnitFiles(cache, objects)).toEqual([])
       // Again from cold, so the kill lands at another point of the fills.
