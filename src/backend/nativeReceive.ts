@@ -7,6 +7,7 @@
 import { createRequire } from "node:module"
 import type * as net from "node:net"
 import { fileURLToPath } from "node:url"
+import { ReceiveError } from "./receiveTypes.js"
 
 /** A receive's end: every byte came, the origin closed first, or -errno (-ETIMEDOUT: no byte for the timeout). */
 export const FILL_DONE = 0
@@ -59,8 +60,15 @@ export const socketFd = (socket: net.Socket): number => {
   return typeof fd === "number" && fd >= 0 ? fd : -1
 }
 
-/** An errno from the addon as the node-style code the retry policy reads. */
-export const errnoCode = (code: number): string => {
+/** A receive that ended early (the origin closed, or -errno), as the failure the retry policy reads (node-style codes). */
+export const nativeFailure = (code: number, timeoutMs: number): ReceiveError =>
+  code === FILL_EOF
+    ? new ReceiveError("origin closed the connection after a short body", "ERR_STREAM_PREMATURE_CLOSE")
+    : -code === 110
+    ? new ReceiveError(`no bytes from the origin for ${timeoutMs} ms`, "ETIMEDOUT")
+    : new ReceiveError(`origin connection failed in the body (errno ${-code})`, errnoCode(code))
+
+const errnoCode = (code: number): string => {
   switch (-code) {
     case 104:
       return "ECONNRESET"

@@ -9,7 +9,8 @@
 import type { IncomingHttpHeaders } from "node:http"
 import * as net from "node:net"
 import type { OriginRequest } from "./http.js"
-import { errnoCode, FILL_DONE, FILL_EOF, type FillAddon, fillAddon, socketFd } from "./nativeReceive.js"
+import { requestHead } from "./requestHead.js"
+import { FILL_DONE, type FillAddon, fillAddon, nativeFailure, socketFd } from "./nativeReceive.js"
 import { type BodySink, type DirectSink, type Exchanged, type OnHead, ReceiveError, STOP } from "./receiveTypes.js"
 
 /** Where a connection goes back to when its message ended cleanly, and leaves when it closes. */
@@ -204,26 +205,16 @@ export class Connection {
       return this.fail(error)
     }
     if (code !== FILL_DONE) {
-      const error =
-        code === FILL_EOF
-          ? new ReceiveError("origin closed the connection after a short body", "ERR_STREAM_PREMATURE_CLOSE")
-          : -code === 110
-            ? new ReceiveError(`no bytes from the origin for ${this.timeoutMs} ms`, "ETIMEDOUT")
-            : new ReceiveError(`origin connection failed in the body (errno ${-code})`, errnoCode(code))
+      const error = nativeFailure(code, this.timeoutMs)
       if (wait instanceof Promise) wait.then(() => this.fail(error), (e: unknown) => this.fail(e))
       else this.fail(error)
       return
     }
     if (x.left === 0) return void this.finish(x, true, wait instanceof Promise ? wait : undefined)
     if (wait === STOP) return void this.finish(x, false)
-    if (wait instanceof Promise) {
-      wait.then(
-        () => {
-          if (!x.settled) this.receiveNative(x, direct)
-        },
-        (e: unknown) => this.fail(e)
-      )
-    } else this.receiveNative(x, direct)
+    const next = () => (x.settled ? undefined : this.receiveNative(x, direct))
+    if (wait instanceof Promise) wait.then(next, (e: unknown) => this.fail(e))
+    else next()
   }
 
   private deliver(x: Exchange, bytes: Buffer): Promise<void> | typeof STOP | undefined {
@@ -403,17 +394,3 @@ const parseHead = (x: Exchange, text: string) => {
     x.left = Number(length)
   } else x.frame = Frame.Close
 }
-
-export const requestHead = (r: OriginRequest): string => {
-  let head = `${r.method} ${r.path} HTTP/1.1\r\n`
-  let host = false
-  for (const name in r.headers) {
-    const value = r.headers[name]!
-    if (/[\r\n]/.test(name) || /[\r\n]/.test(value)) throw new ReceiveError(`header ${name} holds a line break`, "EINVAL")
-    if (name.toLowerCase() === "host") host = true
-    head += `${name}: ${value}\r\n`
-  }
-  if (!host) head += `host: ${r.port === 80 ? r.hostname : `${r.hostname}:${r.port}`}\r\n`
-  return `${head}connection: keep-alive\r\n\r\n`
-}
-
