@@ -90,6 +90,18 @@ describe("miss path ← origin stub", () => {
     })
   }
 
+  it("whole blocks larger than a staging buffer are received natively a buffer at a time, right bytes", { timeout: 60_000 }, async () => {
+    const stub = await startOrigin()
+    const data = pattern(9 * MiB + 123, 57)
+    await put(stub, "blocks", data)
+    // 6 MiB blocks, no pages: each unit spans two 4 MiB staging buffers, hashed as it streams.
+    const { read, stats } = await startReader(stub, { blockSize: 6 * MiB, pageSize: 0, originReceive: "native" })
+    expectBytes(await read("blocks", 5 * MiB, 2 * MiB), data.subarray(5 * MiB, 7 * MiB))
+    expectBytes(await read("blocks", 0, data.length), data)
+    expect(stats.originNativeBytes).toBeGreaterThan(0)
+    expect(stats.originBytes).toBe(data.length)
+  })
+
   it("one object's GETs in flight stay within originConcurrencyPerObject; other objects are not held back", { timeout: 60_000 }, async () => {
     const stub = await startOrigin()
     const a = pattern(2 * MiB, 52)
