@@ -176,6 +176,8 @@ export class Connection {
     } catch (error) {
       return this.fail(error)
     }
+    // An empty target would report no bytes and be asked for again, forever.
+    if (target.to <= target.from) return this.fail(new ReceiveError("the fill lent no room for the body", "EINVAL"))
     this.nativeOwner = addon
     const rc = addon.receive(fd, target.bytes, target.from, target.to, target.unit, this.timeoutMs, (code, n, sum) => {
       this.nativeOwner = undefined
