@@ -16,9 +16,10 @@ import type { OriginRequest } from "../../src/backend/http.js"
 import { fillAddon, type FillAddon } from "../../src/backend/nativeReceive.js"
 import { type BodySink, type DirectSink, Receiver, type ReceiveError } from "../../src/backend/receiveInto.js"
 
-const loaded = fillAddon()
+// On Linux the addon must be built (npm ci builds it); elsewhere there is no native receive to test.
+const loaded = process.platform === "linux" ? fillAddon() : undefined
 if (typeof loaded === "string") throw new Error(`these tests need the fill addon: ${loaded}`)
-const addon: FillAddon = loaded
+const addon = loaded as FillAddon
 
 type Respond = (socket: net.Socket) => void
 
@@ -120,7 +121,7 @@ const exchange = (receiver: Receiver, port: number, sink: BodySink, signal?: Abo
     )
   )
 
-describe("native receive", () => {
+describe.skipIf(loaded === undefined)("native receive", () => {
   it.effect("XXH64 in C is xxhash-wasm's h64, bit for bit, at every length and alignment", () =>
     Effect.promise(async () => {
       const wasm = await xxhash()
