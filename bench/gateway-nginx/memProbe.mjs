@@ -15,10 +15,10 @@ const ARENA = 64 * 1024 * 1024
 const mib = (bytes) => Math.round((bytes / 1048576) * 10) / 10
 
 /** RSS by kind of mapping, from /proc/self/smaps. */
-export const mappings = () => {
+export const mappings = (pid = "self") => {
   const maps = []
   let cur
-  for (const line of readFileSync("/proc/self/smaps", "utf8").split("\n")) {
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
     const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line)
     if (head !== null) {
       cur = { start: parseInt(head[1], 16), end: parseInt(head[2], 16), perms: head[3], inode: Number(head[4]), path: head[5], rss: 0 }
