@@ -5,7 +5,7 @@
  * whole 64 MiB object, paired order-swapped rounds per size. Arms: the gateway with auth off,
  * the gateway with SigV4 on, and nginx. Every byte of every response is checked. Not a CI gate.
  *
- *   npx tsx bench/gateway-nginx-bench.ts [--rounds 4] [--seconds 4] [--concurrency 8] [--sizes 64K,1M,8M,64M] [--no-write]
+ *   npx tsx bench/gateway-nginx-bench.ts [--rounds 4] [--seconds 4] [--concurrency 8] [--sizes 64K,1M,8M,64M] [--no-write] [--mem-probe DIR]
  *
  * Processes: origin stub, coordinator, one worker, two gateways (auth off, auth on), two
  * co-located gateways (`talon gateway --colocate`: a worker in the gateway's process, each with
@@ -13,7 +13,12 @@
  * the nginx arm is skipped with a loud message saying how to install it, and no data is written.
  * Writes bench/data/gateway_nginx.json.
  *
- * Diagnostics (environment): GW_NODE_FLAGS adds Node flags to both gateways (e.g.
+ * Each talon process runs with the launcher's Node flags and environment for its role
+ * (bin/talon.mjs: e.g. MALLOC_ARENA_MAX=2 for the gateway), as `talon ROLE` runs it.
+ *
+ * Diagnostics: --mem-probe DIR splits each gateway's RSS by mapping and V8 space after every run
+ * (bench/gateway-nginx/memProbe.mjs; it allocates itself, so report RSS from runs without it).
+ * Environment: GW_NODE_FLAGS adds Node flags to both gateways (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`; they then get 20 s to write their files at exit).
  * Arm `colocated-alt` (ask for it in --arms) is a second auth-off co-located gateway whose Node
  * flags are GW_ALT_NODE_FLAGS instead of the launcher's gateway flags: a paired, order-swapped
