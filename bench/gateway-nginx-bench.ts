@@ -5,7 +5,7 @@
  * whole 64 MiB object, paired order-swapped rounds per size. Arms: the gateway with auth off,
  * the gateway with SigV4 on, and nginx. Every byte of every response is checked. Not a CI gate.
  *
- *   npx tsx bench/gateway-nginx-bench.ts [--rounds 4] [--seconds 4] [--concurrency 8] [--sizes 64K,1M,8M,64M] [--no-write]
+ *   npx tsx bench/gateway-nginx-bench.ts [--rounds 4] [--seconds 4] [--concurrency 8] [--sizes 64K,1M,8M,64M] [--no-write] [--mem-probe DIR]
  *
  * Processes: origin stub, coordinator, one worker, two gateways (auth off, auth on), two
  * co-located gateways (`talon gateway --colocate`: a worker in the gateway's process, each with
@@ -13,7 +13,12 @@
  * the nginx arm is skipped with a loud message saying how to install it, and no data is written.
  * Writes bench/data/gateway_nginx.json.
  *
- * Diagnostics (environment): GW_NODE_FLAGS adds Node flags to both gateways (e.g.
+ * Each talon process runs with the launcher's Node flags and environment for its role
+ * (bin/talon.mjs: e.g. MALLOC_ARENA_MAX=2 for the gateway), as `talon ROLE` runs it.
+ *
+ * Diagnostics: --mem-probe DIR splits each gateway's RSS by mapping and V8 space after every run
+ * (bench/gateway-nginx/memProbe.mjs; it allocates itself, so report RSS from runs without it).
+ * Environment: GW_NODE_FLAGS adds Node flags to both gateways (e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof`; they then get 20 s to write their files at exit).
  * Arm `colocated-alt` (ask for it in --arms) is a second auth-off co-located gateway whose Node
  * flags are GW_ALT_NODE_FLAGS instead of the launcher's gateway flags: a paired, order-swapped
@@ -23,7 +28,7 @@
  */
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import * as net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -43,7 +48,7 @@ import { AZ_KEY, BenchFailed, BLOCK, BUCKET, get, KEY, MiB, S3_CREDS, SIZE } fro
 import { type Metrics, plainPlanner, type Planned, rssMiB, runArm, sigv4Planner, type Target } from "./gateway-nginx/client.js"
 import { childrenOf, findNginx, INSTALL_HINT, nginxCommand } from "./gateway-nginx/nginx.js"
 import { repoRoot } from "./lib/args.js"
-import { buildDist, stubBackendEnv, talonBin } from "./lib/build.js"
+import { buildDist, stubBackendEnv, talonBin, talonEnv } from "./lib/build.js"
 import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
 
@@ -57,6 +62,7 @@ const flags = await parseFlags("gateway-nginx-bench", "talon gateway's cache rou
   noPin: Flag.bool("no-pin", "Do not pin servers to CPU 0 and this client to CPU 1."),
   noWrite: Flag.bool("no-write", "Print only; do not write bench/data/gateway_nginx.json."),
   arms: Flag.text("arms", "gateway,gateway-sigv4,colocated,colocated-sigv4,nginx", "Arms to run, comma-separated (nginx always runs: it is the baseline)."),
+  memProbe: Flag.text("mem-probe", "", "Directory: preload bench/gateway-nginx/memProbe.mjs into every gateway (RSS by kind of mapping, V8 spaces, every second) and print the gateway's breakdown after each run."),
   machine: Flag.machine()
 })
 const pin = !flags.noPin
@@ -89,8 +95,22 @@ const registered = async (adminPort: number): Promise<void> => {
   }
 }
 const gatewayNodeFlags = (process.env.GW_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "")
+const probeFlags = flags.memProbe === "" ? [] : ["--import", join(repoRoot, "bench/gateway-nginx/memProbe.mjs")]
 const start = (name: string, argv: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  Proc.spawn(name, argv, { env, grace: gatewayNodeFlags.length > 0 ? "20 seconds" : "3 seconds", ...(pin ? { cpus: "0" } : {}) })
+  Proc.spawn(name, argv, {
+    env: flags.memProbe === "" ? env : { ...env, GW_MEM_PROBE_DIR: flags.memProbe },
+    grace: gatewayNodeFlags.length > 0 ? "20 seconds" : "3 seconds",
+    ...(pin ? { cpus: "0" } : {})
+  })
+/** The mem probe's latest line for `pid` (bench/gateway-nginx/memProbe.mjs), or "". */
+const probeLine = (pid: number): string => {
+  try {
+    const lines = readFileSync(join(flags.memProbe, `${pid}.jsonl`), "utf8").trimEnd().split("\n")
+    return lines[lines.length - 1] ?? ""
+  } catch {
+    return ""
+  }
+}
 
 const main = Effect.gen(function* () {
   const nginx = findNginx()
@@ -125,8 +145,9 @@ const main = Effect.gen(function* () {
   const controlPort = yield* Effect.promise(freePort)
   const adminPort = yield* Effect.promise(freePort)
   const backend = stubBackendEnv(originUrl)
-  const coordinator = yield* start("coordinator", [node!, ...as("coordinator"), "coordinator", "--listen", `127.0.0.1:${controlPort}`, "--admin-listen", `127.0.0.1:${adminPort}`], backend)
+  const coordinator = yield* start("coordinator", [node!, ...as("coordinator"), "coordinator", "--listen", `127.0.0.1:${controlPort}`, "--admin-listen", `127.0.0.1:${adminPort}`], { ...talonEnv("coordinator"), ...backend })
   const worker = yield* start("worker", [node!, ...as("worker"), "worker", "--cache-dir", join(dir, "worker")], {
+    ...talonEnv("worker"),
     ...backend,
     TALON_WORKER_ID: "worker-1",
     TALON_WORKER_COORDINATOR: `127.0.0.1:${controlPort}`,
@@ -138,6 +159,7 @@ const main = Effect.gen(function* () {
     TALON_WORKER_VERSION_TTL_MS: String(VERSION_TTL_MS)
   })
   const gatewayEnv = {
+    ...talonEnv("gateway"),
     ...backend,
     TALON_GATEWAY_ACCESS_KEY_ID: S3_CREDS.accessKeyId,
     TALON_GATEWAY_SECRET_ACCESS_KEY: S3_CREDS.secretAccessKey,
@@ -146,7 +168,7 @@ const main = Effect.gen(function* () {
     TALON_CLIENT_STAT_TTL_MS: String(VERSION_TTL_MS)
   }
   const gateway = (auth: "on" | "off") =>
-    start(`gateway-auth-${auth}`, [node!, ...gatewayNodeFlags, ...as("gateway"), "gateway", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)], gatewayEnv)
+    start(`gateway-auth-${auth}`, [node!, ...probeFlags, ...gatewayNodeFlags, ...as("gateway"), "gateway", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${controlPort}`, "--block-size", String(BLOCK)], gatewayEnv)
   const gwOff = yield* gateway("off")
   const gwOn = yield* gateway("on")
   // The separate gateway with the splice relay off: worker bodies through the cluster client's buffers.
@@ -159,9 +181,9 @@ const main = Effect.gen(function* () {
     Effect.gen(function* () {
       const control = yield* Effect.promise(freePort)
       const admin = yield* Effect.promise(freePort)
-      const coord = yield* start(`coordinator-colocated-${auth}`, [node!, ...as("coordinator"), "coordinator", "--listen", `127.0.0.1:${control}`, "--admin-listen", `127.0.0.1:${admin}`], backend)
+      const coord = yield* start(`coordinator-colocated-${auth}`, [node!, ...as("coordinator"), "coordinator", "--listen", `127.0.0.1:${control}`, "--admin-listen", `127.0.0.1:${admin}`], { ...talonEnv("coordinator"), ...backend })
       const launch = alt ? [...altNodeFlags, ...(altTalon === undefined ? talon : [...talon.slice(0, -1), altTalon])] : as("gateway")
-      const gw = yield* start(`colocated-auth-${auth}${alt ? "-alt" : ""}`, [node!, ...gatewayNodeFlags, ...launch, "gateway", "--colocate", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${control}`, "--block-size", String(BLOCK)], {
+      const gw = yield* start(`colocated-auth-${auth}${alt ? "-alt" : ""}`, [node!, ...probeFlags, ...gatewayNodeFlags, ...launch, "gateway", "--colocate", "--listen", "127.0.0.1:0", "--route", "cache", "--auth", auth, "--coordinator", `127.0.0.1:${control}`, "--block-size", String(BLOCK)], {
         ...gatewayEnv,
         TALON_WORKER_ID: `colocated-${auth}${alt ? "-alt" : ""}`,
         TALON_WORKER_COORDINATOR: `127.0.0.1:${control}`,
@@ -235,7 +257,7 @@ const main = Effect.gen(function* () {
   const warmGets = yield* Effect.promise(originGets)
   console.log(
     `nginx ${nginx.version} on :${nginxPort}; gateways auth off ${offUrl.origin}, auth on ${onUrl.origin}; origin ${originUrl} served ${warmGets} GETs while warming; ` +
-      `idle RSS MiB ${JSON.stringify(idleRss)}; ${flags.concurrency} connections, ${flags.rounds} rounds × ${flags.seconds} s per size${pin ? "; servers on CPU 0, client on CPU 1" : ""}`
+      `idle RSS MiB ${JSON.stringify(idleRss)}; pids ${JSON.stringify(Object.fromEntries(Object.entries(targets).map(([n, t]) => [n, t.memPids()])))}; ${flags.concurrency} connections, ${flags.rounds} rounds × ${flags.seconds} s per size${pin ? "; servers on CPU 0, client on CPU 1" : ""}`
   )
 
   let seed = 1
@@ -262,7 +284,8 @@ const main = Effect.gen(function* () {
         Effect.sync(() =>
           console.log(
             `${r.warmup ? "warmup " : `round ${r.round}`} ${r.arm.padEnd(22)} rps ${String(r.result.rps).padStart(7)}  MiB/s ${String(r.result.mib_s).padStart(7)}  p50 ${String(r.result.p50_ms).padStart(7)} ms  p99 ${String(r.result.p99_ms).padStart(7)} ms  ` +
-              `server ${r.result.server_cpu_ms_per_req} ms/req (${r.result.server_cores} cores, front ${r.result.front_cpu_ms_per_req})  client ${r.result.client_cores} cores  RSS ${r.result.rss_mib} MiB  origin GETs ${r.result.origin_gets}`
+              `server ${r.result.server_cpu_ms_per_req} ms/req (${r.result.server_cores} cores, front ${r.result.front_cpu_ms_per_req})  client ${r.result.client_cores} cores  RSS ${r.result.rss_mib} MiB  origin GETs ${r.result.origin_gets}` +
+              (flags.memProbe === "" || r.arm.startsWith("nginx") ? "" : `\n    mem ${probeLine(targets[r.arm.slice(0, r.arm.lastIndexOf(" "))]!.memPids()[0]!)}`)
           )
         )
     })

@@ -28,6 +28,10 @@
 // gateway against nginx"). `talon up` (one process for every role) keeps V8's default.
 // The gateway also runs with MALLOC_ARENA_MAX=2 (its JS, where it mallocs per request, runs on the
 // main thread's arena either way): idle 71.5-71.8 -> 68.6-69.7 MiB, the libuv threads' arenas.
+// Measured for the gateway and left (BENCHMARKS.md, "the gateway against nginx"): a 1 MiB
+// semi-space (its requests' objects go to the old generation: 63 MiB growth at 64 KiB GETs) and
+// --v8-pool-size=1 or MALLOC_ARENA_MAX=1 (7.6-8.1 MiB smaller idle co-located, but V8's threads
+// then malloc in the main heap and RSS climbed 92 -> 110 MiB over a bench run, against flat at 2).
 // UV_THREADPOOL_SIZE (unless set): a cold fill runs many page writes, fdatasyncs and renames at
 // once on libuv's pool, whose default 4 threads queue them; a cold 256 MiB read through one worker
 // went from 98-108 to 132-151 MB/s with 32 threads (bench/miss-path.ts, paired rounds).
