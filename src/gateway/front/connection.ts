@@ -192,6 +192,7 @@ export class FrontConnection {
     const { g, date } = this.shared
     const s = this.socket
     g.counters.requests++
+    g.counters.rawFront++
     if (g.options.auth) g.metrics?.authentication(true)
     const requestId = s3RequestId()
     const bytes = renderHead(
