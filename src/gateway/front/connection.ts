@@ -201,9 +201,9 @@ export class FrontConnection {
       date.line,
       Math.floor(g.options.keepAliveTimeoutMs / 1000)
     )
-    const bytesBefore = s.bytesWritten
     const headersAt = performance.now()
-    const finish = (ok: boolean) => this.#record(head, plan, requestId, started, headersAt, ok ? plan.length : Math.max(0, s.bytesWritten - bytesBefore))
+    // A cut body counts what node's path counts for its sendfile bodies: the socket's own writes, none.
+    const finish = (ok: boolean) => this.#record(head, plan, requestId, started, headersAt, ok ? plan.length : 0)
     if (plan.pieces.length === 0) {
       s.write(bytes)
       finish(true)
