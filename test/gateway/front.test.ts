@@ -104,27 +104,31 @@ const both = (pair: Pair, build: (gw: GatewayShape) => Exchange | Promise<Exchan
 
 const one = (method: "GET" | "HEAD", head: string): Exchange => ({ parts: [head], heads: [method === "HEAD"] })
 
-/** Reads `key` through both gateways of `pair` until the raw front answers it itself (stat cached, blocks resident). */
+const localBodies = (gw: GatewayShape) => gw.stats().localBodies
+
+/** Reads `key` through both gateways of `pair` until the raw front sends it from the worker's blocks (stat cached, blocks resident). */
 const warm = (pair: Pair, key: string, signed: boolean) =>
   Effect.gen(function* () {
     for (let i = 0; i < 100; i++) {
+      const local = localBodies(pair.raw)
       const { byRaw } = yield* both(pair, async (gw) => one("GET", signed ? await signedHead(gw, "GET", key) : request("GET", `/bucket/${key}`, { Host: host(gw) })))
-      if (byRaw === 1) return
+      if (byRaw === 1 && localBodies(pair.raw) > local) return
       yield* Effect.sleep("20 millis")
     }
-    throw new Error(`the raw front never answered ${key} itself`)
+    throw new Error(`the raw front never sent ${key} from local blocks`)
   })
 
-/** Reads `key` (unsigned) through `gw` alone until its raw front answers it itself. */
+/** Reads `key` (unsigned) through `gw` alone until its raw front sends it from the worker's blocks. */
 const warmRaw = (gw: GatewayShape, key: string) =>
   Effect.gen(function* () {
     for (let i = 0; i < 100; i++) {
       const n = answered(gw)
+      const local = localBodies(gw)
       yield* Effect.promise(() => exchange(gw.url, one("GET", request("GET", `/bucket/${key}`, { Host: host(gw) }))))
-      if (answered(gw) > n) return
+      if (answered(gw) > n && localBodies(gw) > local) return
       yield* Effect.sleep("20 millis")
     }
-    throw new Error(`the raw front never answered ${key} itself`)
+    throw new Error(`the raw front never sent ${key} from local blocks`)
   })
 
 const metricLines = (text: string) =>
@@ -216,8 +220,16 @@ layer(fixture, { excludeTestServices: true, timeout: "60 seconds" })("gateway ra
       const f = yield* Fronts
       const data = randomBytes(SIZE)
       yield* Effect.promise(() => put(f, "anon.bin", data))
-      yield* warm(f.open, "anon.bin", false)
       const get = (gw: GatewayShape, range: string, extra: Record<string, string> = {}) => request("GET", "/bucket/anon.bin", { Host: host(gw), Range: range, ...extra })
+      // Cold (no stat cached, nothing resident): the raw front stats it and reads it through the route, keeping the connection.
+      const cold = yield* Effect.promise(() =>
+        exchange(f.open.raw.url, { parts: [get(f.open.raw, `bytes=${BLOCK - 10}-${BLOCK + 9}`) + get(f.open.raw, "bytes=0-0")], heads: [false, false] })
+      )
+      expect(cold.map((r) => r.status)).toEqual([206, 206])
+      expect(cold[0]!.body).toEqual(data.subarray(BLOCK - 10, BLOCK + 10))
+      expect(cold[1]!.body).toEqual(data.subarray(0, 1))
+      expect(f.open.raw.stats().rawFront).toBeGreaterThanOrEqual(2)
+      yield* warm(f.open, "anon.bin", false)
       const three = yield* both(f.open, (gw) => ({
         parts: [get(gw, "bytes=0-99") + request("HEAD", "/bucket/anon.bin", { Host: host(gw) }) + get(gw, "bytes=-5")],
         heads: [false, true, false]

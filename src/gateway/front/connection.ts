@@ -8,7 +8,8 @@ import type * as net from "node:net"
 import { s3Accesses } from "../identities.js"
 import type { Services } from "../context.js"
 import type { LocalSegment } from "../localBlocks.js"
-import { type Plan, planRead } from "./plan.js"
+import type { Payload } from "../../client/SlabPool.js"
+import { dropPlan, type Plan, planRead } from "./plan.js"
 import { s3RequestId } from "./requestId.js"
 import { type RequestHead, scanHead } from "./requestHead.js"
 import { type DateLine, renderHead } from "./responseHead.js"
@@ -145,7 +146,7 @@ export class FrontConnection {
         planned.then((plan) => {
           this.#busy = false
           if (plan !== undefined && (this.#released || s.destroyed)) {
-            for (const p of plan.pieces) p.release()
+            dropPlan(plan)
             return
           }
           if (this.#released) return
@@ -204,6 +205,7 @@ export class FrontConnection {
     const headersAt = performance.now()
     // A cut body counts what node's path counts for its sendfile bodies: the socket's own writes, none.
     const finish = (ok: boolean) => this.#record(head, plan, requestId, started, headersAt, ok ? plan.length : 0)
+    if (plan.route !== undefined) return this.#stream(plan, bytes, finish)
     if (plan.pieces.length === 0) {
       s.write(bytes)
       finish(true)
@@ -234,6 +236,43 @@ export class FrontConnection {
       return true
     }
     return r.then(settle, () => settle(false))
+  }
+
+  /** A body through the route (not resident here): the head, then each run as the socket takes it. */
+  async #stream(plan: Plan, head: Buffer, finish: (ok: boolean) => void): Promise<boolean> {
+    const { g } = this.shared
+    const s = this.socket
+    const { reader } = plan.route!
+    let run: Payload | undefined = plan.route!.first
+    let ok = true
+    s.setTimeout(g.options.idleTimeoutMs)
+    s.cork()
+    s.write(head)
+    let corked = true
+    try {
+      while (run !== undefined) {
+        g.counters.bytesOut += run.length
+        const more = writeRun(s, run)
+        if (corked) {
+          corked = false
+          s.uncork()
+        }
+        if (!more && !(await drained(s))) {
+          ok = false
+          break
+        }
+        run = await reader.next()
+      }
+    } catch {
+      // The head promised bytes that cannot come: a short body tells the client, never wrong bytes.
+      ok = false
+    } finally {
+      if (corked) s.uncork()
+      reader.close()
+    }
+    if (!ok) g.counters.aborted++
+    finish(ok)
+    return ok
   }
 
   /** The metrics and audit line node's path records for the same response. */
@@ -268,3 +307,29 @@ export class FrontConnection {
     }
   }
 }
+
+/** Writes a run's views; the run goes back to its pool once the socket has sent them. False: wait for drain. */
+const writeRun = (s: net.Socket, run: Payload): boolean => {
+  const views = run.views
+  const last = views.length - 1
+  if (last < 0) return true
+  for (let i = 0; i < last; i++) s.write(views[i]!)
+  // After a failed write the views are dropped, never recycled while the socket might still read them.
+  return s.write(views[last]!, (err) => {
+    if (err == null) run.release()
+  })
+}
+
+const drained = (s: net.Socket): Promise<boolean> =>
+  new Promise((resolve) => {
+    if (s.destroyed) return resolve(false)
+    const done = (ok: boolean) => {
+      s.off("drain", onDrain)
+      s.off("close", onClose)
+      resolve(ok)
+    }
+    const onDrain = () => done(true)
+    const onClose = () => done(false)
+    s.on("drain", onDrain)
+    s.on("close", onClose)
+  })

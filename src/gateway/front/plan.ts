@@ -9,7 +9,9 @@
 import type { ObjectStat } from "../../backend/BackendStore.js"
 import { Backend, type ObjectId } from "../../core/ids.js"
 import { objectIdFromPath, objectIdToPath } from "../../core/objectId.js"
-import { Either } from "effect"
+import { Effect, Either, Runtime } from "effect"
+import type { Payload } from "../../client/SlabPool.js"
+import type { ByteReader } from "../Route.js"
 import { decodePath, type HttpCtx } from "../../http/context.js"
 import { isValidBucket } from "../../http/names.js"
 import { decideRead } from "../../http/readDecision.js"
@@ -32,8 +34,19 @@ export interface Plan {
   /** Content-Length: the body's bytes (a HEAD sends none). */
   readonly length: number
   readonly keepAlive: boolean
-  /** Every block's piece of the body, pinned; empty for a HEAD or an empty body. */
+  /** Every block's piece of the body, pinned; empty for a HEAD, an empty body or a body through the route. */
   readonly pieces: ReadonlyArray<LocalPiece>
+  /** A body not resident here: the route's reader and its first run, read before anything is written. */
+  readonly route: { readonly reader: ByteReader; readonly first: Payload | undefined } | undefined
+}
+
+/** Lets go of what a plan holds (the client left before it was answered). */
+export const dropPlan = (plan: Plan): void => {
+  for (const p of plan.pieces) p.release()
+  if (plan.route !== undefined) {
+    plan.route.first?.release()
+    plan.route.reader.close()
+  }
 }
 
 /**
@@ -165,31 +178,49 @@ export const planRead = (g: Services, head: RequestHead, fd: number): Plan | und
     if (!verdict.ok) return undefined
   }
   const object: ObjectId = { backend: Backend.S3, bucket, objectPath: key }
-  const stat: ObjectStat | undefined = g.stats.peek(object)
-  if (stat === undefined) return undefined
-  const template = templateOf(stat)
-  // The shared read decision reads only the request's headers.
-  const decision = decideRead({ req: { headers: head.headers } } as unknown as HttpCtx, template.validators, head.headers["range"])
-  if (decision._tag !== "Serve") return undefined
-  const contentRange = decision.partial ? (decision.headers["Content-Range"] as string) : undefined
-  const plan = (pieces: ReadonlyArray<LocalPiece>): Plan => ({
-    method,
-    bucket,
-    rawKey,
-    rawQuery,
-    object,
-    template,
-    partial: decision.partial,
-    contentRange,
-    length: decision.length,
-    keepAlive,
-    pieces
-  })
-  if (method === "HEAD" || decision.length === 0) return plan([])
-  if (g.local === undefined || g.route.name !== "cache" || fd < 0) return undefined
-  if (!cacheableId(object) || g.stats.recentlyWritten(object)) return undefined
-  if (Math.ceil((decision.start + decision.length) / g.local.blockSize) - Math.floor(decision.start / g.local.blockSize) > MAX_PIECES) return undefined
-  const pinned = pinAll(g, object, stat.version, decision.start, decision.length)
-  if (pinned instanceof Promise) return pinned.then((p) => (p === undefined ? undefined : plan(p)))
-  return pinned === undefined ? undefined : plan(pinned)
+  const withStat = (stat: ObjectStat): Plan | undefined | Promise<Plan | undefined> => {
+    const template = templateOf(stat)
+    // The shared read decision reads only the request's headers.
+    const decision = decideRead({ req: { headers: head.headers } } as unknown as HttpCtx, template.validators, head.headers["range"])
+    if (decision._tag !== "Serve") return undefined
+    const contentRange = decision.partial ? (decision.headers["Content-Range"] as string) : undefined
+    const plan = (pieces: ReadonlyArray<LocalPiece>, route?: Plan["route"]): Plan => ({
+      method,
+      bucket,
+      rawKey,
+      rawQuery,
+      object,
+      template,
+      partial: decision.partial,
+      contentRange,
+      length: decision.length,
+      keepAlive,
+      pieces,
+      route
+    })
+    if (method === "HEAD" || decision.length === 0) return plan([])
+    // Without a co-located worker the node path's splice relay is the faster body: node's.
+    if (g.local === undefined || fd < 0) return undefined
+    const cacheable = cacheableId(object) && !g.stats.recentlyWritten(object)
+    const throughRoute = (): Promise<Plan | undefined> => {
+      const reader = g.route.open({ object, stat, offset: decision.start, length: decision.length, cacheable })
+      return reader.next().then(
+        (first) => plan([], { reader, first }),
+        // Changed, missing or unreachable before a byte was written: the node path retries or answers it.
+        () => {
+          reader.close()
+          return undefined
+        }
+      )
+    }
+    const blocks = Math.ceil((decision.start + decision.length) / g.local.blockSize) - Math.floor(decision.start / g.local.blockSize)
+    if (!cacheable || g.route.name !== "cache" || blocks > MAX_PIECES) return throughRoute()
+    const pinned = pinAll(g, object, stat.version, decision.start, decision.length)
+    if (pinned instanceof Promise) return pinned.then((p) => (p === undefined ? throughRoute() : plan(p)))
+    return pinned === undefined ? throughRoute() : plan(pinned)
+  }
+  const cached: ObjectStat | undefined = g.stats.peek(object)
+  if (cached !== undefined) return withStat(cached)
+  // Not cached (first read, expired while idle): one origin HEAD shared with the node path's; a failure is node's to answer.
+  return Runtime.runPromise(g.runtime)(Effect.either(g.stats.stat(object))).then((r) => (Either.isRight(r) ? withStat(r.right) : undefined))
 }
