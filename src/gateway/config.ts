@@ -147,7 +147,7 @@ export const GatewaySchema = component<GatewaySettings>({
     remoteSplice: S.of(K.onOff, true, "Cache route: relay the workers' bodies to clients socket-to-socket by splice(2) (Linux, plain TCP both ways, the talon_splice addon built); off: through the cluster client's buffers", { example: "off" }),
     front: S.oneOf(
       ["raw", "node"],
-      "Who answers plain-HTTP GET/HEAD of objects whose stat is cached and (GET) whose bytes are resident in the co-located worker: raw, a hand-made HTTP/1.1 front sending head and body in one sendfile; node, node:http (raw hands every other request to node:http)",
+      "Who answers plain-HTTP S3 GET/HEAD of an object: raw, a hand-made HTTP/1.1 front (HEADs; GETs in a co-located gateway, local hits as one sendfile of head and body, other reads through the route) that hands any other request to node:http; node, node:http for every request",
       { example: "node" }
     ),
     maxListKeys: S.integer(1000, "Largest listing page asked of the origin (S3's limit is 1000)", {
