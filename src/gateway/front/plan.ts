@@ -1,10 +1,11 @@
 /**
  * Whether the raw front can answer a request completely, and with what: a plain S3 GET or HEAD
  * of an object (path or `<bucket>.localhost` style), signed as the node path requires, whose
- * stat is in the gateway's stat cache, whose conditions and range the shared read decision
- * serves (200/206), and, for a GET with a body, whose bytes are all resident in the co-located
- * worker (pinned here, before anything is written). Everything else, refusals and errors
- * included, is the node path's to answer: `undefined`.
+ * stat the gateway's stat cache has or gets, whose conditions and range the shared read decision
+ * serves (200/206), and, for a GET with a body in a co-located gateway, its bytes: every block
+ * resident in the worker pinned, else the route's reader with its first run in hand, all before
+ * anything is written. Everything else, refusals and errors included, is the node path's to
+ * answer: `undefined`.
  */
 import type { ObjectStat } from "../../backend/BackendStore.js"
 import { Backend, type ObjectId } from "../../core/ids.js"

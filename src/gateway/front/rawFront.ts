@@ -1,7 +1,7 @@
 /**
  * The raw front: the gateway's plain-HTTP server hands each accepted connection to it instead of
- * node:http. It answers the reads that dominate a training job (GET/HEAD of cached stats, local
- * bytes) itself and gives node:http every connection from the first request it cannot answer
+ * node:http. It answers the reads that dominate a training job (S3 GET/HEAD; local hits by
+ * sendfile) itself and gives node:http every connection from the first request it cannot answer
  * completely (docs/decisions/gateway-body-path.md, step 9).
  */
 import * as http from "node:http"
