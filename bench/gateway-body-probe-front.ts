@@ -10,13 +10,17 @@
  *   npx tsx bench/gateway-body-probe-front.ts [rounds=4] [requests=6000] [size=65536]
  */
 import { execFileSync, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as http from "node:http"
+import * as os from "node:os"
+import * as path from "node:path"
 import { Context, Duration, Effect, Layer } from "effect"
 import * as Router from "../src/backend/Router.js"
+import { makeCoordinator } from "../src/coordinator/Coordinator.js"
 import { Gateway, type GatewayShape } from "../src/gateway/Gateway.js"
+import { OriginStub } from "../src/origin/OriginStub.js"
 import { makeLocalReads } from "../src/worker/LocalReads.js"
 import { Worker } from "../src/worker/Worker.js"
-import { raw } from "../test/origin/fixtures/testOrigin.js"
-import { loopbackWorkerSettings, originWithCoordinator } from "../test/support/loopbackWorker.js"
 
 const [rounds = 4, requests = 6000, size = 65536] = process.argv.slice(2).map(Number)
 const BLOCK = 1 << 20
@@ -62,6 +66,18 @@ interface Run {
   readonly p99: number
 }
 
+/** One request to `url`, its body drained; resolves with the status. */
+const request = (url: string, method: string, target: string, body?: Buffer): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const u = new URL(url)
+    const req = http.request({ host: u.hostname, port: u.port, method, path: target, agent: false }, (res) => {
+      res.resume()
+      res.on("end", () => resolve(res.statusCode ?? 0))
+    })
+    req.on("error", reject)
+    req.end(body)
+  })
+
 const load = (gw: GatewayShape, n: number): Promise<Run & { readonly cpuMsPerReq: number }> =>
   new Promise((resolve, reject) => {
     const port = new URL(gw.url).port
@@ -79,9 +95,26 @@ const load = (gw: GatewayShape, n: number): Promise<Run & { readonly cpuMsPerReq
 
 const program = Effect.gen(function* () {
   execFileSync("taskset", ["-pc", "0", String(process.pid)], { stdio: "ignore" })
-  const { dir, origin, backend, coordinator } = yield* originWithCoordinator("talon-front-probe-")
+  const dir = yield* Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "talon-front-probe-"))),
+    (d) => Effect.sync(() => fs.rmSync(d, { recursive: true, force: true }))
+  )
+  const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
+  const backend = Router.layerLocal(origin.url)
+  const coordinator = yield* makeCoordinator({ listen: "127.0.0.1:0", adminListen: "127.0.0.1:0", heartbeatIntervalMs: 500, missedHeartbeats: 1000 }).pipe(Effect.provide(backend))
   const worker = Context.get(
-    yield* Layer.build(Worker.layerSettings(loopbackWorkerSettings("w0", dir, coordinator.controlAddress, { blockSize: BLOCK, pageSize: BLOCK, dataPlane: "native" })).pipe(Layer.provide(backend))),
+    yield* Layer.build(
+      Worker.layerSettings({
+        id: "w0",
+        dataAddress: "127.0.0.1:0",
+        adminAddress: "127.0.0.1:0",
+        coordinator: coordinator.controlAddress,
+        cacheDirs: [path.join(dir, "w0")],
+        blockSize: BLOCK,
+        pageSize: BLOCK,
+        dataPlane: "native"
+      }).pipe(Layer.provide(backend))
+    ),
     Worker
   )
   yield* coordinator.members.pipe(Effect.delay("20 millis"), Effect.repeat({ until: (m) => m.length === 1 }), Effect.timeout(Duration.seconds(30)))
@@ -98,12 +131,12 @@ const program = Effect.gen(function* () {
       })
     ).pipe(Effect.map((ctx) => Context.get(ctx, Gateway)))
   const gws = { raw: yield* gateway("raw"), node: yield* gateway("node") }
-  yield* Effect.promise(() => raw(origin.url, "PUT", "/bucket"))
-  yield* Effect.promise(() => raw(origin.url, "PUT", "/bucket/obj", {}, Buffer.alloc(OBJECT, 7)))
+  yield* Effect.promise(() => request(origin.url, "PUT", "/bucket"))
+  yield* Effect.promise(() => request(origin.url, "PUT", "/bucket/obj", Buffer.alloc(OBJECT, 7)))
   // Every block resident, both gateways' JIT warm.
-  yield* Effect.promise(() => raw(gws.node.url, "GET", "/bucket/obj"))
+  yield* Effect.promise(() => request(gws.node.url, "GET", "/bucket/obj"))
   for (const gw of [gws.raw, gws.node]) yield* Effect.promise(() => load(gw, 2000))
-  console.log(`load average ${(yield* Effect.promise(() => import("node:os"))).loadavg().map((l) => l.toFixed(1)).join(" ")}; ${requests} GETs of ${size} B per run, ${CONNECTIONS} connections`)
+  console.log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}; ${requests} GETs of ${size} B per run, ${CONNECTIONS} connections`)
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? (["raw", "node"] as const) : (["node", "raw"] as const)
     const got: Record<string, Run & { cpuMsPerReq: number }> = {}
