@@ -130,6 +130,8 @@ export class FrontConnection {
         // A client that ended mid-head, or one too slow to finish it, is node's to answer (400, 408).
         if (this.#ended) return this.#handOver()
         this.#headTimer ??= setTimeout(() => {
+          this.#headTimer = undefined
+          // While a response is out, the next pump arms it again.
           if (!this.#busy && !this.#released) this.#handOver()
         }, this.shared.headersTimeoutMs)
         if (s.isPaused()) s.resume()
