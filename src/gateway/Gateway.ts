@@ -117,7 +117,7 @@ const make = (explicit: Partial<GatewayOptions> = {}): Effect.Effect<
       stats: new OriginStatCache(backend, runtime, options.statTtlMs, options.writeFreshMs, () => clock.unsafeCurrentTimeMillis()),
       runtime,
       now: () => clock.unsafeCurrentTimeMillis(),
-      counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0, localBodies: 0, localBytes: 0, remoteBodies: 0, remoteBytes: 0 },
+      counters: { requests: 0, rejectedBusy: 0, bytesOut: 0, errors: 0, aborted: 0, localBodies: 0, localBytes: 0, remoteBodies: 0, remoteBytes: 0, rawFront: 0 },
       metrics: new GatewayMetrics(),
       // Made only when this gateway exports traces (the layer below installed the OTLP tracer).
       spans: (yield* otlpEndpoint) === undefined ? undefined : yield* currentSpans,

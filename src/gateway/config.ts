@@ -60,6 +60,8 @@ export interface GatewayOptions {
   readonly workerTimeoutMs: number
   /** Cache route: worker bodies relayed to clients by splice(2) when the addon, the platform and both sockets allow. */
   readonly remoteSplice: boolean
+  /** Who answers GET/HEAD of local hits: the hand-made HTTP/1.1 front (`raw`), or node:http for every request (`node`). */
+  readonly front: "raw" | "node"
   /** Largest listing page asked of the origin. */
   readonly maxListKeys: number
   /** Allowed clock difference for signed requests. */
@@ -143,6 +145,11 @@ export const GatewaySchema = component<GatewaySettings>({
     readAhead: S.integer(4, "Cache route: block pieces fetched ahead of the one being written, per response", positiveInteger),
     workerTimeoutMs: S.integer(5000, "Cache route: a piece not served by the cache in this time comes from the origin, in ms", positiveInteger),
     remoteSplice: S.of(K.onOff, true, "Cache route: relay the workers' bodies to clients socket-to-socket by splice(2) (Linux, plain TCP both ways, the talon_splice addon built); off: through the cluster client's buffers", { example: "off" }),
+    front: S.oneOf(
+      ["raw", "node"],
+      "Who answers plain-HTTP S3 GET/HEAD of an object: raw, a hand-made HTTP/1.1 front (HEADs; GETs in a co-located gateway, local hits as one sendfile of head and body, other reads through the route) that hands any other request to node:http; node, node:http for every request",
+      { example: "node" }
+    ),
     maxListKeys: S.integer(1000, "Largest listing page asked of the origin (S3's limit is 1000)", {
       check: (n) => (Number.isSafeInteger(n) && n > 0 && n <= 1000 ? undefined : "must be in 1..1000 (S3's page limit)")
     }),

@@ -36,6 +36,8 @@ export interface GatewayCounters {
   /** Responses whose body was relayed from workers by splice, and those bytes. */
   remoteBodies: number
   remoteBytes: number
+  /** Requests the raw front answered itself (front/), outside node:http. */
+  rawFront: number
 }
 
 export interface Services {

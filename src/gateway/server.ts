@@ -4,7 +4,7 @@
  * when the Host is `<bucket>.localhost`). Per request: an id, the concurrency limit,
  * the signature check, a deadline for the response head, then the front end.
  */
-import { randomBytes, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import * as http from "node:http"
 import * as https from "node:https"
 import { azureError } from "../http/azureErrors.js"
@@ -21,16 +21,11 @@ import { type AuditRecord } from "./audit.js"
 import { authenticateAzure, authenticateS3, azureAccesses, refusedAccess, s3Accesses } from "./identities.js"
 import type { Access } from "./principals.js"
 import { traceRequest } from "./spans.js"
+import { installRawFront } from "./front/rawFront.js"
+import { s3RequestId } from "./front/requestId.js"
 
 const SERVER = "TalonGateway"
 
-// S3 request ids: a random per-process prefix and a counter (unique without a crypto call per request).
-const ID_PREFIX = randomBytes(4).toString("hex").toUpperCase()
-let idCounter = 0
-const s3RequestId = () => {
-  idCounter = (idCounter + 1) % 0x1_0000_0000
-  return ID_PREFIX + idCounter.toString(16).toUpperCase().padStart(8, "0")
-}
 
 const authorize = (g: Services, ctx: GwCtx, azure: boolean, account: string | undefined): AuthResult => {
   const { options } = g
@@ -229,7 +224,19 @@ export const listen = async (g: Services, host: string, port: number): Promise<R
   // A connection silent in both directions this long (a reader that stopped reading) is closed.
   server.setTimeout(g.options.idleTimeoutMs, (socket) => socket.destroy())
   const scheme = (url: string) => (files === undefined ? url : url.replace(/^http:/, "https:"))
+  // Plain HTTP only: the raw front sends by sendfile on the socket's fd, which TLS has not.
+  const front = files === undefined && g.options.front === "raw" ? installRawFront(server as http.Server, g, options.headersTimeout) : undefined
   const running = await listenHttp(server as http.Server, host, port, (url) => (g.url = scheme(url)))
+  if (front !== undefined) {
+    return {
+      ...running,
+      close: () => {
+        const closed = running.close()
+        front.closeAll()
+        return closed
+      }
+    }
+  }
   if (files === undefined) return running
   const stopWatching = watchTls(server as https.Server, files)
   return {
