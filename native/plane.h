@@ -73,5 +73,7 @@ int hits_serve(state_t *st, hits_t *h, int fd);
 void hits_export(napi_env env, napi_value exports);
 /* listen.c: SO_REUSEPORT listening sockets for --loops N */
 napi_value listen_export(napi_env env, napi_value exports);
+/* XXH64 one-shot and streaming (native/xxh64.c): the worker's per-unit checksums. */
+napi_value xxh64_export(napi_env env, napi_value exports);
 
 #endif

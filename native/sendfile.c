@@ -483,5 +483,6 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   EXPORT("errnoName", ErrnoName);
   hits_export(env, exports);
   listen_export(env, exports);
+  xxh64_export(env, exports);
   return exports;
 }
