@@ -5,9 +5,9 @@
   "targets": [
     {
       "target_name": "talon_sendfile",
-      "sources": ["native/sendfile.c", "native/hits.c", "native/listen.c", "native/memory.c"],
+      "sources": ["native/sendfile.c", "native/hits.c", "native/listen.c", "native/memory.c", "native/xxh64.c"],
       "conditions": [
-        ["OS!='linux'", { "type": "none", "sources!": ["native/sendfile.c", "native/hits.c", "native/listen.c", "native/memory.c"] }]
+        ["OS!='linux'", { "type": "none", "sources!": ["native/sendfile.c", "native/hits.c", "native/listen.c", "native/memory.c", "native/xxh64.c"] }]
       ],
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "defines": ["NAPI_VERSION=8"]
@@ -23,9 +23,9 @@
     },
     {
       "target_name": "talon_fill",
-      "sources": ["native/fill.c"],
+      "sources": ["native/fill.c", "native/xxh64.c"],
       "conditions": [
-        ["OS!='linux'", { "type": "none", "sources!": ["native/fill.c"] }]
+        ["OS!='linux'", { "type": "none", "sources!": ["native/fill.c", "native/xxh64.c"] }]
       ],
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-pthread"],
       "libraries": ["-lpthread"],

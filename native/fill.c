@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "napi_util.h"
+#include "xxh64.h"
 
 #define CHECK(call) NAPI_CHECK("talon_fill", call)
 
@@ -33,64 +34,6 @@
 #define FILL_EOF 1
 /* Threads kept at most; receives beyond that many at once wait in the queue. */
 #define MAX_THREADS 256
-
-/* ---- XXH64 (the same function as xxhash-wasm's h64, seed 0) ---- */
-
-static const uint64_t P1 = 0x9E3779B185EBCA87ULL, P2 = 0xC2B2AE3D27D4EB4FULL, P3 = 0x165667B19E3779F9ULL,
-                      P4 = 0x85EBCA77C2B2AE63ULL, P5 = 0x27D4EB2F165667C5ULL;
-
-static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-static inline uint64_t rd64(const uint8_t *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v; /* little-endian hosts only (Linux x86-64 and arm64) */
-}
-static inline uint32_t rd32(const uint8_t *p) {
-  uint32_t v;
-  memcpy(&v, p, 4);
-  return v;
-}
-static inline uint64_t xround(uint64_t acc, uint64_t input) { return rotl64(acc + input * P2, 31) * P1; }
-static inline uint64_t xmerge(uint64_t acc, uint64_t v) { return (acc ^ xround(0, v)) * P1 + P4; }
-
-static uint64_t xxh64(const uint8_t *p, size_t len, uint64_t seed) {
-  const uint8_t *end = p + len;
-  uint64_t h;
-  if (len >= 32) {
-    uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
-    const uint8_t *limit = end - 32;
-    do {
-      v1 = xround(v1, rd64(p));
-      v2 = xround(v2, rd64(p + 8));
-      v3 = xround(v3, rd64(p + 16));
-      v4 = xround(v4, rd64(p + 24));
-      p += 32;
-    } while (p <= limit);
-    h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
-    h = xmerge(xmerge(xmerge(xmerge(h, v1), v2), v3), v4);
-  } else {
-    h = seed + P5;
-  }
-  h += (uint64_t)len;
-  while (p + 8 <= end) {
-    h = rotl64(h ^ xround(0, rd64(p)), 27) * P1 + P4;
-    p += 8;
-  }
-  if (p + 4 <= end) {
-    h = rotl64(h ^ ((uint64_t)rd32(p) * P1), 23) * P2 + P3;
-    p += 4;
-  }
-  while (p < end) {
-    h = rotl64(h ^ ((uint64_t)(*p) * P5), 11) * P1;
-    p++;
-  }
-  h ^= h >> 33;
-  h *= P2;
-  h ^= h >> 29;
-  h *= P3;
-  h ^= h >> 32;
-  return h;
-}
 
 /* ---- receives ---- */
 
@@ -169,7 +112,7 @@ static void run(job_t *j) {
     /* Readable, hung up or failed: the next recv says which. */
   }
   j->got = at - j->from;
-  if (j->hash && j->code == FILL_DONE) j->sum = xxh64(j->buf, j->to, 0);
+  if (j->hash && j->code == FILL_DONE) j->sum = talon_xxh64(j->buf, j->to);
   pthread_mutex_lock(&mu);
   polls_total += polls;
   pthread_mutex_unlock(&mu);
@@ -320,7 +263,7 @@ static napi_value Xxh64(napi_env env, napi_callback_info info) {
     return NULL;
   }
   napi_value out;
-  CHECK(napi_create_bigint_uint64(env, xxh64(data, len, 0), &out));
+  CHECK(napi_create_bigint_uint64(env, talon_xxh64(data, len), &out));
   return out;
 }
 

@@ -75,5 +75,7 @@ void hits_export(napi_env env, napi_value exports);
 napi_value listen_export(napi_env env, napi_value exports);
 /* memory.c: mallocTrim. */
 napi_value memory_export(napi_env env, napi_value exports);
+/* XXH64 one-shot and streaming (native/xxh64.c): the worker's per-unit checksums. */
+napi_value xxh64_export(napi_env env, napi_value exports);
 
 #endif

@@ -484,5 +484,6 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   hits_export(env, exports);
   listen_export(env, exports);
   memory_export(env, exports);
+  xxh64_export(env, exports);
   return exports;
 }

@@ -13,6 +13,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { build } from "esbuild"
+import { lazyFastCheck, lazyModules } from "./bundlePlugins.mjs"
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..")
 const src = path.join(root, "src")
@@ -57,43 +58,6 @@ const rewriteUrls = (into) => ({
   }
 })
 
-// CommonJS libraries that a dependency imports at the top but calls only in paths a process
-// rarely runs: @effect/cli's file parsers (yaml, toml: `Args.fileParse`, which talon never uses),
-// undici (@effect/platform-node's HttpServer imports its HttpClient, which talon never provides),
-// ws (WebSocket upgrades and socket servers, which talon never serves) and mime (content types
-// of served files, which talon never serves). CommonJS cannot be tree-shaken, so each would be
-// compiled into every process (~1.7 MiB of source, kept on V8's heap); here each becomes a stub
-// that requires the real package from node_modules on first call, outside the bundle.
-const lazyCommonJs = {
-  toml: { match: /[\\/]@effect[\\/]cli[\\/]/, names: ["parse"] },
-  yaml: { match: /[\\/]@effect[\\/]cli[\\/]/, names: ["parse"] },
-  undici: { match: /[\\/]@effect[\\/]platform-node[\\/]/, names: ["getGlobalDispatcher"], classes: ["Agent"] },
-  ws: { match: /[\\/]@effect[\\/]platform-node(-shared)?[\\/]/, classes: ["WebSocket", "WebSocketServer"] },
-  mime: { match: /[\\/]@effect[\\/]platform-node[\\/]/ }
-}
-const lazyModules = {
-  name: "talon-lazy-commonjs",
-  setup(b) {
-    b.onResolve({ filter: /^(toml|yaml|undici|ws|mime)$/ }, (args) => {
-      // The stub's own require stays a runtime require (resolved from node_modules when called).
-      if (args.namespace === "talon-lazy") return { path: args.path, external: true }
-      const lazy = lazyCommonJs[args.path]
-      return lazy.match.test(args.importer) ? { path: args.path, namespace: "talon-lazy" } : undefined
-    })
-    b.onLoad({ filter: /.*/, namespace: "talon-lazy" }, (args) => {
-      const { names = [], classes = [] } = lazyCommonJs[args.path]
-      const lines = [
-        `let real`,
-        `const load = () => (real ??= require(${JSON.stringify(args.path)}))`,
-        ...names.map((n) => `export const ${n} = (...a) => load().${n}(...a)`),
-        ...classes.map((n) => `export const ${n} = function (...a) { return new (load().${n})(...a) }`),
-        `export default new Proxy({}, { get: (_, k) => load()[k] })`
-      ]
-      return { contents: lines.join("\n"), loader: "js", resolveDir: root }
-    })
-  }
-}
-
 fs.rmSync(outdir, { recursive: true, force: true })
 const result = await build({
   entryPoints: {
@@ -118,7 +82,7 @@ const result = await build({
   mainFields: ["module", "main"],
   // Bundled CommonJS dependencies call require() for node: built-ins.
   banner: { js: 'import { createRequire as __talonRequire } from "node:module"; const require = __talonRequire(import.meta.url);' },
-  plugins: [rewriteUrls(outdir), lazyModules],
+  plugins: [rewriteUrls(outdir), lazyModules, lazyFastCheck],
   metafile: true,
   logLevel: "warning"
 })
@@ -179,7 +143,7 @@ const scripts = await build({
   // src/core/scriptBundle.mjs reads the script as latin1.
   charset: "ascii",
   banner: { js: 'var __talonImportMetaUrl = require("node:url").pathToFileURL(__filename).href;' },
-  plugins: [scriptEntries, rewriteUrls(scriptOutdir), lazyModules],
+  plugins: [scriptEntries, rewriteUrls(scriptOutdir), lazyModules, lazyFastCheck],
   metafile: true,
   logLevel: "warning"
 })

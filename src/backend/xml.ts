@@ -7,21 +7,24 @@ const repeated = new Set(["Contents", "CommonPrefixes", "Blob", "BlobPrefix"])
 
 /**
  * Values stay strings (a key "0012" must not become 12) and are not trimmed (keys may
- * start or end with spaces).
+ * start or end with spaces). Made on first use: a worker or coordinator parses XML only for
+ * listings and error bodies, and the CLI's bundle loads the parser then (scripts/bundle.mjs).
  */
-const parser = new XMLParser({
-  ignoreAttributes: true,
-  parseTagValue: false,
-  trimValues: false,
-  processEntities: true,
-  isArray: (name) => repeated.has(name)
-})
+let parser: XMLParser | undefined
+const xmlParser = (): XMLParser =>
+  (parser ??= new XMLParser({
+    ignoreAttributes: true,
+    parseTagValue: false,
+    trimValues: false,
+    processEntities: true,
+    isArray: (name) => repeated.has(name)
+  }))
 
 export type XmlNode = Record<string, unknown>
 
 export const parseXml = (text: string): XmlNode => {
   try {
-    const parsed: unknown = parser.parse(text)
+    const parsed: unknown = xmlParser().parse(text)
     return typeof parsed === "object" && parsed !== null ? (parsed as XmlNode) : {}
   } catch {
     return {}

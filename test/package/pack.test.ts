@@ -47,7 +47,7 @@ describe("the packed package", () => {
     for (const f of ["package.json", "README.md", "binding.gyp", "tsconfig.json", "tsconfig.build.json", "bin", "native", "src"]) {
       fs.cpSync(path.join(repo, f), path.join(stage, f), { recursive: true })
     }
-    for (const f of ["scripts/build.mjs", "scripts/bundle.mjs"]) fs.copyFileSync(path.join(repo, f), path.join(stage, f))
+    for (const f of ["scripts/build.mjs", "scripts/bundle.mjs", "scripts/bundlePlugins.mjs"]) fs.copyFileSync(path.join(repo, f), path.join(stage, f))
     fs.symlinkSync(path.join(repo, "node_modules"), path.join(stage, "node_modules"))
     const pack = await must("npm", ["pack", "--json", "--pack-destination", tmp], stage)
     packed = (JSON.parse(pack.stdout) as Array<typeof packed>)[0]!

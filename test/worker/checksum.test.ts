@@ -4,7 +4,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import fc from "fast-check"
 import { beforeAll, describe, expect, it } from "vitest"
-import { checkFile, decodeSums, encodeSums, hasher, loadHasher, newUnitHash } from "../../src/worker/store/checksum.js"
+import { checkFile, decodeSums, encodeSums, hasher, loadHasher, nativeXxh64, newUnitHash, wasmXxh64 } from "../../src/worker/store/checksum.js"
 
 beforeAll(() => loadHasher().then(() => undefined))
 
@@ -34,6 +34,38 @@ describe("sums file", () => {
         const bytes = encodeSums(sums)
         expect(typeof decodeSums(bytes.subarray(0, cut % bytes.length), sums.length)).toBe("string")
         expect(decodeSums(bytes, sums.length + 1)).toMatch(/for \d+ units, the block has/)
+      })
+    )
+  })
+})
+
+describe("hashers", () => {
+  it("the worker hashes with the native addon when it loads", () => {
+    expect(nativeXxh64()).toBeDefined()
+  })
+
+  it("the addon's XXH64 equals xxhash-wasm's, one-shot and streamed in arbitrary pieces", async () => {
+    const native = nativeXxh64()!
+    const wasm = await wasmXxh64()
+    // Known answers of XXH64 (seed 0), from its specification's test vectors.
+    expect(native.h64Raw(new Uint8Array(0))).toBe(0xef46db3751d8e999n)
+    expect(native.h64Raw(new TextEncoder().encode("abc"))).toBe(0x44bc2cf5ad770999n)
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 2000 }), fc.array(fc.nat(300), { maxLength: 10 }), fc.nat(7), (data, cuts, shift) => {
+        // Views at every alignment: the addon reads unaligned words.
+        const buf = new Uint8Array(data.length + shift)
+        buf.set(data, shift)
+        const view = buf.subarray(shift)
+        const want = wasm.h64Raw(data)
+        expect(native.h64Raw(view)).toBe(want)
+        const h = native.create64()
+        let at = 0
+        for (const c of cuts) {
+          h.update(view.subarray(at, at + c))
+          at = Math.min(view.length, at + c)
+        }
+        h.update(view.subarray(at))
+        expect(h.digest()).toBe(want)
       })
     )
   })

@@ -1,28 +1,73 @@
 /**
- * Per-unit checksums: XXH64 (xxhash-wasm, pure WebAssembly, no platform binaries),
- * chosen over node:crypto's SHA-256 because it hashes several times faster
- * (docs/decisions/measured-in-code.md) and the threat is a flipped or torn byte on disk,
- * not an adversary.
+ * Per-unit checksums: XXH64, chosen over node:crypto's SHA-256 because it hashes several times
+ * faster (docs/decisions/measured-in-code.md) and the threat is a flipped or torn byte on disk,
+ * not an adversary. Hashed by the worker's native addon (native/xxh64.c) when it loads, else by
+ * xxhash-wasm (pure WebAssembly, no platform binaries), imported only then: WebAssembly costs an
+ * idle worker ~1.3 MiB of RSS and a busy one more (BENCHMARKS.md, "Footprint"). Both give the same
+ * hashes (test/worker/checksum.test.ts).
  *
  * `sums` file of a block directory: "TSM1", u32le unit count, count × u64le hashes,
  * then a presence bitmap (one bit per unit, LSB first). A unit whose bit is clear
  * has no recorded checksum and is never trusted after a restart.
  */
 import * as fs from "node:fs"
-import xxhash, { type XXHashAPI } from "xxhash-wasm"
+import { loadNativeAddon } from "../plane/NativeAddon.js"
 
-let api: XXHashAPI | undefined
-let loading: Promise<XXHashAPI> | undefined
+/** XXH64 (seed 0), one-shot and streaming: what xxhash-wasm's API and the addon's both give. */
+export interface Hasher {
+  readonly h64Raw: (bytes: Uint8Array) => bigint
+  readonly create64: () => { update(chunk: Uint8Array): unknown; digest(): bigint }
+}
 
-/** Loads the hasher once per process (compiling the wasm module takes a few ms). */
-export const loadHasher = async (): Promise<XXHashAPI> => {
+/** The addon's XXH64 (native/xxh64.c); its streaming state is caller-owned memory. */
+interface NativeXxh64 {
+  readonly xxh64: (bytes: Uint8Array) => bigint
+  readonly xxh64Reset: (state: Uint8Array) => void
+  readonly xxh64Update: (state: Uint8Array, bytes: Uint8Array) => void
+  readonly xxh64Digest: (state: Uint8Array) => bigint
+}
+
+const STATE_BYTES = 80
+
+const nativeHasher = (a: NativeXxh64): Hasher => ({
+  h64Raw: (bytes) => a.xxh64(bytes),
+  create64: () => {
+    // A fresh ArrayBuffer is 8-byte aligned, as the state's u64 fields want.
+    const state = new Uint8Array(new ArrayBuffer(STATE_BYTES))
+    a.xxh64Reset(state)
+    const h = {
+      update: (chunk: Uint8Array) => (a.xxh64Update(state, chunk), h),
+      digest: () => a.xxh64Digest(state)
+    }
+    return h
+  }
+})
+
+/** The addon's hasher, or undefined when the addon is missing, stale or not for this platform. */
+export const nativeXxh64 = (): Hasher | undefined => {
+  const load = loadNativeAddon()
+  if (load._tag !== "Loaded") return undefined
+  const a = load.addon as unknown as Partial<NativeXxh64>
+  return typeof a.xxh64 === "function" && typeof a.xxh64Reset === "function" && typeof a.xxh64Update === "function" && typeof a.xxh64Digest === "function"
+    ? nativeHasher(a as NativeXxh64)
+    : undefined
+}
+
+/** xxhash-wasm's hasher (compiling the wasm module takes a few ms). */
+export const wasmXxh64 = (): Promise<Hasher> => import("xxhash-wasm").then((m) => m.default())
+
+let api: Hasher | undefined
+let loading: Promise<Hasher> | undefined
+
+/** Loads the hasher once per process: the addon's, else xxhash-wasm's. */
+export const loadHasher = async (): Promise<Hasher> => {
   if (api !== undefined) return api
-  loading ??= xxhash().then((a) => (api = a))
+  loading ??= Promise.resolve(nativeXxh64() ?? wasmXxh64()).then((h) => (api = h))
   return loading
 }
 
 /** The hasher, once `loadHasher` has resolved (DiskStore.open awaits it before anything hashes). */
-export const hasher = (): XXHashAPI => {
+export const hasher = (): Hasher => {
   if (api === undefined) throw new Error("the checksum hasher is not loaded: await loadHasher() first")
   return api
 }
