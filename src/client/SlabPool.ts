@@ -30,6 +30,8 @@ export class SlabPool {
   private readonly free: Array<Slab> = []
   /** Slabs ever allocated (for tests and diagnostics). */
   allocated = 0
+  /** Slabs with a reference outstanding: a socket reading into them or a payload not yet released (for tests and diagnostics). */
+  held = 0
 
   constructor(
     readonly slabBytes: number,
@@ -41,6 +43,7 @@ export class SlabPool {
   take(): Slab {
     const slab = this.free.pop() ?? this.fresh()
     slab.refs = 1
+    this.held++
     return slab
   }
 
@@ -49,7 +52,9 @@ export class SlabPool {
   }
 
   release(slab: Slab): void {
-    if (--slab.refs === 0 && !slab.disowned && this.free.length < this.maxFree) this.free.push(slab)
+    if (--slab.refs !== 0) return
+    this.held--
+    if (!slab.disowned && this.free.length < this.maxFree) this.free.push(slab)
   }
 
   get freeCount(): number {
