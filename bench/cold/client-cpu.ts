@@ -6,7 +6,8 @@
  * expected content as it arrives (one memcmp per chunk), so the check's cost is in every arm.
  *
  * Arms, each over the whole warm object: `raw` (the floor), `stream` (`readStream`, one slice per
- * reader), `read` (`read` of consecutive 8 MiB pieces drained by the readers: read ahead of) and
+ * reader), `read` (`read` of consecutive 8 MiB pieces drained by the readers: read ahead of),
+ * `into` (the same pieces by `readInto`, each reader reusing one buffer) and
  * `rand` (`read` of shuffled 1–8 MiB ranges, as cold-bench's random pattern: straight to the
  * workers), by 1 and 8 readers. Per
  * arm and round: ns of this process's CPU (process.cpuUsage, user + system) per byte, the
@@ -26,7 +27,7 @@ import { join } from "node:path"
 import { PerformanceObserver, constants, performance } from "node:perf_hooks"
 import { Effect } from "effect"
 import type { ObjectId } from "../../src/core/ids.js"
-import { makeTalonClient } from "../../src/client/TalonClient.js"
+import { makeTalonClient, type TalonClientShape } from "../../src/client/TalonClient.js"
 import { encodeGetPinnedRangeFrame, HEADER_LEN, readHeader } from "../../src/protocol/index.js"
 import { parseHostPort } from "../../src/transport/address.js"
 import { sampleBytes } from "../../src/origin/seed.js"
@@ -42,7 +43,7 @@ const flags = await parseFlags("client-cpu", "The reader process's CPU per byte 
   size: Flag.size("size", "256M", "Object size."),
   rounds: Flag.number("rounds", 2, "Rounds; the arms' order rotates each round."),
   readers: Flag.text("readers", "1,8", "Reader counts, comma-separated."),
-  arms: Flag.text("arms", "raw,stream,read", "Arms, comma-separated: raw, stream, read, rand."),
+  arms: Flag.text("arms", "raw,stream,read", "Arms, comma-separated: raw, stream, read, into, rand."),
   workers: Flag.number("workers", 2, "Workers in the cluster."),
   clients: Flag.text("clients", "", "More clients, `name:setting=value,...;name2:...` (sizes take K/M/G); arms name them as `stream@name`.")
 })
@@ -144,6 +145,25 @@ const rawReader = (address: string, object: ObjectId, version: string, expected:
     return Effect.sync(() => socket.destroy())
   })
 
+/** `readInto` of each piece into a buffer reused across pieces (one per reader in flight), checked in place. */
+const clientInto = (client: TalonClientShape, target: string, expected: Uint8Array): ReadPiece => {
+  const free: Array<Uint8Array> = []
+  return (piece, firstByte) =>
+    Effect.suspend(() => {
+      const buf = free.pop() ?? new Uint8Array(PIECE)
+      return client.readInto(target, piece.offset, buf.subarray(0, piece.length)).pipe(
+        Effect.mapError((e) => new ColdBenchFailed({ message: `TalonClient.readInto ${target} ${piece.offset}+${piece.length}: ${e._tag}: ${e.message}` })),
+        Effect.flatMap((bytes) => {
+          firstByte()
+          const check = new RangeCheck(expected, piece)
+          const bad = check.push(bytes) ?? check.finish()
+          return bad === undefined ? Effect.void : Effect.fail(new ColdBenchFailed({ message: `TalonClient.readInto ${target}: ${bad}` }))
+        }),
+        Effect.ensuring(Effect.sync(() => free.push(buf)))
+      )
+    })
+}
+
 const main = Effect.gen(function* () {
   const dir = mkdtempSync(join(tmpdir(), "client-cpu-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
@@ -194,12 +214,12 @@ const main = Effect.gen(function* () {
   }
   const raw: ReadPiece = (piece, fb) => Effect.forEach(byBlock(piece), (p) => rawFor(p)(p, fb), { discard: true })
   const pieceList = (arm: string, readers: number): ReadonlyArray<Piece> =>
-    arm.startsWith("read") ? parts({ offset: 0, length: size }, PIECE) : arm.startsWith("rand") ? shuffledRanges(size, 7 + readers) : sequentialSlices(size, readers)
+    arm.startsWith("read") || arm.startsWith("into") ? parts({ offset: 0, length: size }, PIECE) : arm.startsWith("rand") ? shuffledRanges(size, 7 + readers) : sequentialSlices(size, readers)
   const readOf = (armName: string): ReadPiece => {
     const [arm, variant] = armName.split("@", 2) as [string, string?]
     const c = variant === undefined ? client : variants[variant]
     if (c === undefined) throw new Error(`arm ${armName}: no client named ${variant} in --clients`)
-    return arm === "raw" ? raw : arm === "stream" ? clientStream(c, target, expected) : clientRead(c, target, expected)
+    return arm === "raw" ? raw : arm === "stream" ? clientStream(c, target, expected) : arm === "into" ? clientInto(c, target, expected) : clientRead(c, target, expected)
   }
   for (const readers of readerCounts.right) for (const arm of arms) yield* runReaders(pieceList(arm, readers), readers, readOf(arm)) // warm-up
   for (let round = 0; round < flags.rounds; round++) {

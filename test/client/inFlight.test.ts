@@ -30,7 +30,7 @@ const same = (got: Uint8Array, want: Uint8Array) => Buffer.from(got.buffer, got.
 
 describe("TalonClient with many pieces in flight", () => {
   it.live(
-    "readStream and read give every byte across block and worker boundaries, for deep and shallow windows, odd piece sizes and one or many connections",
+    "readStream, read and readInto give every byte across block and worker boundaries, for deep and shallow windows, odd piece sizes and one or many connections",
     () =>
       Effect.scoped(
         Effect.gen(function* () {
@@ -56,6 +56,14 @@ describe("TalonClient with many pieces in flight", () => {
             for (let at = 3 * BLOCK + 100; at < bytes.length; at += 24 * KiB) {
               const got = yield* client.read(URI, at, 24 * KiB)
               expect(same(got, bytes.subarray(at, at + 24 * KiB)), `read at ${at} ${what}`).toBe(true)
+            }
+            // readInto: one buffer reused for every call, the last one clamped at the object's end.
+            const dest = new Uint8Array(24 * KiB + 7)
+            for (let at = 5 * BLOCK - 3; at < bytes.length; at += dest.length) {
+              const got = yield* client.readInto(URI, at, dest)
+              expect(got.buffer, "readInto writes into the caller's buffer").toBe(dest.buffer)
+              expect(got.length).toBe(Math.min(dest.length, bytes.length - at))
+              expect(same(got, bytes.subarray(at, at + dest.length)), `readInto at ${at} ${what}`).toBe(true)
             }
             // The blocks are spread over both workers, and no pool grew past its bound.
             const counts = Object.values(pool.connectionCounts)
