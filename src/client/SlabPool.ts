@@ -15,6 +15,9 @@
  * never reused, it becomes ordinary garbage.
  */
 
+/** The data-plane read buffer size: one socket read lands in at most this much. */
+export const SLAB_BYTES = 256 * 1024
+
 export class Slab {
   /** Views handed out, plus one while a socket reads into it. */
   refs = 0

@@ -38,12 +38,12 @@ describe("TalonClient with many pieces in flight", () => {
           const bytes = randomBytes(20 * BLOCK + 4321)
           yield* put("f.bin", bytes)
           const variants: ReadonlyArray<Partial<TalonClientOptions>> = [
-            // Deep: 16 pieces of a block in flight on one connection per worker.
-            { readAheadBytes: 16 * BLOCK, parallelism: 16, maxRequestBytes: BLOCK, connectionsPerWorker: 1 },
+            // Deep: 16 pieces of a block in flight on one connection per worker, every buffer kept for reuse.
+            { readAheadBytes: 16 * BLOCK, parallelism: 16, maxRequestBytes: BLOCK, connectionsPerWorker: 1, readBuffersKeptBytes: 64 * 1024 * KiB },
             // Pieces that never line up with blocks, many connections.
             { readAheadBytes: 5 * BLOCK, parallelism: 8, maxRequestBytes: 20_011, connectionsPerWorker: 6 },
-            // No read-ahead: only `parallelism` pieces at a time.
-            { readAheadBytes: 0, parallelism: 3, maxRequestBytes: 7 * KiB + 3, connectionsPerWorker: 2 }
+            // No read-ahead: only `parallelism` pieces at a time; no idle buffer kept.
+            { readAheadBytes: 0, parallelism: 3, maxRequestBytes: 7 * KiB + 3, connectionsPerWorker: 2, readBuffersKeptBytes: 0 }
           ]
           for (const options of variants) {
             const { client, pool } = yield* clientAndPool({ coordinator, ...options })
@@ -65,6 +65,8 @@ describe("TalonClient with many pieces in flight", () => {
               expect(got.length).toBe(Math.min(dest.length, bytes.length - at))
               expect(same(got, bytes.subarray(at, at + dest.length)), `readInto at ${at} ${what}`).toBe(true)
             }
+            // Idle buffers kept within the setting.
+            expect(pool.slabs.freeCount * pool.slabs.slabBytes, what).toBeLessThanOrEqual(Math.max(options.readBuffersKeptBytes ?? 16 * 1024 * KiB, 0) + pool.slabs.slabBytes)
             // The blocks are spread over both workers, and no pool grew past its bound.
             const counts = Object.values(pool.connectionCounts)
             expect(counts.length, what).toBe(2)
