@@ -123,6 +123,7 @@ const delayedClient = (version: string): TalonClientShape => {
       return () => clearTimeout(timer)
     },
     read: (_t, offset, length) => piece(offset, length),
+    readInto: (_t, offset, dest) => Effect.map(piece(offset, dest.length), (bytes) => (dest.set(bytes), dest.subarray(0, bytes.length))),
     readStream: (_t, offset, length) => Stream.fromEffect(piece(offset, length)),
     list: () => Effect.succeed([]),
     readCached: (_t, offset, length) => piece(offset, length),

@@ -6,11 +6,16 @@
  * expected content as it arrives (one memcmp per chunk), so the check's cost is in every arm.
  *
  * Arms, each over the whole warm object: `raw` (the floor), `stream` (`readStream`, one slice per
- * reader), `read` (`read` of consecutive 8 MiB pieces drained by the readers: read ahead of) and
+ * reader), `read` (`read` of consecutive 8 MiB pieces drained by the readers: read ahead of),
+ * `into` (the same pieces by `readInto`, each reader reusing one buffer) and
  * `rand` (`read` of shuffled 1–8 MiB ranges, as cold-bench's random pattern: straight to the
  * workers), by 1 and 8 readers. Per
- * arm and round: ns of this process's CPU (process.cpuUsage, user + system) per byte, MB/s,
- * mark-compact and scavenge GCs. Arms rotate order each round.
+ * arm and round: ns of this process's CPU (process.cpuUsage, user + system) per byte, the
+ * workers' ns per byte, MB/s, mark-compact and scavenge GCs. Arms rotate order each round.
+ *
+ * `--clients` adds TalonClients with other settings beside the default one, so settings are
+ * compared in one process, paired: `--clients "deep:readAheadBytes=128M,connectionsPerWorker=8"`
+ * and arms `stream,stream@deep` (an arm without `@` uses the default client).
  *
  *   npx tsx bench/cold/client-cpu.ts [--size 256M] [--rounds 2] [--readers 1,8] [--arms raw,stream,read]
  *   node --cpu-prof --import tsx bench/cold/client-cpu.ts --arms stream --readers 1
@@ -22,7 +27,7 @@ import { join } from "node:path"
 import { PerformanceObserver, constants, performance } from "node:perf_hooks"
 import { Effect } from "effect"
 import type { ObjectId } from "../../src/core/ids.js"
-import { makeTalonClient } from "../../src/client/TalonClient.js"
+import { makeTalonClient, type TalonClientShape } from "../../src/client/TalonClient.js"
 import { encodeGetPinnedRangeFrame, HEADER_LEN, readHeader } from "../../src/protocol/index.js"
 import { parseHostPort } from "../../src/transport/address.js"
 import { sampleBytes } from "../../src/origin/seed.js"
@@ -32,14 +37,32 @@ import * as Proc from "../lib/proc.js"
 import { MiB, type Piece, RangeCheck, sequentialSlices, shuffledRanges, parts } from "./plan.js"
 import { clientRead, clientStream, ColdBenchFailed, type ReadPiece, runReaders } from "./readers.js"
 import { parseIntList } from "../../src/loadgen/options.js"
+import { cpuDelta, cpuSnapshot } from "./cpu.js"
 
 const flags = await parseFlags("client-cpu", "The reader process's CPU per byte of warm reads through TalonClient, against a raw binary-protocol reader.", {
   size: Flag.size("size", "256M", "Object size."),
   rounds: Flag.number("rounds", 2, "Rounds; the arms' order rotates each round."),
   readers: Flag.text("readers", "1,8", "Reader counts, comma-separated."),
-  arms: Flag.text("arms", "raw,stream,read", "Arms, comma-separated: raw, stream, read, rand."),
-  workers: Flag.number("workers", 2, "Workers in the cluster.")
+  arms: Flag.text("arms", "raw,stream,read", "Arms, comma-separated: raw, stream, read, into, rand."),
+  workers: Flag.number("workers", 2, "Workers in the cluster."),
+  clients: Flag.text("clients", "", "More clients, `name:setting=value,...;name2:...` (sizes take K/M/G); arms name them as `stream@name`.")
 })
+
+/** `--clients`: named option overrides, numbers with an optional K/M/G suffix, else text. */
+const clientVariants = (spec: string): Record<string, Record<string, unknown>> => {
+  const out: Record<string, Record<string, unknown>> = {}
+  for (const entry of spec.split(";").map((e) => e.trim()).filter((e) => e !== "")) {
+    const [name, settings = ""] = entry.split(":", 2) as [string, string?]
+    const options: Record<string, unknown> = {}
+    for (const kv of settings.split(",").filter((x) => x !== "")) {
+      const [k, v = ""] = kv.split("=", 2) as [string, string?]
+      const m = /^(\d+)([KMG])?$/i.exec(v.trim())
+      options[k.trim()] = m === null ? v.trim() : Number(m[1]) * ({ K: 1024, M: MiB, G: 1024 * MiB }[(m[2] ?? "").toUpperCase()] ?? 1)
+    }
+    out[name.trim()] = options
+  }
+  return out
+}
 
 const BUCKET = "clientcpu"
 const PIECE = 8 * MiB
@@ -122,6 +145,25 @@ const rawReader = (address: string, object: ObjectId, version: string, expected:
     return Effect.sync(() => socket.destroy())
   })
 
+/** `readInto` of each piece into a buffer reused across pieces (one per reader in flight), checked in place. */
+const clientInto = (client: TalonClientShape, target: string, expected: Uint8Array): ReadPiece => {
+  const free: Array<Uint8Array> = []
+  return (piece, firstByte) =>
+    Effect.suspend(() => {
+      const buf = free.pop() ?? new Uint8Array(PIECE)
+      return client.readInto(target, piece.offset, buf.subarray(0, piece.length)).pipe(
+        Effect.mapError((e) => new ColdBenchFailed({ message: `TalonClient.readInto ${target} ${piece.offset}+${piece.length}: ${e._tag}: ${e.message}` })),
+        Effect.flatMap((bytes) => {
+          firstByte()
+          const check = new RangeCheck(expected, piece)
+          const bad = check.push(bytes) ?? check.finish()
+          return bad === undefined ? Effect.void : Effect.fail(new ColdBenchFailed({ message: `TalonClient.readInto ${target}: ${bad}` }))
+        }),
+        Effect.ensuring(Effect.sync(() => free.push(buf)))
+      )
+    })
+}
+
 const main = Effect.gen(function* () {
   const dir = mkdtempSync(join(tmpdir(), "client-cpu-"))
   yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
@@ -141,6 +183,8 @@ const main = Effect.gen(function* () {
   )
   yield* Effect.forEach(workers, (w) => w.waitFor(/worker data listener on/, "180 seconds"), { discard: true })
   const client = yield* makeTalonClient({ coordinator: coord })
+  const variants: Record<string, typeof client> = {}
+  for (const [name, options] of Object.entries(clientVariants(flags.clients))) variants[name] = yield* makeTalonClient({ ...options, coordinator: coord })
   for (let i = 0; (yield* client.members(true).pipe(Effect.orElseSucceed(() => []))).length < flags.workers; i++) {
     if (i > 600) return yield* Effect.fail(new ColdBenchFailed({ message: "workers did not register" }))
     yield* Effect.sleep("100 millis")
@@ -170,9 +214,13 @@ const main = Effect.gen(function* () {
   }
   const raw: ReadPiece = (piece, fb) => Effect.forEach(byBlock(piece), (p) => rawFor(p)(p, fb), { discard: true })
   const pieceList = (arm: string, readers: number): ReadonlyArray<Piece> =>
-    arm === "read" ? parts({ offset: 0, length: size }, PIECE) : arm === "rand" ? shuffledRanges(size, 7 + readers) : sequentialSlices(size, readers)
-  const readOf = (arm: string): ReadPiece =>
-    arm === "raw" ? raw : arm === "stream" ? clientStream(client, target, expected) : clientRead(client, target, expected)
+    arm.startsWith("read") || arm.startsWith("into") ? parts({ offset: 0, length: size }, PIECE) : arm.startsWith("rand") ? shuffledRanges(size, 7 + readers) : sequentialSlices(size, readers)
+  const readOf = (armName: string): ReadPiece => {
+    const [arm, variant] = armName.split("@", 2) as [string, string?]
+    const c = variant === undefined ? client : variants[variant]
+    if (c === undefined) throw new Error(`arm ${armName}: no client named ${variant} in --clients`)
+    return arm === "raw" ? raw : arm === "stream" ? clientStream(c, target, expected) : arm === "into" ? clientInto(c, target, expected) : clientRead(c, target, expected)
+  }
   for (const readers of readerCounts.right) for (const arm of arms) yield* runReaders(pieceList(arm, readers), readers, readOf(arm)) // warm-up
   for (let round = 0; round < flags.rounds; round++) {
     for (const readers of readerCounts.right) {
@@ -181,10 +229,12 @@ const main = Effect.gen(function* () {
         const g0 = majorGcs
         const m0 = minorGcs
         const c0 = process.cpuUsage()
+        const w0 = cpuSnapshot({ workers: workers.map((w) => w.pid) })
         const t0 = performance.now()
         yield* runReaders(pieceList(arm, readers), readers, readOf(arm))
         const seconds = (performance.now() - t0) / 1000
         const c = process.cpuUsage(c0)
+        const w = cpuDelta(w0, cpuSnapshot({ workers: workers.map((w) => w.pid) }))
         const ns = (v: number) => +((v * 1000) / size).toFixed(2)
         console.log(
           JSON.stringify({
@@ -195,6 +245,7 @@ const main = Effect.gen(function* () {
             nsPerByte: ns(c.user + c.system),
             userNsPerByte: ns(c.user),
             sysNsPerByte: ns(c.system),
+            workerNsPerByte: +(((w["workers"] ?? 0) * 1e9) / size).toFixed(2),
             mbps: +(size / 1e6 / seconds).toFixed(0),
             majorGcs: majorGcs - g0,
             minorGcs: minorGcs - m0

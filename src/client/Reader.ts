@@ -176,12 +176,16 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
         return bad !== undefined ? Effect.fail(bad) : Effect.flatMap(parseTarget(target), stats.stat)
       })
 
-    /** One attempt of `read`: every byte of exactly `info.version`, through the read-ahead. */
-    const readVersion = (info: ObjectInfo, offset: number, length: number): Effect.Effect<Uint8Array, TalonClientError> =>
+    /**
+     * One attempt of `read`: every byte of exactly `info.version`, through the read-ahead, copied
+     * into `into` (or a new buffer) once all of them are in, so a failed attempt writes nothing.
+     */
+    const readVersion = (info: ObjectInfo, offset: number, length: number, into?: Uint8Array): Effect.Effect<Uint8Array, TalonClientError> =>
       Effect.async<Uint8Array, TalonClientError>((resume) => {
         const cancel = readRaw(info, offset, length, (r) => {
           if (!r.ok) return resume(Effect.fail(r.error))
-          const out = new Uint8Array(Math.max(0, Math.min(offset + length, info.size) - offset))
+          const n = Math.max(0, Math.min(offset + length, info.size) - offset)
+          const out = into === undefined ? new Uint8Array(n) : into.subarray(0, n)
           let at = 0
           for (const p of r.payloads) {
             for (const v of p.views) {
@@ -195,18 +199,30 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
         return Effect.sync(cancel)
       })
 
-    /** `[offset, offset+length)` clamped at the object's end, in one buffer, all of one version. */
-    const read = (target: ObjectTarget, offset: number, length: number): Effect.Effect<Uint8Array, TalonClientError> =>
+    const readOneVersion = (target: ObjectTarget, offset: number, length: number, into?: Uint8Array): Effect.Effect<Uint8Array, TalonClientError> =>
       Effect.gen(function* () {
         let info = yield* validate(target, offset, length)
         for (let attempt = 1; ; attempt++) {
-          const r = yield* Effect.either(readVersion(info, offset, length))
+          const r = yield* Effect.either(readVersion(info, offset, length, into))
           if (r._tag === "Right") return r.right
           if (r.left._tag !== "VersionChanged") return yield* Effect.fail(r.left)
           if (attempt >= VERSION_ATTEMPTS) return yield* Effect.fail(new VersionChanged({ ...r.left, attempts: attempt }))
           info = yield* stats.restat(info.object)
         }
       })
+
+    /** `[offset, offset+length)` clamped at the object's end, in one buffer, all of one version. */
+    const read = (target: ObjectTarget, offset: number, length: number): Effect.Effect<Uint8Array, TalonClientError> =>
+      readOneVersion(target, offset, length)
+
+    /**
+     * `read` into the caller's buffer: `dest.length` bytes from `offset` (fewer at the object's
+     * end), all of one version; the bytes written are the returned view of `dest`. A caller
+     * reusing `dest` allocates nothing per byte: the replies land in the client's recycled read
+     * buffers and are copied once, so no fresh memory is left for the GC.
+     */
+    const readInto = (target: ObjectTarget, offset: number, dest: Uint8Array): Effect.Effect<Uint8Array, TalonClientError> =>
+      readOneVersion(target, offset, dest.length, dest)
 
     // The stream's window: `readAheadBytes` ahead of the consumer, at least `parallelism` pieces.
     // Pieces ahead of a sequential reader are an eighth of the window (at most `maxRequestBytes`):
@@ -323,6 +339,6 @@ export class Reader extends Effect.Service<Reader>()("talon/client/Reader", {
       return ranked.map((id) => m.addresses.get(id) ?? id)
     }
 
-    return { read, readStream, readRaw, readAhead: () => readAhead.stats(), placeBlock }
+    return { read, readInto, readStream, readRaw, readAhead: () => readAhead.stats(), placeBlock }
   })
 }) {}

@@ -15,6 +15,9 @@
  * never reused, it becomes ordinary garbage.
  */
 
+/** The data-plane read buffer size: one socket read lands in at most this much. */
+export const SLAB_BYTES = 256 * 1024
+
 export class Slab {
   /** Views handed out, plus one while a socket reads into it. */
   refs = 0
@@ -30,6 +33,8 @@ export class SlabPool {
   private readonly free: Array<Slab> = []
   /** Slabs ever allocated (for tests and diagnostics). */
   allocated = 0
+  /** Slabs with a reference outstanding: a socket reading into them or a payload not yet released (for tests and diagnostics). */
+  held = 0
 
   constructor(
     readonly slabBytes: number,
@@ -41,6 +46,7 @@ export class SlabPool {
   take(): Slab {
     const slab = this.free.pop() ?? this.fresh()
     slab.refs = 1
+    this.held++
     return slab
   }
 
@@ -49,7 +55,9 @@ export class SlabPool {
   }
 
   release(slab: Slab): void {
-    if (--slab.refs === 0 && !slab.disowned && this.free.length < this.maxFree) this.free.push(slab)
+    if (--slab.refs !== 0) return
+    this.held--
+    if (!slab.disowned && this.free.length < this.maxFree) this.free.push(slab)
   }
 
   get freeCount(): number {

@@ -78,6 +78,13 @@ export interface TalonClientShape {
   /** `[offset, offset+length)` clamped at the object's end, in one buffer; runs of sequential calls are read ahead of like `readRaw`'s. */
   readonly read: (target: ObjectTarget, offset: number, length: number) => Effect.Effect<Uint8Array, TalonClientError>
   /**
+   * `read` of `dest.length` bytes from `offset` into `dest` (fewer at the object's end; the bytes
+   * written are the returned view of `dest`). A reader that reuses `dest` allocates nothing per
+   * byte read, so the GC has no fresh memory to collect (what limits `read` and `readStream`
+   * of warm bytes). `dest` is written only once every byte of one version is in.
+   */
+  readonly readInto: (target: ObjectTarget, offset: number, dest: Uint8Array) => Effect.Effect<Uint8Array, TalonClientError>
+  /**
    * The same bytes as `read`, in order, in pieces of at most `maxRequestBytes`, fetched up to
    * `readAheadBytes` (at least `parallelism` pieces) ahead of the consumer.
    */
@@ -142,6 +149,7 @@ const facade = Effect.gen(function* () {
     readRaw: reader.readRaw,
     placeBlock: reader.placeBlock,
     read: reader.read,
+    readInto: reader.readInto,
     readStream: reader.readStream,
     list,
     members: (refresh = false) => Effect.map(membership.get(refresh, refresh), (m) => m.nodes),
@@ -183,6 +191,8 @@ export const makeTalonClient = (
 export interface TalonClientPromise {
   readonly stat: (target: ObjectTarget) => Promise<ObjectInfo>
   readonly read: (target: ObjectTarget, offset: number, length: number) => Promise<Uint8Array>
+  /** `readInto`: resolves with the view of `dest` that was written. */
+  readonly readInto: (target: ObjectTarget, offset: number, dest: Uint8Array) => Promise<Uint8Array>
   /** Async iteration over `readStream`. */
   readonly readStream: (target: ObjectTarget, offset: number, length: number) => AsyncIterable<Uint8Array>
   readonly list: (prefix: string) => Promise<ReadonlyArray<ListEntry>>
@@ -207,6 +217,7 @@ export const createTalonClient = (options: Partial<TalonClientOptions> = {}): Ta
   return {
     stat: (target) => run((c) => c.stat(target)),
     read: (target, offset, length) => run((c) => c.read(target, offset, length)),
+    readInto: (target, offset, dest) => run((c) => c.readInto(target, offset, dest)),
     readStream: (target, offset, length) => ({
       async *[Symbol.asyncIterator]() {
         const rt = await runtime.runtime()

@@ -27,7 +27,7 @@ import {
 } from "../protocol/index.js"
 import { DataConnection, type DataReply } from "./DataConnection.js"
 import type { ControlTlsFiles } from "../transport/controlTls.js"
-import { type Payload, SlabPool } from "./SlabPool.js"
+import { type Payload, SLAB_BYTES, SlabPool } from "./SlabPool.js"
 
 /** The worker could not be reached or broke the connection; another replica may work. */
 export class WorkerUnavailable extends Data.TaggedError("WorkerUnavailable")<{
@@ -87,7 +87,7 @@ export class WorkerPool {
     this.caps = { ...DEFAULT_CAPS, getRange: options.maxRequestBytes, get: options.maxRequestBytes }
     this.requestTimeoutMs = Duration.toMillis(options.requestTimeout)
     this.connectTimeoutMs = Duration.toMillis(options.connectTimeout)
-    this.slabs = options.slabs ?? new SlabPool(256 * 1024, 64)
+    this.slabs = options.slabs ?? new SlabPool(SLAB_BYTES, 64)
   }
 
   /** Open connections per worker address (for status and tests). */

@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import { ControlChannel } from "../transport/ControlChannel.js"
 import { controlTlsFilesOf } from "../transport/controlTls.js"
 import { ClientConfig } from "./ClientConfig.js"
+import { SLAB_BYTES, SlabPool } from "./SlabPool.js"
 import { WorkerPool } from "./WorkerPool.js"
 
 export class Workers extends Effect.Service<Workers>()("talon/client/Workers", {
@@ -24,6 +25,7 @@ export class Workers extends Effect.Service<Workers>()("talon/client/Workers", {
             requestTimeout: `${options.requestTimeoutMs} millis`,
             connectTimeout: `${options.connectTimeoutMs} millis`,
             maxRequestBytes: options.maxRequestBytes,
+            slabs: new SlabPool(SLAB_BYTES, Math.ceil(options.readBuffersKeptBytes / SLAB_BYTES)),
             tenant: options.tenant,
             tls
           })

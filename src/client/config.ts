@@ -50,6 +50,12 @@ export interface TalonClientOptions {
   readonly readAheadBytes: number
   /** Bytes read ahead for `read`/`readRaw` held (and in flight) at most, over every object. */
   readonly readAheadCacheBytes: number
+  /**
+   * Idle receive buffers kept for reuse, in bytes. Below a reader's working set (its window and
+   * pieces in flight) buffers are allocated afresh and left to the GC, which costs a warm
+   * reader most of its CPU; above it they cost idle memory.
+   */
+  readonly readBuffersKeptBytes: number
   /** Tenant every read is attributed to (sent as GetRangeTenant / GetCachedRangeTenant); empty = none. */
   readonly tenant: string
   /** This client's deployment zone: a block's owners in it are tried first (zones.ts); empty = no preference. */
@@ -92,6 +98,11 @@ export const ClientSchema = component<TalonClientOptions>({
     maxRequestBytes: S.size(8 * 1024 * 1024, "Largest single range request; longer segments are split (bounds per-request memory)", positive),
     readAheadBytes: S.size(32 * 1024 * 1024, "How far ahead of a sequential reader bytes are fetched (readStream's window; runs of read calls); 0 = off", nonNegative),
     readAheadCacheBytes: S.size(128 * 1024 * 1024, "Bytes read ahead for runs of read calls held in memory at most, over every object", nonNegative),
+    readBuffersKeptBytes: S.size(
+      16 * 1024 * 1024,
+      "Idle receive buffers kept for reuse (K/M/G); a warm sequential reader allocates nothing per byte once this covers its window and pieces in flight (e.g. 64M with the default read-ahead), at that much idle memory",
+      nonNegative
+    ),
     tenant: S.text("", "Tenant the reads are attributed to, for the workers' per-tenant rate limits (sends Talon's GetRangeTenant/GetCachedRangeTenant); empty = untagged reads, charged to the workers' default limits", {
       shownDefault: "none",
       example: "team-a",

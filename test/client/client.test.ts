@@ -331,12 +331,19 @@ describe("TalonClient when the coordinator goes away", () => {
 })
 
 describe("createTalonClient (promise facade)", () => {
-  it.live("read, readStream as an async iterable, stat and list, then close", () =>
+  it.live("read, readInto, readStream as an async iterable, stat and list, then close", () =>
     withCluster(2, ({ client }) =>
       Effect.promise(async () => {
         const facade = createTalonClient({ coordinator: client.options.coordinator, blockSize: BLOCK })
         try {
           expect(Buffer.from(await facade.read(URI, 10, 2 * BLOCK)).equals(data.subarray(10, 10 + 2 * BLOCK))).toBe(true)
+          const dest = new Uint8Array(BLOCK + 3)
+          const into = await facade.readInto(URI, data.length - 100, dest)
+          expect(into.buffer).toBe(dest.buffer)
+          expect(Buffer.from(into).equals(data.subarray(data.length - 100))).toBe(true)
+          const untouched = new Uint8Array(8).fill(7)
+          await expect(facade.readInto("s3://bucket/missing", 0, untouched)).rejects.toMatchObject({ _tag: "ObjectNotFound" })
+          expect([...untouched]).toEqual([7, 7, 7, 7, 7, 7, 7, 7])
           const pieces: Array<Uint8Array> = []
           for await (const piece of facade.readStream(URI, 0, data.length)) pieces.push(piece)
           expect(Buffer.concat(pieces).equals(data)).toBe(true)

@@ -6,16 +6,11 @@
  * VersionChanged), never a mix; a worker stopped mid-run costs time, never wrong bytes.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Duration, Effect, Exit, Layer, Schedule, Scope, Stream } from "effect"
+import { Chunk, Duration, Effect, Exit, Schedule, Scope, Stream } from "effect"
 import { randomBytes } from "node:crypto"
-import * as path from "node:path"
-import * as Router from "../../src/backend/Router.js"
 import { makeTalonClient } from "../../src/client/TalonClient.js"
-import { OriginStub } from "../../src/origin/OriginStub.js"
-import { Worker } from "../../src/worker/Worker.js"
-import { raw } from "../origin/fixtures/testOrigin.js"
-import { patientCoordinator } from "../support/loopbackCoordinator.js"
-import { clusterWithVersionLog, explain, matchingVersion, tempDir, versionBytes } from "../support/overwrites.js"
+import { clusterWithVersionLog, explain, matchingVersion, versionBytes } from "../support/overwrites.js"
+import { stoppableCluster } from "./fixtures/stoppableCluster.js"
 
 const KiB = 1024
 const BLOCK = 64 * KiB
@@ -23,46 +18,6 @@ const PAGE = 16 * KiB
 const READ = 16 * KiB
 /** Chunks of one block, a window of four. */
 const clientOptions = { blockSize: BLOCK, maxRequestBytes: BLOCK, readAheadBytes: 4 * BLOCK, readAheadCacheBytes: 16 * BLOCK, statTtlMs: 60_000 }
-
-/** Origin stub, coordinator and `n` workers, each in a scope of its own so a test can stop one. */
-const clusterOf = (n: number) =>
-  Effect.gen(function* () {
-    const dir = yield* tempDir
-    const origin = yield* OriginStub.make({ root: path.join(dir, "origin") })
-    const backend = Router.layerLocal(origin.url)
-    const coordinator = yield* patientCoordinator(backend)
-    const scopes: Array<Scope.CloseableScope> = []
-    for (let i = 0; i < n; i++) {
-      const scope = yield* Scope.make()
-      yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
-      yield* Layer.buildWithScope(
-        Worker.layerSettings({
-          id: `w${i}`,
-          dataAddress: "127.0.0.1:0",
-          adminAddress: "127.0.0.1:0",
-          coordinator: coordinator.controlAddress,
-          cacheDirs: [path.join(dir, `w${i}`)],
-          blockSize: BLOCK,
-          pageSize: PAGE,
-          dataPlane: "portable"
-        }).pipe(Layer.provide(backend)),
-        scope
-      )
-      scopes.push(scope)
-    }
-    yield* coordinator.members.pipe(
-      Effect.delay("20 millis"),
-      Effect.repeat({ until: (m) => m.length === n }),
-      Effect.timeout(Duration.seconds(30))
-    )
-    yield* Effect.promise(() => raw(origin.url, "PUT", "/bucket"))
-    const put = (key: string, bytes: Buffer) =>
-      Effect.promise(async () => {
-        const r = await raw(origin.url, "PUT", `/bucket/${key}`, {}, bytes)
-        expect(r.status).toBe(200)
-      })
-    return { origin, coordinator: coordinator.controlAddress, scopes, put }
-  })
 
 /** A small deterministic generator, so a failing random pattern can be replayed. */
 const lcg = (seed: number) => () => {
@@ -76,7 +31,7 @@ describe("TalonClient read-ahead", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const { origin, coordinator, put } = yield* clusterOf(2)
+          const { origin, coordinator, put } = yield* stoppableCluster(BLOCK, PAGE, 2)
           const seq = randomBytes(32 * BLOCK + 1234)
           const rnd = randomBytes(512 * BLOCK)
           yield* put("seq.bin", seq)
@@ -136,7 +91,7 @@ describe("TalonClient read-ahead", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const { coordinator, put } = yield* clusterOf(2)
+          const { coordinator, put } = yield* stoppableCluster(BLOCK, PAGE, 2)
           const objects = [0, 1, 2, 3].map(() => randomBytes(24 * BLOCK + 99))
           for (const [i, o] of objects.entries()) yield* put(`o${i}.bin`, o)
           const cap = 12 * BLOCK
@@ -168,7 +123,7 @@ describe("TalonClient read-ahead", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const { coordinator, put } = yield* clusterOf(2)
+          const { coordinator, put } = yield* stoppableCluster(BLOCK, PAGE, 2)
           const bytes = randomBytes(40 * BLOCK + 777)
           yield* put("s.bin", bytes)
           const client = yield* makeTalonClient({ coordinator, ...clientOptions, parallelism: 1 })
@@ -184,7 +139,7 @@ describe("TalonClient read-ahead", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const { coordinator, scopes, put } = yield* clusterOf(2)
+          const { coordinator, scopes, put } = yield* stoppableCluster(BLOCK, PAGE, 2)
           const bytes = randomBytes(48 * BLOCK + 5)
           yield* put("k.bin", bytes)
           const client = yield* makeTalonClient({ coordinator, ...clientOptions, replicas: 2, requestTimeoutMs: 3000, connectTimeoutMs: 500, membershipTtlMs: 200 })
