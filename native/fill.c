@@ -253,20 +253,6 @@ static napi_value Shutdown(napi_env env, napi_callback_info info) {
   return make_int(env, shutdown((int)fd, SHUT_RDWR) == 0 ? 0 : -errno);
 }
 
-/* xxh64(bytes) -> bigint: the hash `receive` computes, for checking it against the store's. */
-static napi_value Xxh64(napi_env env, napi_callback_info info) {
-  NAPI_ARGS(1);
-  uint8_t *data;
-  size_t len;
-  if (argc < 1 || !arg_bytes(env, argv[0], &data, &len)) {
-    napi_throw_type_error(env, NULL, "xxh64(bytes: Uint8Array)");
-    return NULL;
-  }
-  napi_value out;
-  CHECK(napi_create_bigint_uint64(env, talon_xxh64(data, len), &out));
-  return out;
-}
-
 static napi_value Counters(napi_env env, napi_callback_info info) {
   (void)info;
   fstate_t *st = get_state(env);
@@ -303,7 +289,6 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   CHECK(napi_set_instance_data(env, st, NULL, NULL));
   EXPORT("receive", Receive);
   EXPORT("shutdown", Shutdown);
-  EXPORT("xxh64", Xxh64);
   EXPORT("counters", Counters);
   return exports;
 }

@@ -25,7 +25,6 @@ export interface FillAddon {
     onDone: (code: number, bytes: number, sum: bigint | undefined) => void
   ) => number
   readonly shutdown: (fd: number) => number
-  readonly xxh64: (bytes: Uint8Array) => bigint
   readonly counters: () => {
     readonly receives: number
     readonly bytes: number

@@ -102,7 +102,7 @@ const fallbackCode = (status: number, d: Dialect): string => {
 
 /** Whether the cluster can hold `object` (its id round-trips), remembered per path: reads repeat the same few objects. */
 const cacheable = new Map<string, boolean>()
-const cacheableId = (object: ObjectId): boolean => {
+export const cacheableId = (object: ObjectId): boolean => {
   const path = objectIdToPath(object)
   let ok = cacheable.get(path)
   if (ok === undefined) {

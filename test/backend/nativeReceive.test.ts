@@ -122,24 +122,6 @@ const exchange = (receiver: Receiver, port: number, sink: BodySink, signal?: Abo
   )
 
 describe.skipIf(loaded === undefined)("native receive", () => {
-  it.effect("XXH64 in C is xxhash-wasm's h64, bit for bit, at every length and alignment", () =>
-    Effect.promise(async () => {
-      const wasm = await xxhash()
-      fc.assert(
-        fc.property(fc.uint8Array({ minLength: 0, maxLength: 3000 }), fc.integer({ min: 0, max: 7 }), (bytes, shift) => {
-          // A view at an odd offset too: the C reads must not assume alignment.
-          const padded = new Uint8Array(bytes.length + shift)
-          padded.set(bytes, shift)
-          const view = padded.subarray(shift)
-          expect(addon.xxh64(view)).toBe(wasm.h64Raw(view))
-        }),
-        { numRuns: 300 }
-      )
-      const page = randomBytes(1024 * 1024)
-      expect(addon.xxh64(page)).toBe(wasm.h64Raw(page))
-    })
-  )
-
   it.live("a body split anywhere between the head's read and the native receive lands whole, each full page hashed", () =>
     Effect.scoped(
       Effect.gen(function* () {

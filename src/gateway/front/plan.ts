@@ -9,7 +9,6 @@
  */
 import type { ObjectStat } from "../../backend/BackendStore.js"
 import { Backend, type ObjectId } from "../../core/ids.js"
-import { objectIdFromPath, objectIdToPath } from "../../core/objectId.js"
 import { Effect, Either, Runtime } from "effect"
 import type { Payload } from "../../client/SlabPool.js"
 import type { ByteReader } from "../Route.js"
@@ -17,6 +16,7 @@ import { decodePath, type HttpCtx } from "../../http/context.js"
 import { isValidBucket } from "../../http/names.js"
 import { decideRead } from "../../http/readDecision.js"
 import { verifySigV4 } from "../auth.js"
+import { cacheableId } from "../objectOps.js"
 import type { Services } from "../context.js"
 import type { LocalPiece } from "../localBlocks.js"
 import type { RequestHead } from "./requestHead.js"
@@ -67,18 +67,6 @@ const readOnlyQuery = (rawQuery: string): boolean => {
   return true
 }
 
-/** Whether the cluster can hold the object (its id round-trips), remembered per path. */
-const cacheable = new Map<string, boolean>()
-const cacheableId = (object: ObjectId): boolean => {
-  const path = objectIdToPath(object)
-  let ok = cacheable.get(path)
-  if (ok === undefined) {
-    ok = Either.isRight(objectIdFromPath(path))
-    if (cacheable.size >= 10_000) cacheable.clear()
-    cacheable.set(path, ok)
-  }
-  return ok
-}
 
 const VHOST_SUFFIX = ".localhost"
 
