@@ -37,7 +37,7 @@ import { Flag, parseFlags, runDriver } from "./lib/driver.js"
 import * as Proc from "./lib/proc.js"
 import { loadavg } from "./gateway-proxy/client.js"
 import { type ColdResult, coldResult, cpuPerByte, judge, MiB, type Piece, sequentialSlices, shuffledRanges, targetsFor, type TargetVerdict, type Workload, workloadName } from "./cold/plan.js"
-import { clientRead, clientStream, ColdBenchFailed, oneGet, partedGet, type ReadPiece, runReaders, staleSocketRetries } from "./cold/readers.js"
+import { clientInto, clientRead, clientStream, ColdBenchFailed, oneGet, partedGet, type ReadPiece, runReaders, staleSocketRetries } from "./cold/readers.js"
 import { originSettled, type OriginCounters } from "./cold/origin.js"
 import { cpuDelta, cpuSnapshot } from "./cold/cpu.js"
 
@@ -87,8 +87,8 @@ const onlyArms = flags.arms === "" ? undefined : new Set(["origin", ...flags.arm
 /** Arms of a workload (those of --arms, if given): the parted ones only where one reader streams the whole object. */
 const armsOf = (w: Workload): ReadonlyArray<string> =>
   (w.pattern === "seq" && w.readers === 1
-    ? ["origin", "origin-8x", "client-cold", "client-warm", "gateway-cold", "gateway-warm", "gateway-par-cold", "gateway-par-warm"]
-    : ["origin", "client-cold", "client-warm", "gateway-cold", "gateway-warm"]
+    ? ["origin", "origin-8x", "client-cold", "client-warm", "client-into-warm", "gateway-cold", "gateway-warm", "gateway-par-cold", "gateway-par-warm"]
+    : ["origin", "client-cold", "client-warm", "client-into-warm", "gateway-cold", "gateway-warm"]
   ).filter((a) => onlyArms === undefined || onlyArms.has(a))
 
 const getJson = <A>(url: string): Promise<A> =>
@@ -207,6 +207,7 @@ const main = Effect.gen(function* () {
           const read: ReadPiece =
             arm === "origin" ? oneGet(agent, originBase, path, obj)
             : arm === "origin-8x" ? partedGet(agent, originBase, path, obj, 8)
+            : arm.startsWith("client-into-") ? clientInto(client, target, obj)
             : arm.startsWith("client-") ? (pattern === "seq" ? clientStream(client, target, obj) : clientRead(client, target, obj))
             : arm.startsWith("gateway-par-") ? partedGet(agent, gatewayBase, path, obj, 10)
             : oneGet(agent, gatewayBase, path, obj)

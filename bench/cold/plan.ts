@@ -197,6 +197,7 @@ export const targetsFor = (workloads: ReadonlyArray<string>, arms: (workload: st
       speed("client-cold", direct, 1.0, `cold sequential through TalonClient ≥ 1.0× the ${streams}-stream direct read`)
       if (w === "seq-1") speed("gateway-cold", "origin", 2.0, "cold sequential through the gateway, one stream ≥ 2× one direct stream")
       speed("client-warm", direct, 5.0, `warm ≥ 5× the ${streams}-stream direct read`)
+      speed("client-into-warm", direct, 5.0, `warm ≥ 5× the ${streams}-stream direct read (readInto, reused buffers)`)
       fetch("client-cold", 1.25, "origin bytes ÷ bytes read ≤ 1.25 sequential")
       fetch("gateway-cold", 1.25, "origin bytes ÷ bytes read ≤ 1.25 sequential")
     } else {

@@ -120,6 +120,44 @@ export const clientRead = (client: TalonClientShape, target: string, expected: U
     })
   )
 
+/**
+ * A piece through TalonClient's `readInto`, in calls of at most `call` bytes into one buffer the
+ * reader reuses (a data loader's pattern: its batches live in memory it owns), so the reader
+ * hands the GC no fresh memory per byte.
+ */
+export const clientInto = (client: TalonClientShape, target: string, expected: Uint8Array, call = 8 * MiB): ReadPiece => {
+  const free: Array<Uint8Array> = []
+  return (piece, firstByte) =>
+    Effect.suspend(() => {
+      const buf = free.pop() ?? new Uint8Array(call)
+      const check = new RangeCheck(expected, piece)
+      const what = `TalonClient.readInto ${target} ${piece.offset}+${piece.length}`
+      let first = true
+      return Effect.forEach(
+        parts(piece, call),
+        (p) =>
+          client.readInto(target, p.offset, buf.subarray(0, p.length)).pipe(
+            Effect.mapError(clientFailure(what)),
+            Effect.flatMap((bytes) => {
+              if (first) {
+                first = false
+                firstByte()
+              }
+              const bad = check.push(bytes)
+              return bad === undefined ? Effect.void : Effect.fail(new ColdBenchFailed({ message: `${what}: ${bad}` }))
+            })
+          ),
+        { discard: true }
+      ).pipe(
+        Effect.flatMap(() => {
+          const short = check.finish()
+          return short === undefined ? Effect.void : Effect.fail(new ColdBenchFailed({ message: `${what}: ${short}` }))
+        }),
+        Effect.ensuring(Effect.sync(() => free.push(buf)))
+      )
+    })
+}
+
 export interface ReadersOutcome {
   readonly seconds: number
   readonly bytes: number
