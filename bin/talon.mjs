@@ -1,5 +1,5 @@
 #!/bin/sh
-":" //; case "$1" in --config) R=$3;; --config=*) R=$2;; *) R=$1;; esac; case "$R" in worker|coordinator) F="--max-semi-space-size=1 --memory-reducer --v8-pool-size=1";export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}";export MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-131072}";; gateway) F="--max-semi-space-size=2";export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}";; *) F=;; esac; UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-32}" exec node --no-memory-reducer $F "$0" "$@"
+":" //; case "$1" in --config) R=$3;; --config=*) R=$2;; *) R=$1;; esac; case "$R" in worker|coordinator) F="--max-semi-space-size=1 --memory-reducer --v8-pool-size=1";export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}";export MALLOC_TRIM_THRESHOLD_="${MALLOC_TRIM_THRESHOLD_:-131072}";; gateway) F="--max-semi-space-size=2 --max-old-space-size=1024";export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}";; *) F=;; esac; UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-32}" exec node --no-memory-reducer $F "$0" "$@"
 // Line 2 is for sh (POSIX sh everywhere, BusyBox's included, where `env -S` does not exist):
 // it re-runs this file under node with the flags below; to JavaScript it is a string and a comment.
 // --no-memory-reducer: V8 otherwise shrinks a busy process's heap (young generation included)
@@ -26,6 +26,15 @@
 // generation to the 16 MiB default semi-spaces, most of the 65-77 MiB its RSS grew by at 64 KiB and
 // 1 MiB GETs; with 2 MiB it starts ~11 MiB smaller and peaks ~20 MiB lower (BENCHMARKS.md, "the
 // gateway against nginx"). `talon up` (one process for every role) keeps V8's default.
+// And with --max-old-space-size=1024: V8 lets the old generation fill to its live size times a
+// factor it picks from its marking speed against the rate garbage is promoted, capped by the heap
+// limit: 4 at a limit of 2 GiB or more (its default on any box with 8 GiB+), 1.6 at 1 GiB. Under
+// thousands of GETs/s it reaches the cap: ~17 MiB live after a full GC, so up to ~70 MiB of old
+// space before the next, enough to account for the 52-62 MiB the co-located gateway's RSS grew by
+// at 64 KiB and 1 MiB on an idle box (not re-measured there). With 1 GiB the next full GC comes at ~1.6x live (+8 MiB at least): peaks
+// 3.6-5.5 MiB lower on a loaded box, CPU per request within noise (docs/decisions/
+// gateway-body-path.md, "Gateway memory under load"). A gateway's live heap is tens of MiB; the
+// cap is 40x that.
 // The gateway also runs with MALLOC_ARENA_MAX=2 (its JS, where it mallocs per request, runs on the
 // main thread's arena either way): idle 71.5-71.8 -> 68.6-69.7 MiB, the libuv threads' arenas.
 // Measured for the gateway and left (BENCHMARKS.md, "the gateway against nginx"): a 1 MiB
