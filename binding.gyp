@@ -5,9 +5,9 @@
   "targets": [
     {
       "target_name": "talon_sendfile",
-      "sources": ["native/sendfile.c", "native/hits.c", "native/listen.c", "native/memory.c", "native/xxh64.c"],
+      "sources": ["native/sendfile.c", "native/hits.c", "native/listen.c", "native/memory.c", "native/xxh64.c", "native/xxh3.c"],
       "conditions": [
-        ["OS!='linux'", { "type": "none", "sources!": ["native/sendfile.c", "native/hits.c", "native/listen.c", "native/memory.c", "native/xxh64.c"] }]
+        ["OS!='linux'", { "type": "none", "sources!": ["native/sendfile.c", "native/hits.c", "native/listen.c", "native/memory.c", "native/xxh64.c", "native/xxh3.c"] }]
       ],
       "cflags": ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
       "defines": ["NAPI_VERSION=8"]

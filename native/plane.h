@@ -77,5 +77,7 @@ napi_value listen_export(napi_env env, napi_value exports);
 napi_value memory_export(napi_env env, napi_value exports);
 /* XXH64 one-shot and streaming (native/xxh64.c): the worker's per-unit checksums. */
 napi_value xxh64_export(napi_env env, napi_value exports);
+/* XXH3-64 one-shot (native/xxh3.c): the coordinator's membership epoch. */
+napi_value xxh3_export(napi_env env, napi_value exports);
 
 #endif

@@ -485,5 +485,6 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   listen_export(env, exports);
   memory_export(env, exports);
   xxh64_export(env, exports);
+  xxh3_export(env, exports);
   return exports;
 }

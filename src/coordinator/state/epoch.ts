@@ -6,7 +6,9 @@
  * same epoch; clients compare it for equality only.
  */
 import { Effect } from "effect"
-import { createXXHash3, type IHasher } from "hash-wasm"
+import type { IHasher } from "hash-wasm"
+import { createRequire } from "node:module"
+import { fileURLToPath } from "node:url"
 import type { NodeInfo } from "../../core/ids.js"
 import { BincodeWriter } from "../../protocol/bincode.js"
 import { compareUtf8 } from "../../protocol/status.js"
@@ -22,15 +24,37 @@ export const canonicalMembership = (nodes: ReadonlyArray<NodeInfo>): Uint8Array 
   return w.finish()
 }
 
+/** The addon's XXH3-64 (native/xxh3.c), or undefined when the addon is missing, stale or not for this platform. */
+export const nativeXxh3 = (): ((bytes: Uint8Array) => bigint) | undefined => {
+  try {
+    const path = fileURLToPath(new URL("../../../build/Release/talon_sendfile.node", import.meta.url))
+    const addon = createRequire(import.meta.url)(path) as { readonly xxh3?: (bytes: Uint8Array) => bigint }
+    return typeof addon.xxh3 === "function" ? addon.xxh3 : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** hash-wasm's XXH3-64, compiled on first call: the fallback, and the reference the addon is tested against. */
+export const wasmXxh3 = (): Promise<IHasher> => import("./xxh3Wasm.js").then((m) => m.createXXHash3())
+
+// The addon when it loads: hash-wasm would bring WebAssembly's engine into an otherwise idle
+// coordinator for one small hash per membership change (~1 MiB of RSS).
+let native: ((bytes: Uint8Array) => bigint) | undefined | null
 let hasher: Promise<IHasher> | undefined
 
 /** xxh3-64 (seed 0) of `bytes`, as an unsigned 64-bit bigint. */
 export const xxh3_64 = (bytes: Uint8Array): Effect.Effect<bigint> =>
-  Effect.promise(async () => {
-    hasher ??= createXXHash3()
-    const h = await hasher
-    // init/update/digest run without yielding, so concurrent callers never interleave.
-    return BigInt(`0x${h.init().update(bytes).digest("hex")}`)
+  Effect.suspend(() => {
+    if (native === undefined) native = nativeXxh3() ?? null
+    const hash = native
+    if (hash !== null) return Effect.sync(() => hash(bytes))
+    return Effect.promise(async () => {
+      hasher ??= wasmXxh3()
+      const h = await hasher
+      // init/update/digest run without yielding, so concurrent callers never interleave.
+      return BigInt(`0x${h.init().update(bytes).digest("hex")}`)
+    })
   })
 
 /** Talon's `Epoch::for_nodes`: 0 for no nodes, otherwise the hash (0 remapped to 1). */
