@@ -8,6 +8,7 @@
  */
 #include <string.h>
 #include "plane.h"
+#include "le_load.h"
 
 #define P32_1 0x9E3779B1U
 #define P32_2 0x85EBCA77U
@@ -41,27 +42,6 @@ static const uint8_t SECRET[SECRET_BYTES] = {
   0x45, 0xcb, 0x3a, 0x8f, 0x95, 0x16, 0x04, 0x28, 0xaf, 0xd7, 0xfb, 0xca, 0xbb, 0x4b, 0x40, 0x7e,
 };
 
-/* Little-endian loads whatever the host's order and alignment. */
-static inline uint64_t rd64(const uint8_t *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  return v;
-}
-
-static inline uint32_t rd32(const uint8_t *p) {
-  uint32_t v;
-  memcpy(&v, p, 4);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap32(v);
-#endif
-  return v;
-}
-
-static inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
 /* The 128-bit product's halves xor-ed. */
 static inline uint64_t fold(uint64_t a, uint64_t b) {
   unsigned __int128 m = (unsigned __int128)a * b;
@@ -83,7 +63,7 @@ static inline uint64_t avalanche3(uint64_t h) {
 }
 
 static inline uint64_t rrmxmx(uint64_t h, uint64_t len) {
-  h ^= rotl(h, 49) ^ rotl(h, 24);
+  h ^= rotl64(h, 49) ^ rotl64(h, 24);
   h *= MX2;
   h ^= (h >> 35) + len;
   h *= MX2;
@@ -91,24 +71,24 @@ static inline uint64_t rrmxmx(uint64_t h, uint64_t len) {
 }
 
 static inline uint64_t mix16(const uint8_t *p, const uint8_t *s) {
-  return fold(rd64(p) ^ rd64(s), rd64(p + 8) ^ rd64(s + 8));
+  return fold(le_load64(p) ^ le_load64(s), le_load64(p + 8) ^ le_load64(s + 8));
 }
 
 static uint64_t upto16(const uint8_t *p, size_t len) {
   if (len > 8) {
-    uint64_t lo = rd64(p) ^ (rd64(SECRET + 24) ^ rd64(SECRET + 32));
-    uint64_t hi = rd64(p + len - 8) ^ (rd64(SECRET + 40) ^ rd64(SECRET + 48));
+    uint64_t lo = le_load64(p) ^ (le_load64(SECRET + 24) ^ le_load64(SECRET + 32));
+    uint64_t hi = le_load64(p + len - 8) ^ (le_load64(SECRET + 40) ^ le_load64(SECRET + 48));
     return avalanche3((uint64_t)len + __builtin_bswap64(lo) + hi + fold(lo, hi));
   }
   if (len >= 4) {
-    uint64_t in = (uint64_t)rd32(p + len - 4) + ((uint64_t)rd32(p) << 32);
-    return rrmxmx(in ^ (rd64(SECRET + 8) ^ rd64(SECRET + 16)), len);
+    uint64_t in = (uint64_t)le_load32(p + len - 4) + ((uint64_t)le_load32(p) << 32);
+    return rrmxmx(in ^ (le_load64(SECRET + 8) ^ le_load64(SECRET + 16)), len);
   }
   if (len > 0) {
     uint32_t combined = ((uint32_t)p[0] << 16) | ((uint32_t)p[len >> 1] << 24) | (uint32_t)p[len - 1] | ((uint32_t)len << 8);
-    return avalanche64((uint64_t)combined ^ (uint64_t)(rd32(SECRET) ^ rd32(SECRET + 4)));
+    return avalanche64((uint64_t)combined ^ (uint64_t)(le_load32(SECRET) ^ le_load32(SECRET + 4)));
   }
-  return avalanche64(rd64(SECRET + 56) ^ rd64(SECRET + 64));
+  return avalanche64(le_load64(SECRET + 56) ^ le_load64(SECRET + 64));
 }
 
 static uint64_t upto128(const uint8_t *p, size_t len) {
@@ -143,8 +123,8 @@ static uint64_t upto240(const uint8_t *p, size_t len) {
 
 static inline void stripe(uint64_t acc[8], const uint8_t *p, const uint8_t *s) {
   for (int i = 0; i < 8; i++) {
-    uint64_t v = rd64(p + 8 * i);
-    uint64_t k = v ^ rd64(s + 8 * i);
+    uint64_t v = le_load64(p + 8 * i);
+    uint64_t k = v ^ le_load64(s + 8 * i);
     acc[i ^ 1] += v;
     acc[i] += (k & 0xFFFFFFFFULL) * (k >> 32);
   }
@@ -154,7 +134,7 @@ static inline void scramble(uint64_t acc[8], const uint8_t *s) {
   for (int i = 0; i < 8; i++) {
     uint64_t a = acc[i];
     a ^= a >> 47;
-    a ^= rd64(s + 8 * i);
+    a ^= le_load64(s + 8 * i);
     acc[i] = a * P32_1;
   }
 }
@@ -171,7 +151,7 @@ static uint64_t longer(const uint8_t *p, size_t len) {
   for (size_t n = 0; n < stripes; n++) stripe(acc, p + blocks * BLOCK + n * STRIPE, SECRET + n * 8);
   stripe(acc, p + len - STRIPE, SECRET + SECRET_BYTES - STRIPE - 7);
   uint64_t h = (uint64_t)len * P64_1;
-  for (int i = 0; i < 4; i++) h += fold(acc[2 * i] ^ rd64(SECRET + 11 + 16 * i), acc[2 * i + 1] ^ rd64(SECRET + 11 + 16 * i + 8));
+  for (int i = 0; i < 4; i++) h += fold(acc[2 * i] ^ le_load64(SECRET + 11 + 16 * i), acc[2 * i + 1] ^ le_load64(SECRET + 11 + 16 * i + 8));
   return avalanche3(h);
 }
 

@@ -10,6 +10,7 @@
  */
 #include <string.h>
 #include "plane.h"
+#include "le_load.h"
 #include "xxh64.h"
 
 #define P1 0x9E3779B185EBCA87ULL
@@ -30,27 +31,6 @@ typedef struct {
 
 _Static_assert(sizeof(xxh64_state_t) == XXH64_STATE_BYTES, "state layout");
 
-static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-/* Little-endian loads whatever the host's order and alignment. */
-static inline uint64_t read64(const uint8_t *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  return v;
-}
-
-static inline uint32_t read32(const uint8_t *p) {
-  uint32_t v;
-  memcpy(&v, p, 4);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap32(v);
-#endif
-  return v;
-}
-
 static inline uint64_t round64(uint64_t acc, uint64_t input) {
   acc += input * P2;
   acc = rotl64(acc, 31);
@@ -66,23 +46,23 @@ static inline uint64_t merge64(uint64_t acc, uint64_t v) {
 static size_t stripes(uint64_t v[4], const uint8_t *p, size_t len) {
   size_t n = len & ~(size_t)31;
   for (size_t i = 0; i < n; i += 32) {
-    v[0] = round64(v[0], read64(p + i));
-    v[1] = round64(v[1], read64(p + i + 8));
-    v[2] = round64(v[2], read64(p + i + 16));
-    v[3] = round64(v[3], read64(p + i + 24));
+    v[0] = round64(v[0], le_load64(p + i));
+    v[1] = round64(v[1], le_load64(p + i + 8));
+    v[2] = round64(v[2], le_load64(p + i + 16));
+    v[3] = round64(v[3], le_load64(p + i + 24));
   }
   return n;
 }
 
 static uint64_t finish(uint64_t h, const uint8_t *p, size_t len) {
   while (len >= 8) {
-    h ^= round64(0, read64(p));
+    h ^= round64(0, le_load64(p));
     h = rotl64(h, 27) * P1 + P4;
     p += 8;
     len -= 8;
   }
   if (len >= 4) {
-    h ^= (uint64_t)read32(p) * P1;
+    h ^= (uint64_t)le_load32(p) * P1;
     h = rotl64(h, 23) * P2 + P3;
     p += 4;
     len -= 4;
