@@ -10,52 +10,16 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import fc from "fast-check"
 import { randomBytes } from "node:crypto"
-import * as net from "node:net"
 import xxhash from "xxhash-wasm"
 import type { OriginRequest } from "../../src/backend/http.js"
 import { fillAddon, type FillAddon } from "../../src/backend/nativeReceive.js"
 import { type BodySink, type DirectSink, Receiver, type ReceiveError } from "../../src/backend/receiveInto.js"
+import { rawOrigin } from "./rawOrigin.js"
 
 // On Linux the addon must be built (npm ci builds it); elsewhere there is no native receive to test.
 const loaded = process.platform === "linux" ? fillAddon() : undefined
 if (typeof loaded === "string") throw new Error(`these tests need the fill addon: ${loaded}`)
 const addon = loaded as FillAddon
-
-type Respond = (socket: net.Socket) => void
-
-/** A raw TCP origin answering each request head with `respond`. */
-const rawOrigin = Effect.acquireRelease(
-  Effect.async<{ readonly port: number; respond: Respond; connections: number; readonly sockets: Set<net.Socket>; readonly server: net.Server }>((resume) => {
-    const sockets = new Set<net.Socket>()
-    const server = net.createServer((socket) => {
-      origin.connections++
-      sockets.add(socket)
-      socket.on("close", () => sockets.delete(socket))
-      socket.on("error", () => {})
-      let pending = ""
-      socket.on("data", (data) => {
-        pending += data.toString("latin1")
-        for (let end = pending.indexOf("\r\n\r\n"); end >= 0; end = pending.indexOf("\r\n\r\n")) {
-          pending = pending.slice(end + 4)
-          origin.respond(socket)
-        }
-      })
-    })
-    const origin = { port: 0, connections: 0, sockets, server, respond: ((socket) => socket.end()) as Respond }
-    server.listen(0, "127.0.0.1", () => {
-      origin.port = (server.address() as net.AddressInfo).port
-      resume(Effect.succeed(origin))
-    })
-  }),
-  (origin) =>
-    Effect.promise(
-      () =>
-        new Promise<void>((resolve) => {
-          for (const s of origin.sockets) s.destroy()
-          origin.server.close(() => resolve())
-        })
-    )
-)
 
 const receiverOf = (timeoutMs = 5_000) =>
   Effect.acquireRelease(

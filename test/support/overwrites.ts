@@ -33,6 +33,26 @@ export interface Cluster {
   readonly coordinator: string
 }
 
+/** Worker `w<i>` of a loopback test cluster: ports 0, its cache under `dir`, portable plane unless said. */
+export const loopbackWorker = (
+  dir: string,
+  coordinator: string,
+  backend: Layer.Layer<BackendStore>,
+  i: number,
+  o: Pick<ClusterOptions, "blockSize" | "pageSize" | "dataPlane"> & { readonly versionTtlMs?: number }
+) =>
+  Worker.layerSettings({
+    id: `w${i}`,
+    dataAddress: "127.0.0.1:0",
+    adminAddress: "127.0.0.1:0",
+    coordinator,
+    cacheDirs: [path.join(dir, `w${i}`)],
+    blockSize: o.blockSize,
+    pageSize: o.pageSize,
+    dataPlane: o.dataPlane ?? "portable",
+    ...(o.versionTtlMs === undefined ? {} : { versionTtlMs: o.versionTtlMs })
+  }).pipe(Layer.provide(backend))
+
 /** Origin stub, coordinator and `workers` in-process workers (portable plane), all scoped. */
 export const startCluster = (o: ClusterOptions) =>
   Effect.gen(function* () {
@@ -41,19 +61,7 @@ export const startCluster = (o: ClusterOptions) =>
     const backend = Router.layerLocal(origin.url)
     const coordinator = yield* patientCoordinator(backend)
     for (let i = 0; i < o.workers; i++) {
-      yield* Layer.build(
-        Worker.layerSettings({
-          id: `w${i}`,
-          dataAddress: "127.0.0.1:0",
-          adminAddress: "127.0.0.1:0",
-          coordinator: coordinator.controlAddress,
-          cacheDirs: [path.join(dir, `w${i}`)],
-          blockSize: o.blockSize,
-          pageSize: o.pageSize,
-          dataPlane: o.dataPlane ?? "portable",
-          versionTtlMs: o.versionTtlMs
-        }).pipe(Layer.provide(backend))
-      )
+      yield* Layer.build(loopbackWorker(dir, coordinator.controlAddress, backend, i, o))
     }
     yield* coordinator.members.pipe(
       Effect.delay("20 millis"),
